@@ -1,0 +1,396 @@
+/*
+ * fg.h - the one internal header of the fgc compiler, a section per source
+ * file.  Data flows one way:
+ *
+ *   .fg text --grammar/--> FgProgram (AST) --ir.c--> FgGraph (IR)
+ *            --passes/--> FgGraph (primitives only) --interp.c--> values
+ *
+ * The AST is what was written, with locations and nothing checked.  The IR
+ * is a flat array of nodes in topological order (every operand id is smaller
+ * than the node's own id) whose dtypes and static shapes are all known.
+ * Every op is one row of FG_OPS below: the enum, the name lookup, the type
+ * rules, the interpreter and the emitters derive from it.
+ */
+#ifndef FG_H
+#define FG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "util.h"
+
+/* ---------------------------------------------------------------- dtypes */
+
+/* X(ID, name, bytes of storage, is float) */
+#define FG_DTYPES(X)                                                           \
+	X(F32, "f32", 4, 1)                                                    \
+	X(F16, "f16", 2, 1)                                                    \
+	X(BF16, "bf16", 2, 1)                                                  \
+	X(I32, "i32", 4, 0)                                                    \
+	X(BOOL, "bool", 1, 0)
+
+typedef enum FgDtype {
+#define X(id, name, size, isf) FG_DT_##id,
+	FG_DTYPES(X)
+#undef X
+	FG_DT_COUNT
+} FgDtype;
+
+/* ----------------------------------------------------------------- ops */
+
+/* How an op takes part in fusion. */
+typedef enum FgOpClass {
+	FG_CLASS_SOURCE,        /* input, param, const: no operands */
+	FG_CLASS_EW,            /* elementwise (with NumPy broadcasting) */
+	FG_CLASS_REDUCE,        /* reduction over a set of axes */
+	FG_CLASS_LAYOUT,        /* moves elements, computes nothing */
+	FG_CLASS_MATMUL,        /* batched matrix product */
+	FG_CLASS_COMPOSITE,     /* expanded into the others by passes/expand.c */
+} FgOpClass;
+
+/* Which operand dtypes an op accepts and what it yields. */
+typedef enum FgTypeRule {
+	FG_TY_SOURCE,           /* declared, not inferred */
+	FG_TY_FLOAT,            /* f32/f16/bf16 operands, all the same; same out */
+	FG_TY_NUM,              /* float or i32 operands, all the same; same out */
+	FG_TY_CMP,              /* any operands, all the same; bool out */
+	FG_TY_WHERE,            /* bool, then two operands of one dtype */
+	FG_TY_CAST,             /* any operand; out is attribute dtype= */
+	FG_TY_ANY,              /* any dtype, all operands the same; same out */
+} FgTypeRule;
+
+/*
+ * X(ID, name, arity, class, type rule, attributes, reference, cuda)
+ *
+ * arity: operand count; -1 means one or more (concat).
+ * attributes: the keys the op accepts, space-separated (see FG_ATTRS).
+ * reference: a C expression over doubles a, b, c giving the value in the
+ *   reference interpreter (helpers fg_ref_* are defined in interp.c); 0 for
+ *   ops that are not elementwise, which the interpreter handles apart.
+ * cuda: the same as a CUDA expression over floats a, b, c (helpers fg_*
+ *   live in runtime/fg_device.cuh); "" where the backend handles it apart.
+ * Ops of class SOURCE cannot be called by name.
+ */
+#define FG_OPS(X)                                                                        \
+	X(INPUT, "input", 0, SOURCE, SOURCE, "", 0, "")                                   \
+	X(PARAM, "param", 0, SOURCE, SOURCE, "", 0, "")                                   \
+	X(CONST, "const", 0, SOURCE, SOURCE, "", 0, "")                                   \
+	X(IDENTITY, "identity", 1, EW, ANY, "", a, "a")                                   \
+	X(NEG, "neg", 1, EW, NUM, "", -a, "-a")                                           \
+	X(ABS, "abs", 1, EW, NUM, "", fabs(a), "fabsf(a)")                                \
+	X(EXP, "exp", 1, EW, FLOAT, "", exp(a), "expf(a)")                                \
+	X(LOG, "log", 1, EW, FLOAT, "", log(a), "logf(a)")                                \
+	X(SQRT, "sqrt", 1, EW, FLOAT, "", sqrt(a), "sqrtf(a)")                            \
+	X(RSQRT, "rsqrt", 1, EW, FLOAT, "", 1.0 / sqrt(a), "rsqrtf(a)")                   \
+	X(RECIP, "recip", 1, EW, FLOAT, "", 1.0 / a, "(1.0f / a)")                        \
+	X(SQUARE, "square", 1, EW, NUM, "", a * a, "(a * a)")                             \
+	X(SIN, "sin", 1, EW, FLOAT, "", sin(a), "sinf(a)")                                \
+	X(COS, "cos", 1, EW, FLOAT, "", cos(a), "cosf(a)")                                \
+	X(TANH, "tanh", 1, EW, FLOAT, "", tanh(a), "tanhf(a)")                            \
+	X(SIGMOID, "sigmoid", 1, EW, FLOAT, "", fg_ref_sigmoid(a), "fg_sigmoid(a)")       \
+	X(RELU, "relu", 1, EW, NUM, "", fg_ref_relu(a), "fg_relu(a)")                     \
+	X(GELU, "gelu", 1, EW, FLOAT, "", fg_ref_gelu(a), "fg_gelu(a)")                   \
+	X(GELU_TANH, "gelu_tanh", 1, EW, FLOAT, "", fg_ref_gelu_tanh(a), "fg_gelu_tanh(a)") \
+	X(SILU, "silu", 1, EW, FLOAT, "", fg_ref_silu(a), "fg_silu(a)")                   \
+	X(ERF, "erf", 1, EW, FLOAT, "", erf(a), "erff(a)")                                \
+	X(ADD, "add", 2, EW, NUM, "", a + b, "(a + b)")                                   \
+	X(SUB, "sub", 2, EW, NUM, "", a - b, "(a - b)")                                   \
+	X(MUL, "mul", 2, EW, NUM, "", a * b, "(a * b)")                                   \
+	X(DIV, "div", 2, EW, FLOAT, "", a / b, "(a / b)")                                 \
+	X(POW, "pow", 2, EW, FLOAT, "", pow(a, b), "powf(a, b)")                          \
+	X(MAXIMUM, "maximum", 2, EW, NUM, "", fg_ref_maximum(a, b), "fg_maximum(a, b)")   \
+	X(MINIMUM, "minimum", 2, EW, NUM, "", fg_ref_minimum(a, b), "fg_minimum(a, b)")   \
+	X(LT, "lt", 2, EW, CMP, "", (double)(a < b), "(float)(a < b)")                    \
+	X(LE, "le", 2, EW, CMP, "", (double)(a <= b), "(float)(a <= b)")                  \
+	X(GT, "gt", 2, EW, CMP, "", (double)(a > b), "(float)(a > b)")                    \
+	X(GE, "ge", 2, EW, CMP, "", (double)(a >= b), "(float)(a >= b)")                  \
+	X(EQ, "eq", 2, EW, CMP, "", (double)(a == b), "(float)(a == b)")                  \
+	X(NE, "ne", 2, EW, CMP, "", (double)(a != b), "(float)(a != b)")                  \
+	X(WHERE, "where", 3, EW, WHERE, "", (a != 0 ? b : c), "(a != 0.0f ? b : c)")      \
+	X(CAST, "cast", 1, EW, CAST, "dtype", 0, "")                                      \
+	X(DROPOUT, "dropout", 1, EW, FLOAT, "p seed", 0, "")                              \
+	X(SUM, "sum", 1, REDUCE, NUM, "axis keepdims", 0, "")                             \
+	X(MEAN, "mean", 1, REDUCE, FLOAT, "axis keepdims", 0, "")                         \
+	X(MAX, "max", 1, REDUCE, NUM, "axis keepdims", 0, "")                             \
+	X(MIN, "min", 1, REDUCE, NUM, "axis keepdims", 0, "")                             \
+	X(TRANSPOSE, "transpose", 1, LAYOUT, ANY, "perm", 0, "")                          \
+	X(RESHAPE, "reshape", 1, LAYOUT, ANY, "shape", 0, "")                             \
+	X(BROADCAST_TO, "broadcast_to", 1, LAYOUT, ANY, "shape", 0, "")                   \
+	X(SLICE, "slice", 1, LAYOUT, ANY, "axis start end", 0, "")                        \
+	X(CONCAT, "concat", -1, LAYOUT, ANY, "axis", 0, "")                               \
+	X(MATMUL, "matmul", 2, MATMUL, NUM, "", 0, "")                                    \
+	X(SOFTMAX, "softmax", 1, COMPOSITE, FLOAT, "axis", 0, "")                         \
+	X(LOG_SOFTMAX, "log_softmax", 1, COMPOSITE, FLOAT, "axis", 0, "")                 \
+	X(LAYERNORM, "layernorm", 3, COMPOSITE, FLOAT, "axis eps", 0, "")                 \
+	X(RMSNORM, "rmsnorm", 2, COMPOSITE, FLOAT, "axis eps", 0, "")
+
+typedef enum FgOp {
+#define X(id, name, ar, cl, ty, at, ref, cu) FG_OP_##id,
+	FG_OPS(X)
+#undef X
+	FG_OP_COUNT
+} FgOp;
+
+typedef struct FgOpInfo {
+	const char *name;       /* as written in .fg */
+	int arity;              /* operands, -1: one or more */
+	FgOpClass cls;          /* fusion class */
+	FgTypeRule ty;          /* dtype rule */
+	const char *attrs;      /* accepted attribute keys, space-separated */
+	const char *cuda;       /* CUDA expression over a, b, c, or "" */
+} FgOpInfo;
+
+/* X(ID, key): every attribute key any op accepts. */
+#define FG_ATTRS(X)                                                            \
+	X(AXIS, "axis")                                                        \
+	X(KEEPDIMS, "keepdims")                                                \
+	X(EPS, "eps")                                                          \
+	X(P, "p")                                                              \
+	X(SEED, "seed")                                                        \
+	X(PERM, "perm")                                                        \
+	X(SHAPE, "shape")                                                      \
+	X(START, "start")                                                      \
+	X(END, "end")                                                          \
+	X(DTYPE, "dtype")
+
+/* --------------------------------------------------- compiler/tables.c */
+
+extern const FgOpInfo fg_op_info[FG_OP_COUNT];
+extern const char *const fg_dtype_name[FG_DT_COUNT];
+extern const int fg_dtype_size[FG_DT_COUNT];
+int fg_dtype_is_float(FgDtype t);
+/* Looks a callable op up by name; FG_OP_COUNT when there is none. */
+FgOp fg_op_lookup(const char *name);
+/* The callable op name nearest to `name`, or NULL when none is close. */
+const char *fg_op_suggest(const char *name);
+/* FG_DT_COUNT when `name` is no dtype. */
+FgDtype fg_dtype_lookup(const char *name);
+
+/* ------------------------------------------------------------- the AST */
+
+typedef struct FgNum {
+	double val;             /* the value; +inf for 1e999 and `inf` */
+	int is_int;             /* written as digits alone: 42 */
+	int overflow;           /* digits beyond int64, or a real beyond double */
+	int64_t ival;           /* the value, when is_int and not overflow */
+} FgNum;
+
+typedef enum FgAttrValKind {
+	FG_AV_NUM,              /* 3, -1, 0.5, 1e-5, inf */
+	FG_AV_IDENT,            /* true, false, f16, ... */
+	FG_AV_LIST,             /* [1, 0, 2] */
+} FgAttrValKind;
+
+typedef struct FgAttrVal FgAttrVal;
+struct FgAttrVal {
+	FgAttrValKind kind;
+	FgLoc loc;
+	FgNum num;              /* FG_AV_NUM, with a leading '-' applied */
+	const char *ident;      /* FG_AV_IDENT */
+	FgAttrVal *items;       /* FG_AV_LIST: the elements */
+	int nitems;
+};
+
+typedef struct FgAttrAst {
+	const char *key;        /* as written: axis, eps, ... (unchecked) */
+	FgLoc loc;              /* of the key */
+	FgAttrVal val;
+} FgAttrAst;
+
+typedef enum FgExprKind {
+	FG_EX_NUM,              /* a number literal */
+	FG_EX_NAME,             /* a use of a name */
+	FG_EX_CALL,             /* op(args, key=value), or an operator */
+} FgExprKind;
+
+typedef struct FgExpr FgExpr;
+struct FgExpr {
+	FgExprKind kind;
+	FgLoc loc;              /* the name, the number, or the operator */
+	FgNum num;              /* FG_EX_NUM */
+	const char *name;       /* FG_EX_NAME: the name; FG_EX_CALL: the op
+	                           name, "add" for '+', "neg" for unary '-',
+	                           "lt" "le" "gt" "ge" "eq" "ne" for comparisons */
+	const char *op_text;    /* FG_EX_CALL written as an operator: "+", else NULL */
+	FgExpr **args;          /* FG_EX_CALL: operands */
+	int nargs;
+	FgAttrAst *attrs;       /* FG_EX_CALL: key=value pairs, as written */
+	int nattrs;
+};
+
+typedef struct FgDimAst {
+	FgLoc loc;
+	const char *sym;        /* symbolic name, or NULL for a number */
+	FgNum num;              /* the number (with a leading '-' applied) */
+	int has_default;        /* sym written as B=8192 */
+	FgNum def;              /* that default */
+} FgDimAst;
+
+typedef struct FgAnnot {
+	const char *name;       /* after '@': save, materialize, or unknown */
+	FgLoc loc;              /* of the '@' */
+} FgAnnot;
+
+typedef enum FgStmtKind {
+	FG_ST_INPUT,            /* input NAME : DTYPE[DIMS] */
+	FG_ST_PARAM,            /* param NAME : DTYPE[DIMS] */
+	FG_ST_ASSIGN,           /* NAME = EXPR @annotations */
+	FG_ST_OUTPUT,           /* output NAME, NAME */
+	FG_ST_FUSE,             /* fuse { STATEMENTS } */
+} FgStmtKind;
+
+typedef struct FgStmt FgStmt;
+struct FgStmt {
+	FgStmtKind kind;
+	FgLoc loc;              /* of the first token */
+	const char *name;       /* INPUT PARAM ASSIGN */
+	FgLoc name_loc;
+	const char *dtype;      /* INPUT PARAM: as written, unchecked */
+	FgLoc dtype_loc;
+	FgDimAst *dims;         /* INPUT PARAM */
+	int ndims;
+	FgExpr *expr;           /* ASSIGN */
+	FgAnnot *annots;        /* ASSIGN */
+	int nannots;
+	const char **outs;      /* OUTPUT: the names */
+	FgLoc *out_locs;
+	int nouts;
+	FgStmt *body;           /* FUSE: the statements inside */
+	int nbody;
+};
+
+typedef struct FgProgram {
+	const char *name;       /* graph NAME */
+	FgLoc loc;
+	FgStmt *stmts;
+	int nstmts;
+} FgProgram;
+
+/* --------------------------------------------------- grammar/fg.y, fg.l */
+
+/* Parses src into prog.  Reports every error it can through d and returns
+ * the number of errors (0: prog is complete).  Never crashes, whatever the
+ * bytes: NULs, invalid UTF-8, nesting too deep for the parser's stack. */
+int fg_parse(FgArena *a, FgDiag *d, const FgSource *src, FgProgram *prog);
+
+/* --------------------------------------------------------- compiler/ir.c */
+
+#define FG_MAX_RANK 8
+
+typedef struct FgShape {
+	int rank;
+	int64_t d[FG_MAX_RANK];
+} FgShape;
+
+enum {
+	FG_NF_OUTPUT = 1,       /* named in `output` */
+	FG_NF_SAVED = 2,        /* @save: materialized, returned as saved.NAME */
+	FG_NF_MATERIALIZE = 4,  /* @materialize: a user fusion boundary */
+};
+
+typedef struct FgNode {
+	FgOp op;
+	FgDtype dt;
+	FgShape shape;
+	int *in;                /* operand ids, each smaller than this id */
+	int nin;
+	FgLoc loc;              /* the op as written (for composites: the call) */
+	const char *name;       /* bound name, or NULL for a temporary */
+	const char *composite;  /* the composite it was expanded from, or NULL */
+	unsigned flags;         /* FG_NF_* */
+	int fuse_block;         /* index of its fuse { } block, or -1 */
+	union {
+		struct {
+			uint32_t axes;  /* bit i: axis i reduced (of the operand) */
+			int keepdims;   /* reduced axes kept as 1 */
+			double eps;     /* layernorm, rmsnorm */
+		} red;                  /* reductions, softmax, norms */
+		int perm[FG_MAX_RANK];  /* transpose: out axis i = in axis perm[i] */
+		struct {
+			int axis;
+			int64_t start, end;  /* normalized: 0 <= start <= end <= dim */
+		} slice;
+		int axis;               /* concat, normalized to [0, rank) */
+		struct {
+			double p;       /* drop probability in [0, 1) */
+			uint64_t seed;
+		} drop;
+		double value;           /* const */
+		int input;              /* input/param: index in FgGraph.inputs */
+	} a;
+} FgNode;
+
+typedef struct FgSym {
+	const char *name;
+	int64_t value;
+} FgSym;
+
+typedef struct FgGraph {
+	const char *name;
+	FgArena *arena;         /* owns everything below */
+	FgNode *nodes;          /* topological order */
+	int nnodes, cap;
+	int *inputs;            /* INPUT and PARAM ids, in declaration order */
+	int ninputs;
+	int *outputs;           /* output ids, in `output` order */
+	int noutputs;
+	FgSym *syms;            /* symbolic dims and their bound values */
+	int nsyms;
+	int nfuse;              /* fuse { } blocks */
+} FgGraph;
+
+typedef struct FgDefine {       /* -D NAME=VALUE */
+	const char *name;
+	int64_t value;
+	int used;               /* set by fg_ir_build when a dim names it */
+} FgDefine;
+
+/* Resolves names, binds symbolic dims, infers dtypes and shapes.  Reports
+ * every error it can through d; returns the error count (0: g is valid). */
+int fg_ir_build(FgArena *a, FgDiag *d, const FgProgram *prog,
+		FgDefine *defs, int ndefs, FgGraph *g);
+/* Appends a node (copied) and returns its id. */
+int fg_ir_add(FgGraph *g, const FgNode *n);
+/* Checks the IR's invariants; an internal bug calls fg_die(). */
+void fg_ir_check(const FgGraph *g);
+
+int64_t fg_shape_numel(const FgShape *s);
+int fg_shape_eq(const FgShape *a, const FgShape *b);
+/* NumPy broadcasting; returns -1 when the shapes do not broadcast. */
+int fg_shape_broadcast(const FgShape *a, const FgShape *b, FgShape *out);
+/* "f32[4096,1024]" into buf; returns buf. */
+char *fg_type_str(char *buf, size_t n, FgDtype dt, const FgShape *s);
+
+/* ------------------------------------------------------ compiler/print.c */
+
+/* Writes g as a .fg program that fgc parses back to the same IR. */
+void fg_ir_print(FILE *f, const FgGraph *g);
+
+/* ------------------------------------------------------ passes/expand.c */
+
+/* Replaces every composite node by primitives; each new node keeps the
+ * composite's name in FgNode.composite and its location. */
+void fg_pass_expand(FgGraph *g);
+
+/* ---------------------------------------------------- compiler/interp.c */
+
+/* Evaluates g op by op in double precision.  in[i] holds the elements of
+ * input g->inputs[i] (C order).  Returns one buffer per node, malloc'ed,
+ * non-NULL exactly where keep[id] is set; everything else is freed as soon
+ * as its last consumer ran.  NULL when out of memory (with an error in d). */
+double **fg_interp_eval(const FgGraph *g, double *const *in,
+			const unsigned char *keep, FgDiag *d);
+void fg_interp_free(const FgGraph *g, double **vals);
+/* Rounds x to the nearest value of dtype dt (round to nearest even; i32
+ * truncates toward zero and saturates; bool is x != 0). */
+double fg_round_to(FgDtype dt, double x);
+
+/* ------------------------------------------------------- compiler/run.c */
+
+/* fgc run: reads inputs from indir (NAME.npy; missing ones drawn from seed),
+ * evaluates g and writes outputs and saved values into outdir.  Returns 0,
+ * or 1 after reporting the error. */
+int fg_run(const FgGraph *g, const char *indir, const char *outdir,
+	   uint64_t seed, FgDiag *d);
+
+#endif

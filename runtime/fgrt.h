@@ -1,0 +1,103 @@
+/*
+ * fgrt.h - the public header of the fgc host runtime: .npy files, the
+ * storage dtypes' conversions, and comparison with golden files.  It is
+ * compiled into the compiler (reference interpreter) and, by nvcc, into
+ * every fused binary, so it includes no compiler header and depends on
+ * nothing but libc and libm.
+ *
+ * Every function that can fail returns 0 on success and -1 on failure,
+ * with a one-line message in err (no trailing newline) that names the file
+ * and says what was found and what was expected.
+ */
+#ifndef FGRT_H
+#define FGRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FGRT_MAX_RANK 8
+#define FGRT_ERRLEN 512
+
+/* The element types a .npy file may hold: little-endian f4 f2 i4 b1. */
+typedef enum FgrtNpyType {
+	FGRT_NPY_F4,
+	FGRT_NPY_F2,
+	FGRT_NPY_I4,
+	FGRT_NPY_B1,
+} FgrtNpyType;
+
+typedef struct FgrtNpy {
+	FgrtNpyType type;
+	int rank;
+	int64_t shape[FGRT_MAX_RANK];
+	int64_t numel;          /* product of shape (1 for rank 0) */
+	size_t nbytes;          /* numel * element size */
+	void *data;             /* malloc'ed, C order, little-endian */
+} FgrtNpy;
+
+/* runtime/npy.c */
+
+/* Reads a .npy file of format version 1.0, 2.0 or 3.0, C order, one of the
+ * four types above.  Everything else is rejected before anything large is
+ * allocated: bad magic, header lengths past the end of the file, headers
+ * that are not exactly {descr, fortran_order, shape}, Fortran order,
+ * big-endian or other dtypes, negative or overflowing dims, ranks above
+ * FGRT_MAX_RANK, data shorter or longer than the shape says, and data
+ * larger than max_bytes (0: no limit beyond the file's size). */
+int fgrt_npy_read(const char *path, size_t max_bytes, FgrtNpy *t, char *err);
+/* Writes t as format 1.0 (2.0 when the header needs it), preamble padded
+ * to a multiple of 64 bytes.  Writes path.tmp.PID first, then renames it,
+ * so a failure never leaves a partial file at path. */
+int fgrt_npy_write(const char *path, const FgrtNpy *t, char *err);
+void fgrt_npy_free(FgrtNpy *t);
+/* Element size in bytes of a .npy type, and its descr ("<f4"). */
+size_t fgrt_npy_type_size(FgrtNpyType t);
+const char *fgrt_npy_type_descr(FgrtNpyType t);
+/* Formats "(4096, 1024)" into buf. */
+char *fgrt_shape_str(char *buf, size_t n, int rank, const int64_t *shape);
+
+/* runtime/half.c: IEEE binary16 and bfloat16, round to nearest even,
+ * NaN kept NaN (quiet), infinities and subnormals exact.  Conversions from
+ * double round once (no double rounding through float). */
+uint16_t fgrt_f64_to_f16(double x);
+double fgrt_f16_to_f64(uint16_t h);
+uint16_t fgrt_f64_to_bf16(double x);
+double fgrt_bf16_to_f64(uint16_t h);
+uint16_t fgrt_f32_to_f16(float x);
+float fgrt_f16_to_f32(uint16_t h);
+uint16_t fgrt_f32_to_bf16(float x);
+float fgrt_bf16_to_f32(uint16_t h);
+
+/* runtime/check.c: comparison with a golden tensor (testing.md).
+ * Elementwise mode: |a - e| <= atol + rtol*|e|, infinities equal, NaN only
+ * where e is NaN.  RMSE mode (reductions, matmuls): rmse(a, ref) <=
+ * m * rmse(round(ref), ref) + atol, with NaN/Inf positions exact. */
+typedef struct FgrtTol {
+	double rtol, atol;      /* elementwise gate */
+	double rmse_m;          /* > 0: use the RMSE gate with this m */
+} FgrtTol;
+
+typedef struct FgrtCheck {
+	int ok;                 /* verdict */
+	int64_t nbad;           /* elements outside the elementwise gate */
+	int64_t worst;          /* flat index of the worst element, -1 if none */
+	double worst_actual, worst_expected;
+	double max_abs_err, max_rel_err;
+	double rmse, rmse_limit;/* RMSE mode */
+} FgrtCheck;
+
+/* actual and expected are numel doubles; expected_rounded may be NULL
+ * (then the RMSE gate uses expected itself). */
+void fgrt_check(const double *actual, const double *expected,
+		const double *expected_rounded, int64_t numel,
+		const FgrtTol *tol, FgrtCheck *res);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
