@@ -165,6 +165,9 @@ FgOp fg_op_lookup(const char *name);
 const char *fg_op_suggest(const char *name);
 /* FG_DT_COUNT when `name` is no dtype. */
 FgDtype fg_dtype_lookup(const char *name);
+/* The value of elementwise op `op` on doubles, from the table's reference
+ * column (the interpreter's semantics); used to fold numbers. */
+double fg_op_eval_scalar(FgOp op, double a, double b, double c);
 
 /* ------------------------------------------------------------- the AST */
 

@@ -1,0 +1,1217 @@
+/*
+ * ir.c - from the AST to the graph IR: names resolved, symbolic dims bound,
+ * every value's dtype and static shape inferred, and every error reported
+ * with its location.
+ *
+ * Expressions are walked with an explicit stack, never recursively: a
+ * million-term chain `a + a + ...` is as deep as it is long.  A value under
+ * construction is a tensor (a node id), a number (folded at once, so that
+ * `1 / sqrt(128)` is a number that later adapts to the other operand's
+ * dtype), or an error that has been reported already and silently poisons
+ * whatever uses it, so that one mistake gives one message.
+ *
+ * Numbers adapt their dtype to the tensor they meet but keep their exact
+ * value: f16 and bf16 are storage types and a number is never stored.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fg.h"
+
+#define FG_NUMEL_MAX ((int64_t)1 << 62)
+
+typedef enum { V_ERR, V_NUM, V_NODE } ValKind;
+
+typedef struct Val {
+	ValKind kind;
+	double num;             /* V_NUM */
+	int node;               /* V_NODE */
+} Val;
+
+typedef struct Sym {            /* a bound name */
+	const char *name;       /* NULL: free slot */
+	Val val;
+	FgLoc loc;              /* where it was defined */
+} Sym;
+
+typedef struct Builder {
+	FgArena *a;
+	FgDiag *d;
+	FgGraph *g;
+	FgDefine *defs;
+	int ndefs;
+	Sym *syms;              /* open addressing, power-of-two size */
+	int nsyms, capsyms;
+	FG_VEC(FgSym) dims;     /* symbolic dims bound so far */
+	FG_VEC(FgLoc) dim_locs; /* where each was bound */
+	FG_VEC(int) inputs;
+	FG_VEC(int) outputs;
+	int fuse_block;         /* current fuse { } block, or -1 */
+} Builder;
+
+/* ------------------------------------------------------------ shapes */
+
+int64_t fg_shape_numel(const FgShape *s)
+{
+	int64_t n = 1;
+
+	for (int i = 0; i < s->rank; i++)
+		n *= s->d[i];
+	return n;
+}
+
+int fg_shape_eq(const FgShape *a, const FgShape *b)
+{
+	if (a->rank != b->rank)
+		return 0;
+	for (int i = 0; i < a->rank; i++)
+		if (a->d[i] != b->d[i])
+			return 0;
+	return 1;
+}
+
+int fg_shape_broadcast(const FgShape *a, const FgShape *b, FgShape *out)
+{
+	FgShape r;
+
+	r.rank = a->rank > b->rank ? a->rank : b->rank;
+	for (int i = 0; i < r.rank; i++) {
+		int ia = a->rank - r.rank + i, ib = b->rank - r.rank + i;
+		int64_t da = ia >= 0 ? a->d[ia] : 1, db = ib >= 0 ? b->d[ib] : 1;
+		if (da != db && da != 1 && db != 1)
+			return -1;
+		r.d[i] = da == 1 ? db : da;
+	}
+	*out = r;
+	return 0;
+}
+
+char *fg_type_str(char *buf, size_t n, FgDtype dt, const FgShape *s)
+{
+	size_t k = (size_t)snprintf(buf, n, "%s[", fg_dtype_name[dt]);
+
+	for (int i = 0; i < s->rank && k < n; i++)
+		k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? "," : "", (long long)s->d[i]);
+	if (k < n)
+		snprintf(buf + k, n - k, "]");
+	return buf;
+}
+
+/* Product of dims, or -1 past FG_NUMEL_MAX. */
+static int64_t checked_numel(const FgShape *s)
+{
+	int64_t n = 1;
+
+	for (int i = 0; i < s->rank; i++) {
+		if (s->d[i] <= 0 || n > FG_NUMEL_MAX / s->d[i])
+			return -1;
+		n *= s->d[i];
+	}
+	return n;
+}
+
+/* ------------------------------------------------------------- nodes */
+
+int fg_ir_add(FgGraph *g, const FgNode *n)
+{
+	if (g->nnodes == g->cap)
+		fg_vec_grow_(g->arena, (void **)&g->nodes, &g->cap, sizeof *g->nodes, g->nnodes);
+	g->nodes[g->nnodes] = *n;
+	return g->nnodes++;
+}
+
+static int add_node(Builder *b, FgOp op, FgDtype dt, const FgShape *shape,
+		    const int *in, int nin, FgLoc loc)
+{
+	FgNode n;
+
+	memset(&n, 0, sizeof n);
+	n.op = op;
+	n.dt = dt;
+	n.shape = *shape;
+	n.nin = nin;
+	n.in = fg_arena_array(b->a, (size_t)(nin ? nin : 1), sizeof(int));
+	if (nin)
+		memcpy(n.in, in, (size_t)nin * sizeof(int));
+	n.loc = loc;
+	n.fuse_block = b->fuse_block;
+	return fg_ir_add(b->g, &n);
+}
+
+static FgNode *node(Builder *b, int id)
+{
+	return &b->g->nodes[id];
+}
+
+static const char *type_of(Builder *b, int id, char *buf, size_t n)
+{
+	return fg_type_str(buf, n, node(b, id)->dt, &node(b, id)->shape);
+}
+
+/* ----------------------------------------------------------- symbols */
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	return h;
+}
+
+static Sym *sym_slot(Builder *b, const char *name)
+{
+	uint64_t mask = (uint64_t)b->capsyms - 1;
+
+	for (uint64_t i = hash_str(name) & mask;; i = (i + 1) & mask)
+		if (!b->syms[i].name || strcmp(b->syms[i].name, name) == 0)
+			return &b->syms[i];
+}
+
+static Sym *sym_find(Builder *b, const char *name)
+{
+	Sym *s = sym_slot(b, name);
+
+	return s->name ? s : NULL;
+}
+
+static void sym_bind(Builder *b, const char *name, Val v, FgLoc loc)
+{
+	if (2 * (b->nsyms + 1) > b->capsyms) {
+		Sym *old = b->syms;
+		int oldcap = b->capsyms;
+		b->capsyms = oldcap ? oldcap * 2 : 64;
+		b->syms = fg_arena_array(b->a, (size_t)b->capsyms, sizeof(Sym));
+		for (int i = 0; i < oldcap; i++)
+			if (old[i].name)
+				*sym_slot(b, old[i].name) = old[i];
+	}
+	Sym *s = sym_slot(b, name);
+	s->name = name;
+	s->val = v;
+	s->loc = loc;
+	b->nsyms++;
+}
+
+/* The bound name nearest to `name`, for "did you mean". */
+static const char *sym_suggest(Builder *b, const char *name)
+{
+	const char *best = NULL;
+	int best_d = 3;
+
+	for (int i = 0; i < b->capsyms; i++) {
+		if (!b->syms[i].name)
+			continue;
+		int dist = fg_edit_distance(name, b->syms[i].name, best_d - 1);
+		if (dist < best_d) {
+			best_d = dist;
+			best = b->syms[i].name;
+		}
+	}
+	return best;
+}
+
+/* Defines a new name, or reports the redefinition.  0 on success. */
+static int define(Builder *b, const char *name, FgLoc loc, Val v)
+{
+	Sym *s = sym_find(b, name);
+
+	if (s) {
+		fg_error(b->d, loc, "redefinition of '%s'", name);
+		fg_note(b->d, s->loc, "'%s' was defined here", name);
+		return -1;
+	}
+	if (fg_dtype_lookup(name) != FG_DT_COUNT) {
+		fg_error(b->d, loc, "'%s' is a dtype name and cannot name a value", name);
+		return -1;
+	}
+	sym_bind(b, name, v, loc);
+	return 0;
+}
+
+/* ------------------------------------------------------- declarations */
+
+static int64_t dim_value(Builder *b, const FgNum *num, FgLoc loc, const char *what)
+{
+	if (!num->is_int) {
+		fg_error(b->d, loc, "%s must be an integer, got %g", what, num->val);
+		return -1;
+	}
+	if (num->overflow) {
+		fg_error(b->d, loc, "%s does not fit in 64 bits", what);
+		return -1;
+	}
+	if (num->ival <= 0) {
+		fg_error(b->d, loc, "%s must be positive, got %lld", what, (long long)num->ival);
+		return -1;
+	}
+	return num->ival;
+}
+
+static int64_t bind_symbolic(Builder *b, const FgDimAst *dim)
+{
+	int64_t def = 0;
+
+	if (dim->has_default) {
+		def = dim_value(b, &dim->def, dim->loc, "the default of a dimension");
+		if (def < 0)
+			return -1;
+	}
+	for (int i = 0; i < b->dims.n; i++) {
+		if (strcmp(b->dims.v[i].name, dim->sym) != 0)
+			continue;
+		if (dim->has_default && !b->dims.v[i].value) {
+			/* -D bound it; the default yields. */
+		} else if (dim->has_default) {
+			fg_error(b->d, dim->loc, "'%s' already has a default; write it at its first use only",
+				 dim->sym);
+			fg_note(b->d, b->dim_locs.v[i], "'%s' was bound here", dim->sym);
+			return -1;
+		}
+		return b->dims.v[i].value;
+	}
+	int64_t v = 0;
+	for (int i = 0; i < b->ndefs; i++)
+		if (strcmp(b->defs[i].name, dim->sym) == 0) {
+			v = b->defs[i].value;
+			b->defs[i].used = 1;
+		}
+	if (!v && dim->has_default)
+		v = def;
+	if (!v) {
+		fg_error(b->d, dim->loc,
+			 "symbolic dimension '%s' has no value; bind it with -D %s=N or write a default '%s=N' at its first use",
+			 dim->sym, dim->sym, dim->sym);
+		return -1;
+	}
+	FgSym s = {dim->sym, v};
+	fg_vec_push(b->a, &b->dims, s);
+	fg_vec_push(b->a, &b->dim_locs, dim->loc);
+	return v;
+}
+
+static const char *dtype_list(void)
+{
+	return "f32, f16, bf16, i32, bool";
+}
+
+static FgDtype lookup_dtype(Builder *b, const char *name, FgLoc loc)
+{
+	FgDtype dt = fg_dtype_lookup(name);
+
+	if (dt == FG_DT_COUNT)
+		fg_error(b->d, loc, "unknown dtype '%s'; expected one of %s", name, dtype_list());
+	return dt;
+}
+
+static void declare(Builder *b, const FgStmt *st)
+{
+	FgShape shape = {0};
+	int bad = 0;
+
+	FgDtype dt = lookup_dtype(b, st->dtype, st->dtype_loc);
+	if (st->ndims > FG_MAX_RANK) {
+		fg_error(b->d, st->dims[FG_MAX_RANK].loc, "rank %d is above the limit of %d",
+			 st->ndims, FG_MAX_RANK);
+		bad = 1;
+	}
+	for (int i = 0; i < st->ndims && i < FG_MAX_RANK; i++) {
+		const FgDimAst *dim = &st->dims[i];
+		int64_t v = dim->sym ? bind_symbolic(b, dim) : dim_value(b, &dim->num, dim->loc, "a dimension");
+		if (v < 0)
+			bad = 1;
+		shape.d[shape.rank++] = v;
+	}
+	if (!bad && checked_numel(&shape) < 0) {
+		fg_error(b->d, st->name_loc, "'%s' has more than 2^62 elements", st->name);
+		bad = 1;
+	}
+	Val v = {V_ERR, 0, 0};
+	if (!bad && dt != FG_DT_COUNT) {
+		FgLoc loc = st->name_loc;
+		v.kind = V_NODE;
+		v.node = add_node(b, st->kind == FG_ST_INPUT ? FG_OP_INPUT : FG_OP_PARAM, dt, &shape, NULL, 0, loc);
+		node(b, v.node)->name = st->name;
+		node(b, v.node)->a.input = b->inputs.n;
+		fg_vec_push(b->a, &b->inputs, v.node);
+	}
+	define(b, st->name, st->name_loc, v);
+}
+
+/* -------------------------------------------------------- attributes */
+
+static int attr_int(Builder *b, const FgAttrAst *at, int64_t *out)
+{
+	if (at->val.kind != FG_AV_NUM || !at->val.num.is_int || at->val.num.overflow) {
+		fg_error(b->d, at->val.loc, "'%s' takes an integer", at->key);
+		return -1;
+	}
+	*out = at->val.num.ival;
+	return 0;
+}
+
+static int attr_real(Builder *b, const FgAttrAst *at, double *out)
+{
+	if (at->val.kind != FG_AV_NUM) {
+		fg_error(b->d, at->val.loc, "'%s' takes a number", at->key);
+		return -1;
+	}
+	*out = at->val.num.val;
+	return 0;
+}
+
+static int attr_bool(Builder *b, const FgAttrAst *at, int *out)
+{
+	if (at->val.kind == FG_AV_IDENT && strcmp(at->val.ident, "true") == 0)
+		*out = 1;
+	else if (at->val.kind == FG_AV_IDENT && strcmp(at->val.ident, "false") == 0)
+		*out = 0;
+	else {
+		fg_error(b->d, at->val.loc, "'%s' takes true or false", at->key);
+		return -1;
+	}
+	return 0;
+}
+
+/* A list of integers (an integer alone counts as a list of one when
+ * `single` is set).  At most FG_MAX_RANK entries. */
+static int attr_ints(Builder *b, const FgAttrAst *at, int single, int64_t *out, int *n)
+{
+	const FgAttrVal *items = &at->val;
+	int count = 1;
+
+	if (at->val.kind == FG_AV_LIST) {
+		items = at->val.items;
+		count = at->val.nitems;
+	} else if (!single) {
+		fg_error(b->d, at->val.loc, "'%s' takes a list of integers like [0, 1]", at->key);
+		return -1;
+	}
+	if (count > FG_MAX_RANK) {
+		fg_error(b->d, at->val.loc, "'%s' has %d entries; the rank limit is %d", at->key, count,
+			 FG_MAX_RANK);
+		return -1;
+	}
+	for (int i = 0; i < count; i++) {
+		if (items[i].kind != FG_AV_NUM || !items[i].num.is_int || items[i].num.overflow) {
+			fg_error(b->d, items[i].loc, "'%s' takes %s", at->key,
+				 single ? "an integer or a list of integers" : "a list of integers");
+			return -1;
+		}
+		out[i] = items[i].num.ival;
+	}
+	*n = count;
+	return 0;
+}
+
+/* Normalizes a (possibly negative) axis for `rank`; -1 after an error. */
+static int norm_axis(Builder *b, FgLoc loc, int64_t axis, int rank, const char *type)
+{
+	if (axis < -rank || axis >= rank) {
+		fg_error(b->d, loc, "axis %lld is out of range for %s (rank %d)", (long long)axis, type, rank);
+		return -1;
+	}
+	return (int)(axis < 0 ? axis + rank : axis);
+}
+
+static int attr_axes(Builder *b, const FgAttrAst *at, int rank, const char *type, uint32_t *mask)
+{
+	int64_t ax[FG_MAX_RANK];
+	int n;
+
+	if (attr_ints(b, at, 1, ax, &n) != 0)
+		return -1;
+	*mask = 0;
+	for (int i = 0; i < n; i++) {
+		int k = norm_axis(b, at->val.loc, ax[i], rank, type);
+		if (k < 0)
+			return -1;
+		if (*mask & (1u << k)) {
+			fg_error(b->d, at->val.loc, "axis %d is listed twice", k);
+			return -1;
+		}
+		*mask |= 1u << k;
+	}
+	if (n == 0) {
+		fg_error(b->d, at->val.loc, "'%s' lists no axis", at->key);
+		return -1;
+	}
+	return 0;
+}
+
+/* Checks every key against the op's accepted list; returns the attribute
+ * for `key` or NULL.  Called once per key the op knows. */
+static const FgAttrAst *find_attr(const FgExpr *e, const char *key)
+{
+	for (int i = 0; i < e->nattrs; i++)
+		if (strcmp(e->attrs[i].key, key) == 0)
+			return &e->attrs[i];
+	return NULL;
+}
+
+static int key_accepted(const char *keys, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (const char *p = keys; *p;) {
+		const char *end = strchr(p, ' ');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len == n && strncmp(p, key, n) == 0)
+			return 1;
+		p += len + (end ? 1 : 0);
+	}
+	return 0;
+}
+
+static int check_attr_keys(Builder *b, const FgExpr *e, FgOp op)
+{
+	const char *keys = fg_op_info[op].attrs;
+	int bad = 0;
+
+	for (int i = 0; i < e->nattrs; i++) {
+		const FgAttrAst *at = &e->attrs[i];
+		if (!key_accepted(keys, at->key)) {
+			if (*keys)
+				fg_error(b->d, at->loc, "'%s' has no attribute '%s'; it takes: %s",
+					 fg_op_info[op].name, at->key, keys);
+			else
+				fg_error(b->d, at->loc, "'%s' takes no attributes", fg_op_info[op].name);
+			bad = 1;
+			continue;
+		}
+		for (int j = 0; j < i; j++)
+			if (strcmp(e->attrs[j].key, at->key) == 0) {
+				fg_error(b->d, at->loc, "attribute '%s' is given twice", at->key);
+				bad = 1;
+			}
+	}
+	return bad ? -1 : 0;
+}
+
+/* -------------------------------------------------------- type rules */
+
+/* The dtype operands adapt to: the first tensor operand's (for where, the
+ * first of the two values).  FG_DT_COUNT when every operand is a number. */
+static FgDtype common_dtype(Builder *b, FgOp op, const Val *args, int nargs)
+{
+	for (int i = op == FG_OP_WHERE ? 1 : 0; i < nargs; i++)
+		if (args[i].kind == V_NODE)
+			return node(b, args[i].node)->dt;
+	return FG_DT_COUNT;
+}
+
+static int check_dtypes(Builder *b, const FgExpr *e, FgOp op, const Val *args, int nargs, FgDtype dt)
+{
+	const char *name = fg_op_info[op].name;
+	int first = op == FG_OP_WHERE ? 1 : 0;
+
+	if (op == FG_OP_WHERE && (args[0].kind != V_NODE || node(b, args[0].node)->dt != FG_DT_BOOL)) {
+		fg_error(b->d, e->args[0]->loc, "the condition of 'where' must be a bool tensor, got %s",
+			 args[0].kind == V_NODE ? fg_dtype_name[node(b, args[0].node)->dt] : "a number");
+		return -1;
+	}
+	for (int i = first; i < nargs; i++) {
+		if (args[i].kind == V_NODE && node(b, args[i].node)->dt != dt) {
+			fg_error(b->d, e->loc, "mixed dtypes in '%s': %s and %s; convert one with cast(x, dtype=%s)",
+				 e->op_text ? e->op_text : name, fg_dtype_name[dt],
+				 fg_dtype_name[node(b, args[i].node)->dt], fg_dtype_name[dt]);
+			return -1;
+		}
+		if (args[i].kind == V_NUM && !fg_dtype_is_float(dt) && args[i].num != floor(args[i].num)) {
+			fg_error(b->d, e->args[i]->loc, "the number %g does not fit the %s operand", args[i].num,
+				 fg_dtype_name[dt]);
+			return -1;
+		}
+	}
+	FgTypeRule ty = fg_op_info[op].ty;
+	if (ty == FG_TY_FLOAT && !fg_dtype_is_float(dt)) {
+		fg_error(b->d, e->loc, "'%s' needs float operands, got %s", name, fg_dtype_name[dt]);
+		return -1;
+	}
+	if (ty == FG_TY_NUM && dt == FG_DT_BOOL) {
+		fg_error(b->d, e->loc, "'%s' needs numeric operands, got bool", e->op_text ? e->op_text : name);
+		return -1;
+	}
+	return 0;
+}
+
+/* -------------------------------------------------------------- calls */
+
+/* A rank-0 constant of dtype dt. */
+static int add_const(Builder *b, double v, FgDtype dt, FgLoc loc)
+{
+	FgShape s = {0};
+	int id = add_node(b, FG_OP_CONST, dt, &s, NULL, 0, loc);
+
+	node(b, id)->a.value = v;
+	return id;
+}
+
+/* Operands as node ids, numbers turned into constants of dtype dt. */
+static void operand_ids(Builder *b, const FgExpr *e, const Val *args, int nargs, FgDtype dt, int *ids)
+{
+	for (int i = 0; i < nargs; i++)
+		ids[i] = args[i].kind == V_NODE ? args[i].node : add_const(b, args[i].num, dt, e->args[i]->loc);
+}
+
+static Val err_val(void)
+{
+	Val v = {V_ERR, 0, 0};
+	return v;
+}
+
+static Val node_val(int id)
+{
+	Val v = {V_NODE, 0, id};
+	return v;
+}
+
+/* Elementwise ops: broadcast every operand to one shape. */
+static Val build_ew(Builder *b, const FgExpr *e, FgOp op, const Val *args, int nargs)
+{
+	FgDtype dt = common_dtype(b, op, args, nargs);
+	int ids[3];
+	char t1[256], t2[256];
+
+	if (dt == FG_DT_COUNT)
+		dt = FG_DT_F32;
+	if (check_dtypes(b, e, op, args, nargs, dt) != 0)
+		return err_val();
+	FgShape shape = {0};
+	for (int i = 0; i < nargs; i++) {
+		if (args[i].kind != V_NODE)
+			continue;
+		FgShape *s = &node(b, args[i].node)->shape;
+		if (fg_shape_broadcast(&shape, s, &shape) != 0) {
+			int prev = -1;
+			for (int j = 0; j < i; j++)
+				if (args[j].kind == V_NODE)
+					prev = j;
+			FgShape acc = {0};
+			for (int j = 0; j < i; j++)
+				if (args[j].kind == V_NODE)
+					fg_shape_broadcast(&acc, &node(b, args[j].node)->shape, &acc);
+			fg_error(b->d, e->loc, "cannot broadcast %s with %s",
+				 fg_type_str(t1, sizeof t1, node(b, args[prev].node)->dt, &acc),
+				 type_of(b, args[i].node, t2, sizeof t2));
+			return err_val();
+		}
+	}
+	FgDtype out = dt;
+	FgNode tmp = {0};
+	if (fg_op_info[op].ty == FG_TY_CMP)
+		out = FG_DT_BOOL;
+	if (op == FG_OP_CAST) {
+		const FgAttrAst *at = find_attr(e, "dtype");
+		if (!at) {
+			fg_error(b->d, e->loc, "'cast' needs a target: cast(x, dtype=f16)");
+			return err_val();
+		}
+		if (at->val.kind != FG_AV_IDENT) {
+			fg_error(b->d, at->val.loc, "'dtype' takes a dtype name: %s", dtype_list());
+			return err_val();
+		}
+		out = lookup_dtype(b, at->val.ident, at->val.loc);
+		if (out == FG_DT_COUNT)
+			return err_val();
+		if (args[0].kind == V_NUM) /* cast(2, dtype=f16): a typed scalar */
+			return node_val(add_const(b, fg_round_to(out, args[0].num), out, e->loc));
+	}
+	if (op == FG_OP_DROPOUT) {
+		const FgAttrAst *pa = find_attr(e, "p"), *sa = find_attr(e, "seed");
+		int64_t seed = 1234;
+		tmp.a.drop.p = 0.1;
+		if (pa && attr_real(b, pa, &tmp.a.drop.p) != 0)
+			return err_val();
+		if (!(tmp.a.drop.p >= 0 && tmp.a.drop.p < 1)) {
+			fg_error(b->d, pa->val.loc, "dropout's p must be in [0, 1), got %g", tmp.a.drop.p);
+			return err_val();
+		}
+		if (sa && attr_int(b, sa, &seed) != 0)
+			return err_val();
+		if (seed < 0) {
+			fg_error(b->d, sa->val.loc, "dropout's seed must not be negative");
+			return err_val();
+		}
+		tmp.a.drop.seed = (uint64_t)seed;
+	}
+	if (args[0].kind == V_NUM && (nargs < 2 || args[1].kind == V_NUM) &&
+	    (nargs < 3 || args[2].kind == V_NUM)) {
+		if (op == FG_OP_DROPOUT) {
+			fg_error(b->d, e->loc, "'dropout' needs a tensor, not a number");
+			return err_val();
+		}
+		Val v = {V_NUM, fg_op_eval_scalar(op, args[0].num, nargs > 1 ? args[1].num : 0,
+						  nargs > 2 ? args[2].num : 0), 0};
+		return v;
+	}
+	operand_ids(b, e, args, nargs, dt, ids);
+	int id = add_node(b, op, out, &shape, ids, nargs, e->loc);
+	node(b, id)->a = tmp.a;
+	return node_val(id);
+}
+
+/* Every other op takes tensors only. */
+static int require_tensors(Builder *b, const FgExpr *e, const Val *args, int nargs)
+{
+	for (int i = 0; i < nargs; i++)
+		if (args[i].kind != V_NODE) {
+			fg_error(b->d, e->args[i]->loc, "'%s' needs a tensor here, not a number", e->name);
+			return -1;
+		}
+	return 0;
+}
+
+static Val build_reduce(Builder *b, const FgExpr *e, FgOp op, int x)
+{
+	const FgNode *in = node(b, x);
+	const FgAttrAst *ax = find_attr(e, "axis"), *kd = find_attr(e, "keepdims");
+	uint32_t mask = in->shape.rank ? (1u << in->shape.rank) - 1 : 0;
+	int keep = 1;
+	char t[256];
+
+	if (ax && attr_axes(b, ax, in->shape.rank, type_of(b, x, t, sizeof t), &mask) != 0)
+		return err_val();
+	if (kd && attr_bool(b, kd, &keep) != 0)
+		return err_val();
+	FgShape shape = {0};
+	for (int i = 0; i < in->shape.rank; i++)
+		if (!(mask & (1u << i)))
+			shape.d[shape.rank++] = in->shape.d[i];
+		else if (keep)
+			shape.d[shape.rank++] = 1;
+	int id = add_node(b, op, in->dt, &shape, &x, 1, e->loc);
+	node(b, id)->a.red.axes = mask;
+	node(b, id)->a.red.keepdims = keep;
+	return node_val(id);
+}
+
+static Val build_transpose(Builder *b, const FgExpr *e, int x)
+{
+	const FgNode *in = node(b, x);
+	const FgAttrAst *pa = find_attr(e, "perm");
+	int64_t perm[FG_MAX_RANK];
+	int n = in->shape.rank, seen = 0;
+	char t[256];
+
+	if (pa) {
+		if (attr_ints(b, pa, 0, perm, &n) != 0)
+			return err_val();
+		for (int i = 0; i < n; i++)
+			if (perm[i] >= 0 && perm[i] < in->shape.rank)
+				seen |= 1 << perm[i];
+		if (n != in->shape.rank || seen != (1 << n) - 1) {
+			fg_error(b->d, pa->val.loc, "perm must be a permutation of 0..%d for %s",
+				 in->shape.rank - 1, type_of(b, x, t, sizeof t));
+			return err_val();
+		}
+	} else {
+		if (n < 2) {
+			fg_error(b->d, e->loc, "transpose without perm swaps the last two axes; %s has fewer",
+				 type_of(b, x, t, sizeof t));
+			return err_val();
+		}
+		for (int i = 0; i < n; i++)
+			perm[i] = i;
+		perm[n - 2] = n - 1;
+		perm[n - 1] = n - 2;
+	}
+	FgShape shape = {n, {0}};
+	for (int i = 0; i < n; i++)
+		shape.d[i] = in->shape.d[perm[i]];
+	int id = add_node(b, FG_OP_TRANSPOSE, in->dt, &shape, &x, 1, e->loc);
+	for (int i = 0; i < n; i++)
+		node(b, id)->a.perm[i] = (int)perm[i];
+	return node_val(id);
+}
+
+/* reshape and broadcast_to: the target shape from shape=[...]. */
+static Val build_reshape(Builder *b, const FgExpr *e, FgOp op, int x)
+{
+	const FgNode *in = node(b, x);
+	const FgAttrAst *sa = find_attr(e, "shape");
+	int64_t dims[FG_MAX_RANK];
+	int n, infer = -1;
+	char t[256];
+
+	if (!sa) {
+		fg_error(b->d, e->loc, "'%s' needs shape=[...]", e->name);
+		return err_val();
+	}
+	if (attr_ints(b, sa, 0, dims, &n) != 0)
+		return err_val();
+	FgShape shape = {n, {0}};
+	for (int i = 0; i < n; i++) {
+		if (dims[i] == -1 && op == FG_OP_RESHAPE && infer < 0) {
+			infer = i;
+			shape.d[i] = 1;
+			continue;
+		}
+		if (dims[i] <= 0) {
+			fg_error(b->d, sa->val.items[i].loc, "shape entries must be positive%s, got %lld",
+				 op == FG_OP_RESHAPE ? " (or one -1)" : "", (long long)dims[i]);
+			return err_val();
+		}
+		shape.d[i] = dims[i];
+	}
+	int64_t numel = checked_numel(&shape), have = fg_shape_numel(&in->shape);
+	if (numel < 0) {
+		fg_error(b->d, sa->val.loc, "shape has more than 2^62 elements");
+		return err_val();
+	}
+	if (op == FG_OP_RESHAPE) {
+		if (infer >= 0 && have % numel == 0)
+			shape.d[infer] = have / numel;
+		if (fg_shape_numel(&shape) != have) {
+			fg_error(b->d, sa->val.loc, "cannot reshape %s (%lld elements) to this shape",
+				 type_of(b, x, t, sizeof t), (long long)have);
+			return err_val();
+		}
+	} else {
+		FgShape r;
+		if (fg_shape_broadcast(&in->shape, &shape, &r) != 0 || !fg_shape_eq(&r, &shape)) {
+			char t2[256];
+			fg_error(b->d, sa->val.loc, "cannot broadcast %s to %s", type_of(b, x, t, sizeof t),
+				 fg_type_str(t2, sizeof t2, in->dt, &shape));
+			return err_val();
+		}
+	}
+	return node_val(add_node(b, op, in->dt, &shape, &x, 1, e->loc));
+}
+
+static Val build_slice(Builder *b, const FgExpr *e, int x)
+{
+	const FgNode *in = node(b, x);
+	const FgAttrAst *aa = find_attr(e, "axis"), *sa = find_attr(e, "start"), *ea = find_attr(e, "end");
+	int64_t axis = 0, start = 0, end;
+	char t[256];
+
+	if (in->shape.rank == 0) {
+		fg_error(b->d, e->loc, "cannot slice a rank-0 tensor");
+		return err_val();
+	}
+	if ((aa && attr_int(b, aa, &axis) != 0) || (sa && attr_int(b, sa, &start) != 0) ||
+	    (ea && attr_int(b, ea, &end) != 0))
+		return err_val();
+	int k = norm_axis(b, aa ? aa->val.loc : e->loc, axis, in->shape.rank, type_of(b, x, t, sizeof t));
+	if (k < 0)
+		return err_val();
+	int64_t dim = in->shape.d[k];
+	if (!ea)
+		end = dim;
+	int64_t s = start < 0 ? start + dim : start, en = end < 0 ? end + dim : end;
+	if (s < 0 || en > dim || s >= en) {
+		fg_error(b->d, sa ? sa->val.loc : ea ? ea->val.loc : e->loc, "slice [%lld, %lld) is out of range for axis %d of %s (size %lld)", (long long)start,
+			 (long long)end, k, t, (long long)dim);
+		return err_val();
+	}
+	FgShape shape = in->shape;
+	shape.d[k] = en - s;
+	int id = add_node(b, FG_OP_SLICE, in->dt, &shape, &x, 1, e->loc);
+	node(b, id)->a.slice.axis = k;
+	node(b, id)->a.slice.start = s;
+	node(b, id)->a.slice.end = en;
+	return node_val(id);
+}
+
+static Val build_concat(Builder *b, const FgExpr *e, const Val *args, int nargs)
+{
+	const FgAttrAst *aa = find_attr(e, "axis");
+	const FgNode *first = node(b, args[0].node);
+	int64_t axis = -1;
+	char t1[256], t2[256];
+
+	if (aa && attr_int(b, aa, &axis) != 0)
+		return err_val();
+	if (first->shape.rank == 0) {
+		fg_error(b->d, e->loc, "cannot concatenate rank-0 tensors");
+		return err_val();
+	}
+	int k = norm_axis(b, aa ? aa->val.loc : e->loc, axis, first->shape.rank,
+			  type_of(b, args[0].node, t1, sizeof t1));
+	if (k < 0)
+		return err_val();
+	FgShape shape = first->shape;
+	int *ids = fg_arena_array(b->a, (size_t)nargs, sizeof(int));
+	for (int i = 0; i < nargs; i++) {
+		const FgNode *n = node(b, args[i].node);
+		ids[i] = args[i].node;
+		if (i == 0)
+			continue;
+		int ok = n->dt == first->dt && n->shape.rank == first->shape.rank;
+		for (int j = 0; ok && j < n->shape.rank; j++)
+			ok = j == k || n->shape.d[j] == first->shape.d[j];
+		if (!ok) {
+			fg_error(b->d, e->args[i]->loc, "cannot concatenate %s with %s on axis %d",
+				 type_of(b, args[0].node, t1, sizeof t1), type_of(b, args[i].node, t2, sizeof t2), k);
+			return err_val();
+		}
+		shape.d[k] += n->shape.d[k];
+	}
+	if (checked_numel(&shape) < 0) {
+		fg_error(b->d, e->loc, "the concatenation has more than 2^62 elements");
+		return err_val();
+	}
+	int id = add_node(b, FG_OP_CONCAT, first->dt, &shape, ids, nargs, e->loc);
+	node(b, id)->a.axis = k;
+	return node_val(id);
+}
+
+static Val build_matmul(Builder *b, const FgExpr *e, int x, int y)
+{
+	const FgNode *l = node(b, x), *r = node(b, y);
+	char t1[256], t2[256];
+
+	if (l->shape.rank < 2 || r->shape.rank < 2) {
+		fg_error(b->d, e->loc, "matmul needs operands of rank 2 or more, got %s and %s",
+			 type_of(b, x, t1, sizeof t1), type_of(b, y, t2, sizeof t2));
+		return err_val();
+	}
+	int64_t k1 = l->shape.d[l->shape.rank - 1], k2 = r->shape.d[r->shape.rank - 2];
+	if (k1 != k2) {
+		fg_error(b->d, e->loc, "matmul inner dimensions differ: %s x %s (%lld vs %lld)",
+			 type_of(b, x, t1, sizeof t1), type_of(b, y, t2, sizeof t2), (long long)k1, (long long)k2);
+		return err_val();
+	}
+	FgShape bl = l->shape, br = r->shape, shape;
+	bl.rank -= 2;
+	br.rank -= 2;
+	if (fg_shape_broadcast(&bl, &br, &shape) != 0) {
+		fg_error(b->d, e->loc, "matmul batch dimensions do not broadcast: %s x %s",
+			 type_of(b, x, t1, sizeof t1), type_of(b, y, t2, sizeof t2));
+		return err_val();
+	}
+	shape.d[shape.rank++] = l->shape.d[l->shape.rank - 2];
+	shape.d[shape.rank++] = r->shape.d[r->shape.rank - 1];
+	if (checked_numel(&shape) < 0) {
+		fg_error(b->d, e->loc, "the matmul result has more than 2^62 elements");
+		return err_val();
+	}
+	return node_val(add_node(b, FG_OP_MATMUL, l->dt, &shape, (int[]){x, y}, 2, e->loc));
+}
+
+/* softmax, log_softmax (x), layernorm (x, gamma, beta), rmsnorm (x, w):
+ * kept whole here; passes/expand.c writes them out in primitives. */
+static Val build_composite(Builder *b, const FgExpr *e, FgOp op, const Val *args, int nargs)
+{
+	const FgNode *x = node(b, args[0].node);
+	const FgAttrAst *ax = find_attr(e, "axis"), *ea = find_attr(e, "eps");
+	uint32_t mask;
+	double eps = op == FG_OP_RMSNORM ? 1e-6 : 1e-5;
+	char t1[256], t2[256];
+
+	if (x->shape.rank == 0) {
+		fg_error(b->d, e->loc, "'%s' needs a tensor of rank 1 or more", e->name);
+		return err_val();
+	}
+	mask = 1u << (x->shape.rank - 1);
+	if (ax && attr_axes(b, ax, x->shape.rank, type_of(b, args[0].node, t1, sizeof t1), &mask) != 0)
+		return err_val();
+	if (ea && attr_real(b, ea, &eps) != 0)
+		return err_val();
+	if (!(eps >= 0) || isinf(eps)) {
+		fg_error(b->d, ea->val.loc, "eps must be a finite number >= 0");
+		return err_val();
+	}
+	int ids[3];
+	for (int i = 0; i < nargs; i++) {
+		const FgNode *n = node(b, args[i].node);
+		FgShape r;
+		ids[i] = args[i].node;
+		if (n->dt != x->dt) {
+			fg_error(b->d, e->args[i]->loc, "mixed dtypes in '%s': %s and %s", e->name,
+				 fg_dtype_name[x->dt], fg_dtype_name[n->dt]);
+			return err_val();
+		}
+		if (i > 0 && (fg_shape_broadcast(&x->shape, &n->shape, &r) != 0 || !fg_shape_eq(&r, &x->shape))) {
+			fg_error(b->d, e->args[i]->loc, "cannot broadcast %s to %s in '%s'",
+				 type_of(b, args[i].node, t2, sizeof t2), type_of(b, args[0].node, t1, sizeof t1), e->name);
+			return err_val();
+		}
+	}
+	int id = add_node(b, op, x->dt, &x->shape, ids, nargs, e->loc);
+	node(b, id)->a.red.axes = mask;
+	node(b, id)->a.red.keepdims = 1;
+	node(b, id)->a.red.eps = eps;
+	return node_val(id);
+}
+
+static Val build_call(Builder *b, const FgExpr *e, const Val *args)
+{
+	FgOp op = fg_op_lookup(e->name);
+	int nargs = e->nargs;
+
+	if (op == FG_OP_COUNT) {
+		const char *s = fg_op_suggest(e->name);
+		if (s)
+			fg_error(b->d, e->loc, "unknown op '%s'; did you mean '%s'?", e->name, s);
+		else
+			fg_error(b->d, e->loc, "unknown op '%s'", e->name);
+		return err_val();
+	}
+	const FgOpInfo *info = &fg_op_info[op];
+	if (info->arity >= 0 && nargs != info->arity) {
+		fg_error(b->d, e->loc, "'%s' takes %d operand%s, got %d", info->name, info->arity,
+			 info->arity == 1 ? "" : "s", nargs);
+		return err_val();
+	}
+	if (info->arity < 0 && nargs < 1) {
+		fg_error(b->d, e->loc, "'%s' takes one or more operands", info->name);
+		return err_val();
+	}
+	if (check_attr_keys(b, e, op) != 0)
+		return err_val();
+	for (int i = 0; i < nargs; i++)
+		if (args[i].kind == V_ERR)
+			return err_val();
+	if (info->cls == FG_CLASS_EW)
+		return build_ew(b, e, op, args, nargs);
+	if (require_tensors(b, e, args, nargs) != 0)
+		return err_val();
+	if (info->ty == FG_TY_FLOAT || info->ty == FG_TY_NUM) {
+		if (check_dtypes(b, e, op, args, nargs, node(b, args[0].node)->dt) != 0)
+			return err_val();
+	}
+	switch (op) {
+	case FG_OP_SUM:
+	case FG_OP_MEAN:
+	case FG_OP_MAX:
+	case FG_OP_MIN:
+		return build_reduce(b, e, op, args[0].node);
+	case FG_OP_TRANSPOSE:
+		return build_transpose(b, e, args[0].node);
+	case FG_OP_RESHAPE:
+	case FG_OP_BROADCAST_TO:
+		return build_reshape(b, e, op, args[0].node);
+	case FG_OP_SLICE:
+		return build_slice(b, e, args[0].node);
+	case FG_OP_CONCAT:
+		return build_concat(b, e, args, nargs);
+	case FG_OP_MATMUL:
+		return build_matmul(b, e, args[0].node, args[1].node);
+	default:
+		break;
+	}
+	FG_ASSERT(info->cls == FG_CLASS_COMPOSITE);
+	return build_composite(b, e, op, args, nargs);
+}
+
+/* -------------------------------------------------------- expressions */
+
+static Val build_leaf(Builder *b, const FgExpr *e)
+{
+	if (e->kind == FG_EX_NUM) {
+		Val v = {V_NUM, e->num.val, 0};
+		return v;
+	}
+	Sym *s = sym_find(b, e->name);
+	if (!s) {
+		const char *near = sym_suggest(b, e->name);
+		if (near)
+			fg_error(b->d, e->loc, "unknown name '%s'; did you mean '%s'?", e->name, near);
+		else
+			fg_error(b->d, e->loc, "unknown name '%s'", e->name);
+		/* Bind it as an error so that later uses stay quiet. */
+		sym_bind(b, e->name, err_val(), e->loc);
+		return err_val();
+	}
+	return s->val;
+}
+
+typedef struct Frame {
+	const FgExpr *e;
+	int next;               /* next argument to evaluate */
+} Frame;
+
+/* Post-order walk with explicit stacks of frames and values. */
+static Val build_expr(Builder *b, const FgExpr *root)
+{
+	FG_VEC(Frame) frames = {0};
+	FG_VEC(Val) vals = {0};
+	Frame f0 = {root, 0};
+
+	fg_vec_push(b->a, &frames, f0);
+	while (frames.n) {
+		Frame *f = &frames.v[frames.n - 1];
+		const FgExpr *e = f->e;
+		if (e->kind == FG_EX_CALL && f->next < e->nargs) {
+			Frame c = {e->args[f->next++], 0};
+			fg_vec_push(b->a, &frames, c);
+			continue;
+		}
+		frames.n--;
+		Val v;
+		if (e->kind == FG_EX_CALL) {
+			vals.n -= e->nargs;
+			v = build_call(b, e, vals.v + vals.n);
+		} else {
+			v = build_leaf(b, e);
+		}
+		fg_vec_push(b->a, &vals, v);
+	}
+	return vals.v[0];
+}
+
+/* --------------------------------------------------------- statements */
+
+static void assign(Builder *b, const FgStmt *st)
+{
+	Val v = build_expr(b, st->expr);
+	unsigned flags = 0;
+
+	for (int i = 0; i < st->nannots; i++) {
+		const FgAnnot *an = &st->annots[i];
+		unsigned f = strcmp(an->name, "save") == 0 ? FG_NF_SAVED
+			     : strcmp(an->name, "materialize") == 0 ? FG_NF_MATERIALIZE : 0;
+		if (!f) {
+			fg_error(b->d, an->loc, "unknown annotation '@%s'; expected @save or @materialize", an->name);
+			continue;
+		}
+		if (flags & f)
+			fg_error(b->d, an->loc, "annotation '@%s' is repeated", an->name);
+		flags |= f;
+	}
+	if (v.kind == V_NUM && flags) {
+		fg_error(b->d, st->annots[0].loc, "'%s' is a number; only tensors can be annotated", st->name);
+		v = err_val();
+	}
+	if (v.kind == V_NODE && (node(b, v.node)->name || node(b, v.node)->op == FG_OP_CONST)) {
+		/* `y = x` makes y a value of its own, which can be saved,
+		 * output or materialized apart from x. */
+		FgNode *src = node(b, v.node);
+		v.node = add_node(b, FG_OP_IDENTITY, src->dt, &src->shape, &v.node, 1, st->expr->loc);
+	}
+	if (define(b, st->name, st->name_loc, v) != 0 || v.kind != V_NODE)
+		return;
+	node(b, v.node)->name = st->name;
+	node(b, v.node)->flags |= flags;
+}
+
+static void output(Builder *b, const FgStmt *st)
+{
+	for (int i = 0; i < st->nouts; i++) {
+		Sym *s = sym_find(b, st->outs[i]);
+		if (!s) {
+			const char *near = sym_suggest(b, st->outs[i]);
+			if (near)
+				fg_error(b->d, st->out_locs[i], "unknown output '%s'; did you mean '%s'?", st->outs[i], near);
+			else
+				fg_error(b->d, st->out_locs[i], "unknown output '%s'", st->outs[i]);
+			continue;
+		}
+		if (s->val.kind == V_NUM) {
+			fg_error(b->d, st->out_locs[i], "output '%s' is a number; give it a dtype with cast(..., dtype=f32)",
+				 st->outs[i]);
+			continue;
+		}
+		if (s->val.kind != V_NODE)
+			continue;
+		FgNode *n = node(b, s->val.node);
+		if (n->flags & FG_NF_OUTPUT) {
+			fg_error(b->d, st->out_locs[i], "'%s' is already an output", st->outs[i]);
+			continue;
+		}
+		n->flags |= FG_NF_OUTPUT;
+		fg_vec_push(b->a, &b->outputs, s->val.node);
+	}
+}
+
+static void statements(Builder *b, const FgStmt *st, int n)
+{
+	for (int i = 0; i < n; i++, st++) {
+		switch (st->kind) {
+		case FG_ST_INPUT:
+		case FG_ST_PARAM:
+			if (b->fuse_block >= 0)
+				fg_error(b->d, st->loc, "declarations cannot appear inside a fuse block");
+			else
+				declare(b, st);
+			break;
+		case FG_ST_ASSIGN:
+			assign(b, st);
+			break;
+		case FG_ST_OUTPUT:
+			if (b->fuse_block >= 0)
+				fg_error(b->d, st->loc, "'output' cannot appear inside a fuse block");
+			else
+				output(b, st);
+			break;
+		case FG_ST_FUSE:
+			if (b->fuse_block >= 0) {
+				fg_error(b->d, st->loc, "fuse blocks cannot nest");
+				break;
+			}
+			b->fuse_block = b->g->nfuse++;
+			statements(b, st->body, st->nbody);
+			b->fuse_block = -1;
+			break;
+		}
+	}
+}
+
+int fg_ir_build(FgArena *a, FgDiag *d, const FgProgram *prog, FgDefine *defs, int ndefs, FgGraph *g)
+{
+	Builder b;
+	int before = d->nerrors;
+
+	memset(&b, 0, sizeof b);
+	memset(g, 0, sizeof *g);
+	b.a = a;
+	b.d = d;
+	b.g = g;
+	b.defs = defs;
+	b.ndefs = ndefs;
+	b.fuse_block = -1;
+	g->arena = a;
+	g->name = prog->name;
+	statements(&b, prog->stmts, prog->nstmts);
+	if (!b.outputs.n && d->nerrors == before)
+		fg_error(d, prog->loc, "graph '%s' has no output; add 'output NAME'", prog->name);
+	for (int i = 0; i < ndefs; i++)
+		if (!defs[i].used)
+			fg_warning(d, (FgLoc){0, 0}, "-D %s=%lld names no dimension of graph '%s'", defs[i].name,
+				   (long long)defs[i].value, prog->name);
+	g->inputs = b.inputs.v;
+	g->ninputs = b.inputs.n;
+	g->outputs = b.outputs.v;
+	g->noutputs = b.outputs.n;
+	g->syms = b.dims.v;
+	g->nsyms = b.dims.n;
+	if (d->nerrors == before)
+		fg_ir_check(g);
+	return d->nerrors - before;
+}
+
+/* ------------------------------------------------------------ checker */
+
+void fg_ir_check(const FgGraph *g)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		const FgNode *n = &g->nodes[i];
+		const FgOpInfo *info = &fg_op_info[n->op];
+		if (n->op >= FG_OP_COUNT)
+			fg_die("node %d: bad op %d", i, (int)n->op);
+		if (info->arity >= 0 ? n->nin != info->arity : n->nin < 1)
+			fg_die("node %d (%s): %d operands", i, info->name, n->nin);
+		if (n->shape.rank < 0 || n->shape.rank > FG_MAX_RANK || checked_numel(&n->shape) < 0)
+			fg_die("node %d (%s): bad shape", i, info->name);
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k] < 0 || n->in[k] >= i)
+				fg_die("node %d (%s): operand %d is %d, not earlier", i, info->name, k, n->in[k]);
+		if (info->cls == FG_CLASS_EW) {
+			FgShape s = {0};
+			for (int k = 0; k < n->nin; k++)
+				if (fg_shape_broadcast(&s, &g->nodes[n->in[k]].shape, &s) != 0)
+					fg_die("node %d (%s): operands do not broadcast", i, info->name);
+			if (!fg_shape_eq(&s, &n->shape))
+				fg_die("node %d (%s): shape is not the operands' broadcast", i, info->name);
+		}
+	}
+	for (int i = 0; i < g->noutputs; i++)
+		if (g->outputs[i] < 0 || g->outputs[i] >= g->nnodes)
+			fg_die("output %d is node %d", i, g->outputs[i]);
+	for (int i = 0; i < g->ninputs; i++)
+		if (g->nodes[g->inputs[i]].a.input != i)
+			fg_die("input %d has index %d", i, g->nodes[g->inputs[i]].a.input);
+}
