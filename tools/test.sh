@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The whole test suite: builds (installing what is missing) and runs ctest.
+# With --sanitize it does the same in build-asan with ASan and UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=build
+args=()
+if [ "${1:-}" = --sanitize ]; then
+  build=build-asan
+  args=(-DFG_SANITIZE=ON)
+fi
+[ -n "${FG_WERROR:-}" ] && args+=(-DFG_WERROR=ON)
+tools/setup.sh "$build" "${args[@]}"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
