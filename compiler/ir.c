@@ -802,7 +802,9 @@ static Val build_slice(Builder *b, const FgExpr *e, int x)
 		end = dim;
 	int64_t s = start < 0 ? start + dim : start, en = end < 0 ? end + dim : end;
 	if (s < 0 || en > dim || s >= en) {
-		fg_error(b->d, sa ? sa->val.loc : ea ? ea->val.loc : e->loc, "slice [%lld, %lld) is out of range for axis %d of %s (size %lld)", (long long)start,
+		int start_bad = s < 0 || s >= dim;
+		const FgAttrAst *at = start_bad ? sa : ea ? ea : sa;
+		fg_error(b->d, at ? at->val.loc : e->loc, "slice [%lld, %lld) is out of range for axis %d of %s (size %lld)", (long long)start,
 			 (long long)end, k, t, (long long)dim);
 		return err_val();
 	}

@@ -47,7 +47,9 @@ typedef struct FgrtNpy {
  * that are not exactly {descr, fortran_order, shape}, Fortran order,
  * big-endian or other dtypes, negative or overflowing dims, ranks above
  * FGRT_MAX_RANK, data shorter or longer than the shape says, and data
- * larger than max_bytes (0: no limit beyond the file's size). */
+ * larger than max_bytes (0: no limit beyond the file's size).  |b1 data
+ * must hold only the bytes 0 and 1.  On failure *t is left empty (data
+ * NULL), so fgrt_npy_free(t) is always safe. */
 int fgrt_npy_read(const char *path, size_t max_bytes, FgrtNpy *t, char *err);
 /* Writes t as format 1.0 (2.0 when the header needs it), preamble padded
  * to a multiple of 64 bytes.  Writes path.tmp.PID first, then renames it,
@@ -57,7 +59,8 @@ void fgrt_npy_free(FgrtNpy *t);
 /* Element size in bytes of a .npy type, and its descr ("<f4"). */
 size_t fgrt_npy_type_size(FgrtNpyType t);
 const char *fgrt_npy_type_descr(FgrtNpyType t);
-/* Formats "(4096, 1024)" into buf. */
+/* Formats "(4096, 1024)" into buf, as Python spells tuples ("(5,)",
+ * "()"), truncated to n bytes. */
 char *fgrt_shape_str(char *buf, size_t n, int rank, const int64_t *shape);
 
 /* runtime/half.c: IEEE binary16 and bfloat16, round to nearest even,
@@ -84,14 +87,18 @@ typedef struct FgrtTol {
 typedef struct FgrtCheck {
 	int ok;                 /* verdict */
 	int64_t nbad;           /* elements outside the elementwise gate */
-	int64_t worst;          /* flat index of the worst element, -1 if none */
+	int64_t worst;          /* flat index of the largest err - allowed (a
+				 * NaN/Inf mismatch first), -1 if none */
 	double worst_actual, worst_expected;
 	double max_abs_err, max_rel_err;
-	double rmse, rmse_limit;/* RMSE mode */
+	double rmse, rmse_limit;/* rmse over finite elements; limit 0 in
+				 * elementwise mode */
 } FgrtCheck;
 
 /* actual and expected are numel doubles; expected_rounded may be NULL
- * (then the RMSE gate uses expected itself). */
+ * (then the RMSE gate uses expected itself).  In RMSE mode NaN/Inf
+ * positions are matched against expected_rounded, since a finite
+ * reference may overflow in the dtype; elementwise mode ignores it. */
 void fgrt_check(const double *actual, const double *expected,
 		const double *expected_rounded, int64_t numel,
 		const FgrtTol *tol, FgrtCheck *res);

@@ -1,0 +1,210 @@
+/*
+ * test_check.c - the golden-comparison gates (runtime/check.c): the
+ * elementwise gate exactly at its boundary, NaN and infinity positions in
+ * both modes, the RMSE gate passing and failing, and the report fields.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "fgrt.h"
+
+static FgrtCheck run(const double *a, const double *e, const double *r,
+		     int64_t n, double rtol, double atol, double m)
+{
+	FgrtTol tol = {rtol, atol, m};
+	FgrtCheck res;
+	fgrt_check(a, e, r, n, &tol, &res);
+	return res;
+}
+
+/* Powers of two keep the arithmetic exact, so the boundary is exact. */
+START_TEST(elementwise_boundary)
+{
+	double e[3] = {1.0, -4.0, 0.0};
+	/* allowed = 0.25 + 0.5 * |e|: 0.75, 2.25, 0.25 */
+	double on[3] = {1.75, -1.75, -0.25};
+	FgrtCheck c = run(on, e, NULL, 3, 0.5, 0.25, 0);
+	ck_assert_int_eq(c.ok, 1);
+	ck_assert_int_eq(c.nbad, 0);
+	ck_assert(c.max_abs_err == 2.25);
+	ck_assert(c.max_rel_err == 0.75);   /* e = 0 does not count */
+	ck_assert(c.rmse_limit == 0);
+	double over[3] = {1.75, -1.75, nextafter(-0.25, -1)};
+	c = run(over, e, NULL, 3, 0.5, 0.25, 0);
+	ck_assert_int_eq(c.ok, 0);
+	ck_assert_int_eq(c.nbad, 1);
+	ck_assert_int_eq(c.worst, 2);
+	ck_assert(c.worst_actual == over[2] && c.worst_expected == 0.0);
+}
+END_TEST
+
+START_TEST(elementwise_exact_for_ints)
+{
+	double e[4] = {0, 1, -8, 7};
+	double a[4] = {0, 1, -8, 7};
+	FgrtCheck c = run(a, e, NULL, 4, 0, 0, 0);
+	ck_assert_int_eq(c.ok, 1);
+	ck_assert(c.max_abs_err == 0 && c.rmse == 0);
+	a[3] = 6;
+	c = run(a, e, NULL, 4, 0, 0, 0);
+	ck_assert_int_eq(c.ok, 0);
+	ck_assert_int_eq(c.worst, 3);
+	ck_assert(c.max_abs_err == 1);
+}
+END_TEST
+
+/* The worst element is the one furthest outside its own allowance, not
+ * the one with the largest absolute error. */
+START_TEST(worst_is_relative_to_allowance)
+{
+	double e[2] = {1000.0, 1.0};
+	double a[2] = {1001.0, 1.5};        /* allowed 100.0 and 0.1 */
+	FgrtCheck c = run(a, e, NULL, 2, 0.1, 0, 0);
+	ck_assert_int_eq(c.ok, 0);
+	ck_assert_int_eq(c.nbad, 1);
+	ck_assert_int_eq(c.worst, 1);
+	ck_assert(c.max_abs_err == 1.0);
+	/* A passing tensor still names its closest call, which need not
+	 * have the largest absolute error. */
+	a[1] = 1.0625;
+	c = run(a, e, NULL, 2, 0.1, 0, 0);
+	ck_assert_int_eq(c.ok, 1);
+	ck_assert_int_eq(c.nbad, 0);
+	ck_assert_int_eq(c.worst, 1);
+	ck_assert(c.worst_actual == 1.0625 && c.max_abs_err == 1.0);
+}
+END_TEST
+
+START_TEST(nan_positions)
+{
+	double e[3] = {NAN, 1.0, 2.0};
+	double a[3] = {NAN, 1.0, 2.0};
+	FgrtCheck c = run(a, e, NULL, 3, 1e-3, 1e-5, 0);
+	ck_assert_int_eq(c.ok, 1);
+	ck_assert_int_eq(c.nbad, 0);
+	ck_assert(isfinite(c.rmse) && c.rmse == 0);
+	double moved[3] = {0.0, NAN, 2.0};          /* NaN in the wrong place */
+	c = run(moved, e, NULL, 3, 1e9, 1e9, 0);
+	ck_assert_int_eq(c.ok, 0);
+	ck_assert_int_eq(c.nbad, 2);
+	ck_assert(c.worst == 0 || c.worst == 1);
+	double missing[3] = {5.0, 1.0, 2.0};        /* NaN expected, got 5 */
+	c = run(missing, e, NULL, 3, 1e9, 1e9, 0);
+	ck_assert_int_eq(c.ok, 0);
+	ck_assert_int_eq(c.worst, 0);
+	ck_assert(isnan(c.worst_expected) && c.worst_actual == 5.0);
+}
+END_TEST
+
+START_TEST(inf_positions)
+{
+	double e[3] = {INFINITY, -INFINITY, 1.0};
+	double a[3] = {INFINITY, -INFINITY, 1.0};
+	FgrtCheck c = run(a, e, NULL, 3, 0, 0, 0);
+	ck_assert_int_eq(c.ok, 1);
+	ck_assert(isfinite(c.max_abs_err));
+	double flipped[3] = {-INFINITY, -INFINITY, 1.0};
+	c = run(flipped, e, NULL, 3, 1e9, 1e9, 0);
+	ck_assert_int_eq(c.ok, 0);
+	ck_assert_int_eq(c.worst, 0);
+	double finite[3] = {1e308, -INFINITY, 1.0}; /* inf expected */
+	c = run(finite, e, NULL, 3, 1e9, 1e9, 0);
+	ck_assert_int_eq(c.ok, 0);
+	double extra[3] = {INFINITY, -INFINITY, INFINITY};
+	c = run(extra, e, NULL, 3, 1e9, 1e9, 0);
+	ck_assert_int_eq(c.ok, 0);
+	ck_assert_int_eq(c.worst, 2);
+}
+END_TEST
+
+/* ref64 is 0.1 * k; its f16 rounding has some RMSE r0.  Actual within
+ * m * r0 + atol passes, beyond fails, and NaN/Inf positions still rule. */
+START_TEST(rmse_gate)
+{
+	enum { N = 64 };
+	double ref[N], rnd[N], a[N];
+	for (int i = 0; i < N; i++) {
+		ref[i] = 0.1 * (i + 1);
+		rnd[i] = fgrt_f16_to_f64(fgrt_f64_to_f16(ref[i]));
+		a[i] = ref[i] + 2.5 * (rnd[i] - ref[i]);
+	}
+	FgrtCheck c = run(a, ref, rnd, N, 0, 0, 3);
+	ck_assert(c.rmse > 0 && c.rmse_limit > 0);
+	ck_assert(fabs(c.rmse / c.rmse_limit - 2.5 / 3) < 1e-9);
+	ck_assert_int_eq(c.ok, 1);
+	c = run(a, ref, rnd, N, 0, 0, 2);     /* m = 2 < 2.5 */
+	ck_assert_int_eq(c.ok, 0);
+	ck_assert(c.rmse > c.rmse_limit);
+	/* The elementwise statistics are filled in RMSE mode too. */
+	ck_assert(c.nbad > 0 && c.worst >= 0 && c.max_abs_err > 0);
+	/* atol lifts the limit. */
+	c = run(a, ref, rnd, N, 0, 1.0, 2);
+	ck_assert_int_eq(c.ok, 1);
+	ck_assert(c.rmse_limit > 1.0);
+}
+END_TEST
+
+START_TEST(rmse_specials)
+{
+	double ref[4] = {1.0, NAN, 70000.0, 2.0};
+	double rnd[4] = {1.0, NAN, INFINITY, 2.0};  /* f16 overflows */
+	double a[4] = {1.0, NAN, INFINITY, 2.0};
+	FgrtCheck c = run(a, ref, rnd, 4, 0, 0, 3);
+	ck_assert_int_eq(c.ok, 1);
+	ck_assert(c.rmse == 0 && isfinite(c.rmse_limit));
+	double b[4] = {1.0, 0.0, INFINITY, 2.0};    /* NaN missing */
+	c = run(b, ref, rnd, 4, 0, 1e9, 3);
+	ck_assert_int_eq(c.ok, 0);
+	double d[4] = {1.0, NAN, 65504.0, 2.0};     /* inf missing */
+	c = run(d, ref, rnd, 4, 0, 1e9, 3);
+	ck_assert_int_eq(c.ok, 0);
+	/* Without a rounded reference, positions follow the reference. */
+	double e[4] = {1.0, NAN, 70000.0, NAN};
+	c = run(e, ref, NULL, 4, 0, 1e9, 3);
+	ck_assert_int_eq(c.ok, 0);
+	e[3] = 2.0;
+	c = run(e, ref, NULL, 4, 0, 0, 3);
+	ck_assert_int_eq(c.ok, 1);
+	ck_assert(c.rmse_limit == 0);
+}
+END_TEST
+
+START_TEST(empty)
+{
+	FgrtCheck c = run(NULL, NULL, NULL, 0, 0, 0, 0);
+	ck_assert_int_eq(c.ok, 1);
+	ck_assert_int_eq(c.worst, -1);
+	ck_assert_int_eq(c.nbad, 0);
+	c = run(NULL, NULL, NULL, 0, 0, 0, 2);
+	ck_assert_int_eq(c.ok, 1);
+	ck_assert(c.rmse == 0);
+}
+END_TEST
+
+static Suite *check_suite(void)
+{
+	Suite *s = suite_create("check");
+	TCase *tc = tcase_create("elementwise");
+	tcase_add_test(tc, elementwise_boundary);
+	tcase_add_test(tc, elementwise_exact_for_ints);
+	tcase_add_test(tc, worst_is_relative_to_allowance);
+	tcase_add_test(tc, nan_positions);
+	tcase_add_test(tc, inf_positions);
+	tcase_add_test(tc, empty);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("rmse");
+	tcase_add_test(tc, rmse_gate);
+	tcase_add_test(tc, rmse_specials);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(check_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
