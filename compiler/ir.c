@@ -171,6 +171,8 @@ static Sym *sym_slot(Builder *b, const char *name)
 
 static Sym *sym_find(Builder *b, const char *name)
 {
+	if (!b->capsyms)
+		return NULL;
 	Sym *s = sym_slot(b, name);
 
 	return s->name ? s : NULL;
