@@ -33,6 +33,7 @@ typedef struct Sym {            /* a bound name */
 	const char *name;       /* NULL: free slot */
 	Val val;
 	FgLoc loc;              /* where it was defined */
+	int unresolved;         /* used before any definition (reported) */
 } Sym;
 
 typedef struct Builder {
@@ -219,6 +220,13 @@ static int define(Builder *b, const char *name, FgLoc loc, Val v)
 {
 	Sym *s = sym_find(b, name);
 
+	if (s && s->unresolved) {
+		/* Used too early, which was reported; this is the definition. */
+		s->val = v;
+		s->loc = loc;
+		s->unresolved = 0;
+		return 0;
+	}
 	if (s) {
 		fg_error(b->d, loc, "redefinition of '%s'", name);
 		fg_note(b->d, s->loc, "'%s' was defined here", name);
@@ -582,23 +590,20 @@ static Val build_ew(Builder *b, const FgExpr *e, FgOp op, const Val *args, int n
 		return err_val();
 	FgShape shape = {0};
 	for (int i = 0; i < nargs; i++) {
+		FgShape next;
 		if (args[i].kind != V_NODE)
 			continue;
-		FgShape *s = &node(b, args[i].node)->shape;
-		if (fg_shape_broadcast(&shape, s, &shape) != 0) {
-			int prev = -1;
-			for (int j = 0; j < i; j++)
-				if (args[j].kind == V_NODE)
-					prev = j;
-			FgShape acc = {0};
-			for (int j = 0; j < i; j++)
-				if (args[j].kind == V_NODE)
-					fg_shape_broadcast(&acc, &node(b, args[j].node)->shape, &acc);
-			fg_error(b->d, e->loc, "cannot broadcast %s with %s",
-				 fg_type_str(t1, sizeof t1, node(b, args[prev].node)->dt, &acc),
+		if (fg_shape_broadcast(&shape, &node(b, args[i].node)->shape, &next) != 0) {
+			fg_error(b->d, e->loc, "cannot broadcast %s with %s", fg_type_str(t1, sizeof t1, dt, &shape),
 				 type_of(b, args[i].node, t2, sizeof t2));
 			return err_val();
 		}
+		shape = next;
+	}
+	if (checked_numel(&shape) < 0) {
+		fg_error(b->d, e->loc, "the result of '%s' has more than 2^62 elements",
+			 e->op_text ? e->op_text : e->name);
+		return err_val();
 	}
 	FgDtype out = dt;
 	FgNode tmp = {0};
@@ -1018,6 +1023,7 @@ static Val build_leaf(Builder *b, const FgExpr *e)
 			fg_error(b->d, e->loc, "unknown name '%s'", e->name);
 		/* Bind it as an error so that later uses stay quiet. */
 		sym_bind(b, e->name, err_val(), e->loc);
+		sym_find(b, e->name)->unresolved = 1;
 		return err_val();
 	}
 	return s->val;

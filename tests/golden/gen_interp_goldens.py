@@ -1,0 +1,1401 @@
+#!/usr/bin/python3
+"""
+gen_interp_goldens.py - writes the golden tests of fgc's reference
+interpreter (`fgc run`): for each case, interp/CASE.fg (a small graph),
+interp/CASE/in/NAME.npy (its inputs) and interp/CASE/expect/NAME.npy (its
+outputs; saved values as expect/saved.NAME.npy).
+
+The expected values come from this file alone, an independent reading of
+shared/design/language.md in NumPy: computed in float64 and rounded once,
+to the output dtype, where they are written (and at every cast).  Sums and
+dot products use math.fsum and transcendentals use Python's math module,
+so that the values are correctly rounded sums and libm results, the same
+on every machine: the committed files are byte-for-byte reproducible.
+
+Storage: f32 '<f4', f16 '<f2', bf16 '<f4' holding the bf16 value, i32
+'<i4', bool '|b1'.  Inputs are random, non-zero, drawn from a seed made of
+the case's name (adding a case changes no other), in valid domains.
+
+A case whose outputs need a looser gate than the per-dtype default of
+npycmp.py (bf16; f32 through transcendentals) carries a `# tol:` line.
+
+Usage:
+    gen_interp_goldens.py           rewrite tests/golden/interp/
+    gen_interp_goldens.py --check   regenerate into a temporary directory
+                                    and compare with the committed files
+"""
+import argparse
+import math
+import os
+import shutil
+import sys
+import tempfile
+import textwrap
+import zlib
+
+import numpy as np
+
+F64 = np.float64
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "interp")
+
+# ------------------------------------------------------------- rounding
+
+
+def round_binary(x, sig, emin, maxfin):
+    """Rounds float64 x to the binary format with `sig` significand bits
+    (implicit bit included), minimum normal exponent `emin` and largest
+    finite value `maxfin`, ties to even, straight from float64 (no double
+    rounding).  NaN stays NaN; overflow goes to +-inf; subnormals exact."""
+    x = np.asarray(x, F64)
+    out = x.copy()
+    fin = np.isfinite(x)
+    v = x[fin]
+    _, e = np.frexp(v)                      # v = m * 2^e, 0.5 <= |m| < 1
+    e = np.maximum(e, emin + 1)             # subnormals share one quantum
+    q = np.ldexp(1.0, e - sig)              # the ulp at v
+    r = np.rint(v / q) * q                  # exact scaling; rint is RNE
+    r = np.where(np.abs(r) > maxfin, np.copysign(np.inf, v), r)
+    out[fin] = r
+    return out
+
+
+def to_f32(x):
+    r = round_binary(x, 24, -126, float(np.finfo(np.float32).max))
+    ref = np.asarray(x, F64).astype(np.float32).astype(F64)
+    assert np.array_equal(r, ref, equal_nan=True), "f32 rounding disagrees with NumPy"
+    return r
+
+
+def to_f16(x):
+    r = round_binary(x, 11, -14, 65504.0)
+    # NumPy converts float64 to float16 directly (npy_double_to_half);
+    # agreeing with it bit for bit cross-checks both.
+    ref = np.asarray(x, F64).astype(np.float16)
+    got = r.astype(np.float16)
+    assert np.array_equal(got.view(np.uint16)[~np.isnan(r)],
+                          ref.view(np.uint16)[~np.isnan(r)]), "f16 rounding disagrees with NumPy"
+    return r
+
+
+BF16_MAX = float.fromhex("0x1.fep127")
+
+
+def to_bf16(x):
+    return round_binary(x, 8, -126, BF16_MAX)
+
+
+def to_i32(x):
+    """Truncates toward zero and saturates; NaN becomes 0."""
+    x = np.asarray(x, F64)
+    r = np.trunc(np.nan_to_num(x, nan=0.0, posinf=2.0**31, neginf=-2.0**31))
+    return np.clip(r, -2.0**31, 2.0**31 - 1)
+
+
+def to_bool(x):
+    return (np.asarray(x, F64) != 0).astype(F64)
+
+
+ROUND = {"f32": to_f32, "f16": to_f16, "bf16": to_bf16, "i32": to_i32, "bool": to_bool}
+
+
+def storage(dt, v):
+    """The array written to a .npy file for a value v of dtype dt."""
+    v = ROUND[dt](v)
+    if dt == "f16":
+        a = v.astype("<f2")
+    elif dt in ("f32", "bf16"):
+        a = v.astype("<f4")
+    elif dt == "i32":
+        a = v.astype("<i4")
+    else:
+        a = v != 0
+    assert np.array_equal(a.astype(F64), v, equal_nan=True)
+    return a
+
+
+def self_test_rounding():
+    p = 2.0 ** np.arange(-40, 0, dtype=F64)
+    e16 = {1 + 2.0**-11: 1.0, 1 + 3 * 2.0**-11: 1 + 2.0**-9,
+           1 + 2.0**-11 + 2.0**-40: 1 + 2.0**-10, 65519.0: 65504.0,
+           65520.0: np.inf, -65520.0: -np.inf, 2.0**-25: 0.0,
+           3 * 2.0**-26: 2.0**-24, 2.0**-24: 2.0**-24}
+    ebf = {1 + 2.0**-8: 1.0, 1 + 3 * 2.0**-8: 1 + 2.0**-6,
+           -(1 + 3 * 2.0**-8): -(1 + 2.0**-6), 1 + 2.0**-8 + 2.0**-40: 1 + 2.0**-7,
+           70000.0: 70144.0, 3e9: 3003121664.0, -2.7: -2.703125,
+           float.fromhex("0x1.ffp127"): np.inf, float.fromhex("0x1.fe8p127"): BF16_MAX,
+           2.0**-133: 2.0**-133, 2.0**-134: 0.0, 3 * 2.0**-135: 2.0**-133}
+    for table, f in ((e16, to_f16), (ebf, to_bf16)):
+        for x, want in table.items():
+            got = f(np.array([x]))[0]
+            assert got == want, (f.__name__, x, got, want)
+    assert np.isnan(to_bf16(np.array([np.nan]))[0])
+    assert math.copysign(1, to_bf16(np.array([-0.0]))[0]) == -1
+    to_f16(np.concatenate([p, -p, 1 + p, 60000 + p * 1e4]))
+    assert list(to_i32(np.array([2.7, -2.7, 3e9, -3e9, np.nan]))) == [2, -2, 2**31 - 1, -2**31, 0]
+
+# ----------------------------------------------------- Philox-4x32-10
+
+
+M32 = np.uint64(0xFFFFFFFF)
+
+
+def philox4x32_10(c, k):
+    """c: four uint64 arrays holding 32-bit words; k: two.  As in
+    runtime/fgrt_philox.h and Salmon et al., SC'11."""
+    c0, c1, c2, c3 = (np.asarray(w, np.uint64) for w in c)
+    k0, k1 = (np.uint64(w) for w in k)
+    for _ in range(10):
+        p0 = np.uint64(0xD2511F53) * c0
+        p1 = np.uint64(0xCD9E8D57) * c2
+        c0, c1, c2, c3 = ((p1 >> np.uint64(32)) ^ c1 ^ k0, p1 & M32,
+                          (p0 >> np.uint64(32)) ^ c3 ^ k1, p0 & M32)
+        k0 = (k0 + np.uint64(0x9E3779B9)) & M32
+        k1 = (k1 + np.uint64(0xBB67AE85)) & M32
+    return c0, c1, c2, c3
+
+
+def self_test_philox():
+    kat = [((0, 0, 0, 0), (0, 0), (0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8)),
+           ((0xffffffff,) * 4, (0xffffffff,) * 2,
+            (0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd)),
+           ((0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344), (0xa4093822, 0x299f31d0),
+            (0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1))]
+    for ctr, key, want in kat:
+        got = philox4x32_10([np.array([w], np.uint64) for w in ctr], key)
+        assert tuple(int(w[0]) for w in got) == want, (ctr, key, got)
+
+
+def dropout(x, p, seed):
+    """fgrt_dropout_keep: kept when word 0 of Philox((idx lo, idx hi, 0, 0),
+    (seed lo, seed hi)) >= ceil(p * 2^32); kept values scaled by 1/(1-p)."""
+    x = np.asarray(x, F64)
+    idx = np.arange(x.size, dtype=np.uint64)
+    zero = np.zeros_like(idx)
+    w0 = philox4x32_10((idx & M32, idx >> np.uint64(32), zero, zero),
+                       (seed & 0xFFFFFFFF, seed >> 32))[0]
+    thr = math.ceil(p * 4294967296.0)
+    keep = (w0 >= np.uint64(thr)).reshape(x.shape)
+    return np.where(keep, x * (1.0 / (1.0 - p)), 0.0)
+
+# ------------------------------------------------ the f64 reference ops
+
+
+def ufunc(f):
+    vf = np.vectorize(f, otypes=[F64])
+    return lambda *a: vf(*[np.asarray(v, F64) for v in a])
+
+
+exp, log, sin, cos, tanh, erf, powf = (ufunc(f) for f in (
+    math.exp, math.log, math.sin, math.cos, math.tanh, math.erf, math.pow))
+SQRT2 = math.sqrt(2.0)
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + exp(-x))
+
+
+def gelu(x):
+    return 0.5 * x * (1.0 + erf(x / SQRT2))
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)))
+
+
+def silu(x):
+    return x * sigmoid(x)
+
+
+def relu(x):
+    return np.maximum(x, 0.0)
+
+
+def _axes(axis, ndim):
+    if axis is None:
+        return tuple(range(ndim))
+    axis = [axis] if isinstance(axis, int) else axis
+    return tuple(sorted(a % ndim for a in axis))
+
+
+def rsum(x, axis=None, keepdims=True):
+    """Correctly rounded sums (math.fsum) over axis, as language.md's sum."""
+    x = np.asarray(x, F64)
+    ax = _axes(axis, x.ndim)
+    rest = [i for i in range(x.ndim) if i not in ax]
+    kept = [x.shape[i] for i in rest]
+    rows = np.transpose(x, rest + list(ax)).reshape(int(np.prod(kept, dtype=np.int64)), -1)
+    v = np.array([math.fsum(r) for r in rows], F64).reshape(kept)
+    if keepdims:
+        v = v.reshape([1 if i in ax else n for i, n in enumerate(x.shape)])
+    return v
+
+
+def rmean(x, axis=None, keepdims=True):
+    x = np.asarray(x, F64)
+    n = int(np.prod([x.shape[i] for i in _axes(axis, x.ndim)], dtype=np.int64))
+    return rsum(x, axis, keepdims) / n
+
+
+def rmax(x, axis=None, keepdims=True):
+    x = np.asarray(x, F64)
+    return np.max(x, axis=_axes(axis, x.ndim), keepdims=keepdims)
+
+
+def rmin(x, axis=None, keepdims=True):
+    x = np.asarray(x, F64)
+    return np.min(x, axis=_axes(axis, x.ndim), keepdims=keepdims)
+
+
+def matmul(a, b):
+    """[..., M, K] x [..., K, N] with broadcast batch dims; each dot is a
+    correctly rounded sum of exact products (operands have <= 24 bits)."""
+    a, b = np.asarray(a, F64), np.asarray(b, F64)
+    assert a.ndim >= 2 and b.ndim >= 2 and a.shape[-1] == b.shape[-2]
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    A = np.broadcast_to(a, batch + a.shape[-2:])
+    B = np.broadcast_to(b, batch + b.shape[-2:])
+    M, N = a.shape[-2], b.shape[-1]
+    out = np.empty(batch + (M, N), F64)
+    for ix in np.ndindex(*batch):
+        for i in range(M):
+            for j in range(N):
+                out[ix + (i, j)] = math.fsum(A[ix + (i,)] * B[ix + (slice(None), j)])
+    return out
+
+
+def softmax(x, axis=-1):
+    e = exp(x - rmax(x, axis))
+    return e / rsum(e, axis)
+
+
+def log_softmax(x, axis=-1):
+    d = x - rmax(x, axis)
+    return d - log(rsum(exp(d), axis))
+
+
+def layernorm(x, g, b, eps=1e-5):
+    d = x - rmean(x, -1)
+    return d / np.sqrt(rmean(d * d, -1) + eps) * g + b
+
+
+def rmsnorm(x, w, eps=1e-6):
+    return x / np.sqrt(rmean(x * x, -1) + eps) * w
+
+
+def tr(x):
+    """transpose's default: swap the last two axes."""
+    return np.swapaxes(x, -1, -2)
+
+# ------------------------------------------------------ the case builder
+
+
+FLOATS = ("f32", "f16", "bf16")
+CASES = []
+
+
+def case(name, doc, trans=False):
+    """Registers a case.  trans: f32 outputs go through transcendentals
+    (testing.md's rtol 1e-5 instead of 1.3e-6); "exact": the outputs are
+    one rounding of exact values (casts), so they must match bit for bit."""
+    def reg(fn):
+        CASES.append((name, doc, trans, fn))
+        return fn
+    return reg
+
+
+class Case:
+    def __init__(self, name):
+        self.name = name
+        self.rng = np.random.RandomState(zlib.crc32(name.encode()))
+        self.syms = {}
+        self.decls, self.body, self.ins, self.outs, self.saved = [], [], [], [], []
+
+    def _shape(self, dims):
+        shape = []
+        for d in (t.strip() for t in dims.split(",") if t.strip()):
+            if "=" in d:
+                sym, val = d.split("=")
+                self.syms[sym.strip()] = int(val)
+                shape.append(int(val))
+            else:
+                shape.append(int(d) if d.isdigit() else self.syms[d])
+        return tuple(shape)
+
+    def _draw(self, dt, shape, dom):
+        r = self.rng
+        if dt == "bool":
+            return (r.random_sample(shape) < 0.5).astype(F64)
+        if dt == "i32" or dom == "int":
+            return r.choice([-8, -7, -5, -3, -2, -1, 1, 2, 3, 4, 6, 8], size=shape).astype(F64)
+        if dom == "grid":       # few values, so that comparisons meet ties
+            return r.choice([-1.5, -0.5, 0.5, 1.5], size=shape).astype(F64)
+        if dom == "pos":        # log, sqrt, rsqrt, pow's base
+            return r.uniform(0.25, 3.0, shape)
+        if dom == "wide":       # softmax rows, sin, cos: [-3, 3] less a gap at 0
+            return r.choice([-1.0, 1.0], size=shape) * r.uniform(0.05, 3.0, shape)
+        assert dom == "any"     # [-2, 2] less a gap at 0: safe to divide by
+        return r.choice([-1.0, 1.0], size=shape) * r.uniform(0.1, 2.0, shape)
+
+    def inp(self, name, dt, dims, dom="any", values=None, kind="input"):
+        shape = self._shape(dims)
+        if values is None:
+            v = self._draw(dt, shape, dom)
+        else:
+            v = np.asarray(values, F64).reshape(shape)
+        v = ROUND[dt](v)
+        self.decls.append("%s %s : %s[%s]" % (kind, name, dt, dims))
+        self.ins.append((name, dt, v))
+        return v
+
+    def param(self, name, dt, dims, dom="any", values=None):
+        return self.inp(name, dt, dims, dom, values, kind="param")
+
+    def s(self, text):
+        self.body.extend(text.strip("\n").split("\n"))
+
+    def out(self, name, dt, value):
+        self.outs.append((name, dt, np.asarray(value, F64)))
+
+    def save(self, name, dt, value):
+        assert any(l.split("=")[0].strip() == name and "@save" in l for l in self.body), name
+        self.saved.append((name, dt, np.asarray(value, F64)))
+
+    def tol(self, trans):
+        """The `# tol:` line the outputs need, or None for the defaults."""
+        dts = {dt for _, dt, _ in self.outs + self.saved}
+        if trans == "exact":
+            return "rtol=0 atol=0"
+        if "bf16" in dts:
+            return "rtol=1.6e-2 atol=1e-5"
+        if "f16" in dts and trans:
+            return "rtol=1e-3 atol=1e-5"
+        if "f32" in dts and trans:
+            return "rtol=1e-5 atol=1e-5"
+        return None
+
+
+def write_case(root, name, doc, trans, fn):
+    c = Case(name)
+    fn(c)
+    assert c.outs, name
+    lines = ["# " + l for l in textwrap.wrap("%s: %s" % (name, doc.strip()), 74,
+                                             subsequent_indent="  ")]
+    lines.append("# Generated by tests/golden/gen_interp_goldens.py: edit that, not this.")
+    t = c.tol(trans)
+    if t:
+        lines.append("# tol: " + t)
+    lines.append("graph %s {" % name.replace("-", "_"))
+    lines += ["  " + d for d in c.decls]
+    lines += [("  " + l) if l else "" for l in c.body]
+    lines.append("  output " + ", ".join(n for n, _, _ in c.outs))
+    lines.append("}")
+    with open(os.path.join(root, name + ".fg"), "w", newline="\n") as f:
+        f.write("\n".join(lines) + "\n")
+    for sub, items, prefix in (("in", c.ins, ""), ("expect", c.outs, ""),
+                               ("expect", c.saved, "saved.")):
+        d = os.path.join(root, name, sub)
+        os.makedirs(d, exist_ok=True)
+        for n, dt, v in items:
+            np.save(os.path.join(d, prefix + n + ".npy"), storage(dt, v), allow_pickle=False)
+
+# ================================================================ cases
+# ------------------------------------------------- elementwise, unary
+
+
+UNARY = [  # op, domain, reference, transcendental
+    ("neg", "any", lambda x: -x, False),
+    ("abs", "any", np.abs, False),
+    ("exp", "wide", exp, True),
+    ("log", "pos", log, True),
+    ("sqrt", "pos", np.sqrt, False),
+    ("rsqrt", "pos", lambda x: 1.0 / np.sqrt(x), False),
+    ("recip", "any", lambda x: 1.0 / x, False),
+    ("square", "any", lambda x: x * x, False),
+    ("sin", "wide", sin, True),
+    ("cos", "wide", cos, True),
+    ("tanh", "wide", tanh, True),
+    ("sigmoid", "wide", sigmoid, True),
+    ("relu", "any", relu, False),
+    ("gelu", "wide", gelu, True),
+    ("gelu_tanh", "wide", gelu_tanh, True),
+    ("silu", "wide", silu, True),
+    ("erf", "wide", erf, True),
+    ("identity", "any", lambda x: x, False),
+]
+
+for _op, _dom, _f, _tr in UNARY:
+    def _unary(c, op=_op, dom=_dom, f=_f):
+        x = c.inp("x", "f32", "5, 7", dom)
+        c.s("y = %s(x)" % op)
+        c.out("y", "f32", f(x))
+    case("unary-%s-f32" % _op.replace("_", "-"), "%s, elementwise on f32." % _op, _tr)(_unary)
+
+
+@case("unary-f16", "unary ops on f16: computed in f64, rounded once to f16.", trans=True)
+def _(c):
+    x = c.inp("x", "f16", "3, 31", "wide")
+    p = c.inp("p", "f16", "3, 31", "pos")
+    c.s("e = exp(x)\nt = tanh(x)\ns = sigmoid(x)\nl = log(p)\nr = rsqrt(p)")
+    for n, v in (("e", exp(x)), ("t", tanh(x)), ("s", sigmoid(x)), ("l", log(p)),
+                 ("r", 1 / np.sqrt(p))):
+        c.out(n, "f16", v)
+
+
+@case("unary-bf16", "unary ops on bf16 (stored as <f4 holding bf16 values).", trans=True)
+def _(c):
+    x = c.inp("x", "bf16", "7, 5", "wide")
+    c.s("g = gelu(x)\nh = gelu_tanh(x)\ns = silu(x)\nq = square(x)\nn = neg(x)")
+    for n, v in (("g", gelu(x)), ("h", gelu_tanh(x)), ("s", silu(x)), ("q", x * x), ("n", -x)):
+        c.out(n, "bf16", v)
+
+
+@case("unary-i32", "the unary ops that take i32: neg, abs, square, relu.")
+def _(c):
+    i = c.inp("i", "i32", "5, 7")
+    c.s("n = neg(i)\na = abs(i)\ns = square(i)\nr = relu(i)\nm = -i")
+    for n, v in (("n", -i), ("a", np.abs(i)), ("s", i * i), ("r", relu(i)), ("m", -i)):
+        c.out(n, "i32", v)
+
+# ------------------------------------------------ elementwise, binary
+
+
+BINARY = [  # op, domain of b, reference, transcendental
+    ("add", "any", lambda a, b: a + b, False),
+    ("sub", "any", lambda a, b: a - b, False),
+    ("mul", "any", lambda a, b: a * b, False),
+    ("div", "any", lambda a, b: a / b, False),
+    ("pow", "any", powf, True),
+    ("maximum", "any", np.maximum, False),
+    ("minimum", "any", np.minimum, False),
+]
+
+for _op, _dom, _f, _tr in BINARY:
+    def _binary(c, op=_op, f=_f):
+        a = c.inp("a", "f32", "5, 7", "pos" if op == "pow" else "any")
+        b = c.inp("b", "f32", "5, 7", "any")
+        c.s("y = %s(a, b)" % op)
+        c.out("y", "f32", f(a, b))
+    case("binary-%s-f32" % _op, "%s, by name, on f32." % _op, _tr)(_binary)
+
+
+@case("binary-infix-f32", "the infix operators + - * / on f32.")
+def _(c):
+    a = c.inp("a", "f32", "5, 7")
+    b = c.inp("b", "f32", "5, 7")
+    c.s("s = a + b\nd = a - b\np = a * b\nq = a / b")
+    for n, v in (("s", a + b), ("d", a - b), ("p", a * b), ("q", a / b)):
+        c.out(n, "f32", v)
+
+
+@case("binary-maximum-ties", "maximum and minimum where the operands are equal.")
+def _(c):
+    a = c.inp("a", "f32", "31", "grid")
+    b = c.inp("b", "f32", "31", "grid")
+    c.s("hi = maximum(a, b)\nlo = minimum(a, b)")
+    c.out("hi", "f32", np.maximum(a, b))
+    c.out("lo", "f32", np.minimum(a, b))
+
+
+@case("binary-f16", "binary ops on f16, one rounding each.")
+def _(c):
+    a = c.inp("a", "f16", "7, 31")
+    b = c.inp("b", "f16", "7, 31")
+    c.s("s = a + b\np = a * b\nq = a / b\nm = maximum(a, b)")
+    for n, v in (("s", a + b), ("p", a * b), ("q", a / b), ("m", np.maximum(a, b))):
+        c.out(n, "f16", v)
+
+
+@case("binary-bf16", "binary ops on bf16, one rounding each.")
+def _(c):
+    a = c.inp("a", "bf16", "31, 7")
+    b = c.inp("b", "bf16", "31, 7")
+    c.s("d = a - b\np = a * b\nq = div(a, b)\nm = minimum(a, b)")
+    for n, v in (("d", a - b), ("p", a * b), ("q", a / b), ("m", np.minimum(a, b))):
+        c.out(n, "bf16", v)
+
+
+@case("binary-i32", "i32 arithmetic is exact; numbers adapt to i32.")
+def _(c):
+    i = c.inp("i", "i32", "5, 7")
+    j = c.inp("j", "i32", "5, 7")
+    c.s("s = i + j\nd = sub(i, j)\np = i * j\nhi = maximum(i, j)\nlo = minimum(i, j)\n"
+        "k = i * 3 - 2")
+    for n, v in (("s", i + j), ("d", i - j), ("p", i * j), ("hi", np.maximum(i, j)),
+                 ("lo", np.minimum(i, j)), ("k", i * 3 - 2)):
+        c.out(n, "i32", v)
+
+
+@case("binary-pow-number", "pow with a number as exponent; numbers on either side of - and /.")
+def _(c):
+    x = c.inp("x", "f32", "3, 7", "pos")
+    c.s("p = pow(x, 2.5)\nr = 1 / x\nm = 3 - x")
+    c.out("p", "f32", powf(x, 2.5))
+    c.out("r", "f32", 1 / x)
+    c.out("m", "f32", 3 - x)
+
+# ---------------------------------------------------------- comparisons
+
+
+CMP = [("lt", "<", np.less), ("le", "<=", np.less_equal), ("gt", ">", np.greater),
+       ("ge", ">=", np.greater_equal), ("eq", "==", np.equal), ("ne", "!=", np.not_equal)]
+
+for _op, _sym, _f in CMP:
+    def _cmp(c, sym=_sym, f=_f):
+        a = c.inp("a", "f32", "5, 7", "grid")
+        b = c.inp("b", "f32", "5, 7", "grid")
+        c.s("y = a %s b" % sym)
+        c.out("y", "bool", f(a, b))
+    case("cmp-%s-f32" % _op, "a %s b on f32 with ties; gives bool." % _sym)(_cmp)
+
+
+@case("cmp-named", "the comparisons called by name: lt le gt ge eq ne.")
+def _(c):
+    a = c.inp("a", "f32", "31", "grid")
+    b = c.inp("b", "f32", "31", "grid")
+    c.s("\n".join("%s_ab = %s(a, b)" % (op, op) for op, _, _ in CMP))
+    for op, _, f in CMP:
+        c.out(op + "_ab", "bool", f(a, b))
+
+
+@case("cmp-i32", "comparisons of i32 with i32 and with a number.")
+def _(c):
+    i = c.inp("i", "i32", "5, 7")
+    j = c.inp("j", "i32", "5, 7")
+    c.s("e = i == j\nl = i < j\ng = i >= 2")
+    c.out("e", "bool", i == j)
+    c.out("l", "bool", i < j)
+    c.out("g", "bool", i >= 2)
+
+
+@case("cmp-bool", "== and != between bool tensors.")
+def _(c):
+    m = c.inp("m", "bool", "5, 7")
+    n = c.inp("n", "bool", "5, 7")
+    c.s("e = m == n\nd = m != n")
+    c.out("e", "bool", m == n)
+    c.out("d", "bool", m != n)
+
+
+@case("cmp-f16-number", "f16 comparisons, with a number, and broadcast [5,1] against [7].")
+def _(c):
+    a = c.inp("a", "f16", "5, 1", "grid")
+    b = c.inp("b", "f16", "7", "grid")
+    c.s("l = a <= b\ng = a > b\nz = b > 0")
+    c.out("l", "bool", a <= b)
+    c.out("g", "bool", a > b)
+    c.out("z", "bool", b > 0)
+
+# ---------------------------------------------------------------- where
+
+
+@case("where-f32", "where(c, a, b) with operands of one shape.")
+def _(c):
+    m = c.inp("m", "bool", "5, 7")
+    a = c.inp("a", "f32", "5, 7")
+    b = c.inp("b", "f32", "5, 7")
+    c.s("y = where(m, a, b)")
+    c.out("y", "f32", np.where(m != 0, a, b))
+
+
+@case("where-broadcast", "where broadcasts all three operands; a number adapts to the "
+      "other branch.")
+def _(c):
+    m = c.inp("m", "bool", "5, 1")
+    a = c.inp("a", "f32", "7")
+    b = c.inp("b", "f32", "3, 1, 1")
+    c.s("y = where(m, a, b)\nz = where(m, a, 0.5)\nw = where(m, -2, a)")
+    c.out("y", "f32", np.where(m != 0, a, b))
+    c.out("z", "f32", np.where(m != 0, a, 0.5))
+    c.out("w", "f32", np.where(m != 0, -2.0, a))
+
+
+@case("where-cmp-f16", "a comparison feeding where, on f16 (an elementwise max).")
+def _(c):
+    a = c.inp("a", "f16", "7, 5")
+    b = c.inp("b", "f16", "7, 5")
+    c.s("y = where(a > b, a, b)")
+    c.out("y", "f16", np.where(a > b, a, b))
+
+
+@case("where-i32-bool", "where choosing between i32 tensors and between bool tensors.")
+def _(c):
+    m = c.inp("m", "bool", "5, 7")
+    i = c.inp("i", "i32", "5, 7")
+    j = c.inp("j", "i32", "5, 7")
+    n = c.inp("n", "bool", "5, 7")
+    c.s("k = where(m, i, j)\nb = where(m, n, i < j)")
+    c.out("k", "i32", np.where(m != 0, i, j))
+    c.out("b", "bool", np.where(m != 0, n, i < j))
+
+# ----------------------------------------------------------------- cast
+
+
+def _edge_f32(c, extra):
+    """Edge values followed by random ones, 33 in all."""
+    rand = c._draw("f32", (33 - len(extra),), "any") * 100
+    return to_f32(np.concatenate([np.array(extra, F64), rand]))
+
+
+@case("cast-f32-to-f16", "cast to f16 rounds once to nearest even: ties, overflow to inf, "
+      "subnormals.",
+      trans="exact")
+def _(c):
+    v = _edge_f32(c, [1 + 2.0**-11, 1 + 3 * 2.0**-11, 65504, 65519, 65520, -65520, 1e5,
+                      1e-7, -3e-8, 2.0**-25, 3 * 2.0**-26, 0.1, -2.7])
+    x = c.inp("x", "f32", "3, 11", values=v)
+    c.s("y = cast(x, dtype=f16)")
+    c.out("y", "f16", to_f16(x))
+
+
+@case("cast-f32-to-bf16", "cast to bf16 rounds once to nearest even: ties, overflow, subnormals.",
+      trans="exact")
+def _(c):
+    v = _edge_f32(c, [1 + 2.0**-8, 1 + 3 * 2.0**-8, -(1 + 3 * 2.0**-8), 1 + 2.0**-8 + 2.0**-20,
+                      70000, 3e9, -2.7, float.fromhex("0x1.fffffep127"),
+                      float.fromhex("0x1.fe8p127"), 1e-40, 2.0**-133, -0.0, 0.1])
+    x = c.inp("x", "f32", "3, 11", values=v)
+    c.s("y = cast(x, dtype=bf16)")
+    c.out("y", "bf16", to_bf16(x))
+
+
+@case("cast-f32-to-i32", "cast to i32 truncates toward zero and saturates.", trans="exact")
+def _(c):
+    v = _edge_f32(c, [2.7, -2.7, 0.5, -0.5, 2.5, -2.5, 3e9, -3e9, 2147483520.0, -2147483648.0,
+                      1e20, 7.0, -8.0])
+    x = c.inp("x", "f32", "33", values=v)
+    c.s("y = cast(x, dtype=i32)")
+    c.out("y", "i32", to_i32(x))
+
+
+@case("cast-f32-to-bool", "cast to bool is x != 0 (-0.0 is false).", trans="exact")
+def _(c):
+    v = _edge_f32(c, [0.0, -0.0, 1e-30, -1e-45, 0.0, 2.0, 0.0])
+    x = c.inp("x", "f32", "3, 11", values=v)
+    c.s("y = cast(x, dtype=bool)")
+    c.out("y", "bool", x != 0)
+
+
+@case("cast-f32-to-f32", "a cast to the same dtype changes nothing.", trans="exact")
+def _(c):
+    x = c.inp("x", "f32", "5, 7")
+    c.s("y = cast(x, dtype=f32)")
+    c.out("y", "f32", x)
+
+
+@case("cast-i32-to-floats", "i32 to f32 (2^24+1 rounds), f16 (ties, overflow), bf16 (ties).",
+      trans="exact")
+def _(c):
+    v = [16777217, -16777219, 2049, 2051, 65519, 65520, 257, 259, -1, 7, 100000, 3]
+    i = c.inp("i", "i32", "12", values=v)
+    c.s("f = cast(i, dtype=f32)\nh = cast(i, dtype=f16)\nb = cast(i, dtype=bf16)")
+    c.out("f", "f32", to_f32(i))
+    c.out("h", "f16", to_f16(i))
+    c.out("b", "bf16", to_bf16(i))
+
+
+@case("cast-i32-to-bool", "i32 to bool is i != 0.", trans="exact")
+def _(c):
+    i = c.inp("i", "i32", "12", values=[0, 1, -1, 0, 5, 0, -8, 3, 0, 2, 0, 7])
+    c.s("y = cast(i, dtype=bool)")
+    c.out("y", "bool", i != 0)
+
+
+@case("cast-bool-to-numbers", "bool to f32, i32, f16: true is 1, false is 0.", trans="exact")
+def _(c):
+    m = c.inp("m", "bool", "5, 7")
+    c.s("f = cast(m, dtype=f32)\ni = cast(m, dtype=i32)\nh = cast(m, dtype=f16)")
+    c.out("f", "f32", m)
+    c.out("i", "i32", m)
+    c.out("h", "f16", m)
+
+
+@case("cast-f16-to-others", "f16 to f32 (exact), to bf16 (rounds from the f16 value), to i32.",
+      trans="exact")
+def _(c):
+    x = c.inp("x", "f16", "5, 7", values=np.concatenate(
+        [[1 + 2.0**-8, 1 + 3 * 2.0**-8, 65504, -2.0**-24, 1.5 + 2.0**-9],
+         c._draw("f16", (30,), "any") * 50]))
+    c.s("f = cast(x, dtype=f32)\nb = cast(x, dtype=bf16)\ni = cast(x, dtype=i32)")
+    c.out("f", "f32", x)
+    c.out("b", "bf16", to_bf16(x))
+    c.out("i", "i32", to_i32(x))
+
+
+@case("cast-bf16-to-others", "bf16 to f32 (exact) and to f16 (overflow, underflow, rounding).",
+      trans="exact")
+def _(c):
+    x = c.inp("x", "bf16", "5, 7", values=np.concatenate(
+        [[1e5, -7e4, 1e-10, 3e-6, 1 + 2.0**-7],
+         c._draw("bf16", (30,), "any") * 50]))
+    c.s("f = cast(x, dtype=f32)\nh = cast(x, dtype=f16)")
+    c.out("f", "f32", x)
+    c.out("h", "f16", to_f16(x))
+
+
+@case("cast-rounds-midway", "a cast rounds in the middle of a chain: later ops see the "
+      "rounded value.",
+      trans="exact")
+def _(c):
+    x = c.inp("x", "f32", "31")
+    c.s("h = cast(x, dtype=f16)\ny = cast(h, dtype=f32) * 3\n"
+        "b = cast(cast(x, dtype=bf16), dtype=f32) - x")
+    c.out("y", "f32", to_f16(x) * 3)
+    c.out("b", "f32", to_bf16(x) - x)
+
+# -------------------------------------------------------------- dropout
+
+
+@case("dropout-f32", "dropout's mask is Philox-4x32-10 at the flat index; kept values "
+      "scale by 1/(1-p).")
+def _(c):
+    x = c.inp("x", "f32", "31, 33")
+    c.s("y = dropout(x, p=0.1, seed=1234)")
+    c.out("y", "f32", dropout(x, 0.1, 1234))
+
+
+@case("dropout-f16", "dropout on f16, p=0.5.")
+def _(c):
+    x = c.inp("x", "f16", "7, 31")
+    c.s("y = dropout(x, p=0.5, seed=42)")
+    c.out("y", "f16", dropout(x, 0.5, 42))
+
+
+@case("dropout-bf16", "dropout on bf16, p=0.25.")
+def _(c):
+    x = c.inp("x", "bf16", "5, 31")
+    c.s("y = dropout(x, p=0.25, seed=7)")
+    c.out("y", "bf16", dropout(x, 0.25, 7))
+
+
+@case("dropout-seed-64bit", "a seed above 2^32 uses both key words (low word first).")
+def _(c):
+    x = c.inp("x", "f32", "1000")
+    c.s("y = dropout(x, p=0.3, seed=81985529216486895)")
+    c.out("y", "f32", dropout(x, 0.3, 0x0123456789ABCDEF))
+
+
+@case("dropout-p-zero", "p=0 keeps every element unscaled.")
+def _(c):
+    x = c.inp("x", "f32", "7, 5")
+    c.s("y = dropout(x, p=0.0, seed=5)")
+    c.out("y", "f32", x)
+
+
+@case("dropout-after-broadcast", "the flat index is that of dropout's own (broadcast) operand.")
+def _(c):
+    x = c.inp("x", "f32", "5, 7")
+    b = c.inp("b", "f32", "7")
+    c.s("y = dropout(x + b, p=0.2, seed=99)\nz = dropout(x, p=0.2, seed=99)")
+    c.out("y", "f32", dropout(x + b, 0.2, 99))
+    c.out("z", "f32", dropout(x, 0.2, 99))
+
+# ----------------------------------------------------------- reductions
+
+
+REDUCE = [("sum", rsum, "f32"), ("mean", rmean, "f32"), ("max", rmax, "f32"), ("min", rmin, "f32")]
+
+for _op, _f, _dt in REDUCE:
+    def _reduce(c, op=_op, f=_f):
+        x = c.inp("x", "f32", "5, 7, 3")
+        forms = [("by_int", "axis=1", dict(axis=1)),
+                 ("by_list", "axis=[0, 2]", dict(axis=[0, 2])),
+                 ("by_neg", "axis=-1", dict(axis=-1)),
+                 ("no_keep", "axis=1, keepdims=false", dict(axis=1, keepdims=False)),
+                 ("keep", "axis=-2, keepdims=true", dict(axis=-2, keepdims=True)),
+                 ("all", "", {}),
+                 ("all_no_keep", "keepdims=false", dict(keepdims=False))]
+        for n, attrs, kw in forms:
+            c.s("%s = %s(x%s)" % (n, op, ", " + attrs if attrs else ""))
+            c.out(n, "f32", f(x, **kw))
+    case("reduce-%s-f32" % _op, "%s over an int axis, a list, a negative axis, keepdims "
+         "false and true, and all axes (default, keepdims true: shape [1,1,1]; keepdims "
+         "false: rank 0)." % _op)(_reduce)
+
+
+@case("reduce-axis-lists", "axis lists with negative entries, unsorted, on a rank-4 tensor.")
+def _(c):
+    x = c.inp("x", "f32", "3, 5, 2, 7")
+    c.s("a = sum(x, axis=[-1, 0])\nb = mean(x, axis=[3, 1], keepdims=false)\n"
+        "m = max(x, axis=[-3, -2, -1], keepdims=false)")
+    c.out("a", "f32", rsum(x, [-1, 0]))
+    c.out("b", "f32", rmean(x, [3, 1], False))
+    c.out("m", "f32", rmax(x, [1, 2, 3], False))
+
+
+@case("reduce-i32", "sum, max, min of i32 are exact.")
+def _(c):
+    i = c.inp("i", "i32", "5, 7")
+    c.s("s = sum(i, axis=0)\nhi = max(i, axis=-1, keepdims=false)\nlo = min(i)")
+    c.out("s", "i32", rsum(i, 0))
+    c.out("hi", "i32", rmax(i, -1, False))
+    c.out("lo", "i32", rmin(i))
+
+
+@case("reduce-f16", "f16 reductions accumulate in f64 and round once.")
+def _(c):
+    x = c.inp("x", "f16", "31, 7")
+    c.s("s = sum(x, axis=-1)\nm = mean(x, axis=0)\nhi = max(x, axis=1, keepdims=false)")
+    c.out("s", "f16", rsum(x, -1))
+    c.out("m", "f16", rmean(x, 0))
+    c.out("hi", "f16", rmax(x, 1, False))
+
+
+@case("reduce-bf16", "bf16 reductions accumulate in f64 and round once.")
+def _(c):
+    x = c.inp("x", "bf16", "7, 31")
+    c.s("s = sum(x, axis=1)\nm = mean(x)\nlo = min(x, axis=0, keepdims=false)")
+    c.out("s", "bf16", rsum(x, 1))
+    c.out("m", "bf16", rmean(x))
+    c.out("lo", "bf16", rmin(x, 0, False))
+
+
+@case("reduce-broadcast-back", "keepdims=true by default, so reductions broadcast back as "
+      "written; x / sum(x) is a global normalize.")
+def _(c):
+    x = c.inp("x", "f32", "5, 31", "pos")
+    c.s("centered = x - mean(x, axis=-1)\ncols = x / sum(x, axis=0)\nglobal = x / sum(x)")
+    c.out("centered", "f32", x - rmean(x, -1))
+    c.out("cols", "f32", x / rsum(x, 0))
+    c.out("global", "f32", x / rsum(x))
+
+# --------------------------------------------------------------- layout
+
+
+@case("transpose-default", "transpose without perm swaps the last two axes.")
+def _(c):
+    x = c.inp("x", "f32", "3, 5, 7")
+    m = c.inp("m", "f32", "5, 7")
+    c.s("t3 = transpose(x)\nt2 = transpose(m)")
+    c.out("t3", "f32", tr(x))
+    c.out("t2", "f32", tr(m))
+
+
+@case("transpose-perm", "transpose with perm: out axis i is in axis perm[i].")
+def _(c):
+    x = c.inp("x", "f32", "3, 5, 7")
+    w = c.inp("w", "f32", "2, 3, 5, 7")
+    c.s("a = transpose(x, perm=[2, 0, 1])\nb = transpose(x, perm=[1, 0, 2])\n"
+        "d = transpose(w, perm=[3, 1, 0, 2])\ne = transpose(x, perm=[0, 1, 2])")
+    c.out("a", "f32", np.transpose(x, [2, 0, 1]))
+    c.out("b", "f32", np.transpose(x, [1, 0, 2]))
+    c.out("d", "f32", np.transpose(w, [3, 1, 0, 2]))
+    c.out("e", "f32", x)
+
+
+@case("reshape", "reshape in C order, with one -1 inferred, to rank 1 and with unit dims.")
+def _(c):
+    x = c.inp("x", "f32", "3, 5, 7")
+    c.s("a = reshape(x, shape=[-1, 7])\nb = reshape(x, shape=[5, -1])\n"
+        "f = reshape(x, shape=[105])\nu = reshape(x, shape=[1, -1, 1, 5])\n"
+        "t = reshape(transpose(x), shape=[3, 35])")
+    c.out("a", "f32", x.reshape(-1, 7))
+    c.out("b", "f32", x.reshape(5, -1))
+    c.out("f", "f32", x.reshape(105))
+    c.out("u", "f32", x.reshape(1, -1, 1, 5))
+    c.out("t", "f32", tr(x).reshape(3, 35))
+
+
+@case("broadcast-to", "broadcast_to stretches unit dims and adds leading ones.")
+def _(c):
+    col = c.inp("col", "f32", "5, 1")
+    row = c.inp("row", "f32", "7")
+    c.s("a = broadcast_to(col, shape=[3, 5, 7])\nb = broadcast_to(row, shape=[2, 5, 7])")
+    c.out("a", "f32", np.broadcast_to(col, (3, 5, 7)))
+    c.out("b", "f32", np.broadcast_to(row, (2, 5, 7)))
+
+
+@case("slice", "slice is half-open; negative start, end and axis count from the end.")
+def _(c):
+    x = c.inp("x", "f32", "5, 7")
+    c.s("a = slice(x, axis=1, start=-3, end=7)\nb = slice(x, axis=0, start=1, end=-1)\n"
+        "d = slice(x, axis=-1, start=2, end=5)\ne = slice(x, axis=0, start=0, end=5)")
+    c.out("a", "f32", x[:, 4:7])
+    c.out("b", "f32", x[1:4, :])
+    c.out("d", "f32", x[:, 2:5])
+    c.out("e", "f32", x)
+
+
+@case("concat", "concat of three operands on the last axis (also by default) and on axis 0.")
+def _(c):
+    a = c.inp("a", "f32", "5, 2")
+    b = c.inp("b", "f32", "5, 3")
+    d = c.inp("d", "f32", "5, 1")
+    r = c.inp("r", "f32", "3, 2")
+    c.s("last = concat(a, b, d, axis=-1)\ndflt = concat(a, b, d)\nrows = concat(a, r, a, axis=0)")
+    c.out("last", "f32", np.concatenate([a, b, d], -1))
+    c.out("dflt", "f32", np.concatenate([a, b, d], -1))
+    c.out("rows", "f32", np.concatenate([a, r, a], 0))
+
+
+@case("layout-i32-bool", "layout ops move i32 and bool values too.")
+def _(c):
+    i = c.inp("i", "i32", "3, 5")
+    m = c.inp("m", "bool", "3, 5")
+    c.s("t = transpose(i)\nr = reshape(m, shape=[5, 3])\ns = slice(i, axis=1, start=1, end=4)\n"
+        "k = concat(m, m, axis=0)\n"
+        "b = broadcast_to(slice(m, axis=0, start=0, end=1), shape=[2, 5])")
+    c.out("t", "i32", tr(i))
+    c.out("r", "bool", m.reshape(5, 3))
+    c.out("s", "i32", i[:, 1:4])
+    c.out("k", "bool", np.concatenate([m, m], 0))
+    c.out("b", "bool", np.broadcast_to(m[0:1], (2, 5)))
+
+
+@case("layout-chain", "layout ops mixed with arithmetic: transpose, add a bias, flatten.")
+def _(c):
+    x = c.inp("x", "f32", "3, 5, 7")
+    b = c.inp("b", "f32", "5")
+    c.s("y = reshape(transpose(x) * 2 + b, shape=[-1])")
+    c.out("y", "f32", (tr(x) * 2 + b).reshape(-1))
+
+# --------------------------------------------------------------- matmul
+
+
+@case("matmul-2d", "matmul [5,7] x [7,3].")
+def _(c):
+    a = c.inp("a", "f32", "5, 7")
+    b = c.inp("b", "f32", "7, 3")
+    c.s("y = matmul(a, b)")
+    c.out("y", "f32", matmul(a, b))
+
+
+@case("matmul-batched", "batched matmul [2,5,7] x [2,7,3].")
+def _(c):
+    a = c.inp("a", "f32", "2, 5, 7")
+    b = c.inp("b", "f32", "2, 7, 3")
+    c.s("y = matmul(a, b)")
+    c.out("y", "f32", matmul(a, b))
+
+
+@case("matmul-broadcast-batch", "batch dims broadcast: [4,1,5,7] x [3,7,2] and [2,5,7] x [7,3].")
+def _(c):
+    a = c.inp("a", "f32", "4, 1, 5, 7")
+    b = c.inp("b", "f32", "3, 7, 2")
+    x = c.inp("x", "f32", "2, 5, 7")
+    w = c.inp("w", "f32", "7, 3")
+    c.s("y = matmul(a, b)\nz = matmul(x, w)")
+    c.out("y", "f32", matmul(a, b))
+    c.out("z", "f32", matmul(x, w))
+
+
+@case("matmul-transposed-operands", "matmul of transposes: q k^T and a^T b.")
+def _(c):
+    q = c.inp("q", "f32", "3, 5, 7")
+    k = c.inp("k", "f32", "3, 31, 7")
+    a = c.inp("a", "f32", "7, 5")
+    b = c.inp("b", "f32", "7, 3")
+    c.s("s = matmul(q, transpose(k))\nt = matmul(transpose(a), b)")
+    c.out("s", "f32", matmul(q, tr(k)))
+    c.out("t", "f32", matmul(tr(a), b))
+
+
+@case("matmul-f16", "f16 matmul accumulates in f64 here, rounds once.")
+def _(c):
+    a = c.inp("a", "f16", "5, 31")
+    b = c.inp("b", "f16", "31, 3")
+    c.s("y = matmul(a, b)")
+    c.out("y", "f16", matmul(a, b))
+
+
+@case("matmul-bf16", "bf16 matmul accumulates in f64 here, rounds once.")
+def _(c):
+    a = c.inp("a", "bf16", "7, 33")
+    b = c.inp("b", "bf16", "33, 5")
+    c.s("y = matmul(a, b)")
+    c.out("y", "bf16", matmul(a, b))
+
+
+@case("matmul-i32", "i32 matmul is exact.")
+def _(c):
+    a = c.inp("a", "i32", "5, 7")
+    b = c.inp("b", "i32", "7, 3")
+    c.s("y = matmul(a, b)")
+    c.out("y", "i32", matmul(a, b))
+
+
+@case("matmul-epilogue", "gelu(matmul(x, w) + b), the gemm_bias_gelu sample in small.", trans=True)
+def _(c):
+    x = c.inp("x", "f32", "M=5, K=31")
+    w = c.param("w", "f32", "K, N=7")
+    b = c.param("b", "f32", "N")
+    c.s("y = gelu(matmul(x, w) + b)")
+    c.out("y", "f32", gelu(matmul(x, w) + b))
+
+# ----------------------------------------------------------- composites
+
+
+@case("softmax-f32", "softmax over the last axis (default) and over axis 0.", trans=True)
+def _(c):
+    x = c.inp("x", "f32", "5, 7", "wide")
+    c.s("a = softmax(x)\nb = softmax(x, axis=0)")
+    c.out("a", "f32", softmax(x))
+    c.out("b", "f32", softmax(x, 0))
+
+
+@case("softmax-rank3", "softmax over a middle axis of a rank-3 tensor.", trans=True)
+def _(c):
+    x = c.inp("x", "f32", "3, 5, 7", "wide")
+    c.s("y = softmax(x, axis=1)")
+    c.out("y", "f32", softmax(x, 1))
+
+
+@case("softmax-f16", "softmax on f16 rows.", trans=True)
+def _(c):
+    x = c.inp("x", "f16", "7, 31", "wide")
+    c.s("y = softmax(x)")
+    c.out("y", "f16", softmax(x))
+
+
+@case("softmax-bf16", "softmax on bf16 rows.", trans=True)
+def _(c):
+    x = c.inp("x", "bf16", "5, 33", "wide")
+    c.s("y = softmax(x)")
+    c.out("y", "bf16", softmax(x))
+
+
+@case("softmax-masked-inf", "where(mask, x, -inf) then softmax: masked entries give "
+      "exactly 0.", trans=True)
+def _(c):
+    m = c.rng.random_sample((7, 7)) < 0.5
+    m[np.arange(7), np.arange(7)] = True        # every row keeps one
+    mask = c.inp("mask", "bool", "7, 7", values=m)
+    x = c.inp("x", "f32", "7, 7", "wide")
+    c.s("s = where(mask, x, -inf)\ny = softmax(s)")
+    c.out("y", "f32", softmax(np.where(mask != 0, x, -np.inf)))
+
+
+@case("log-softmax", "log_softmax over the last axis (default) and over axis 0.", trans=True)
+def _(c):
+    x = c.inp("x", "f32", "5, 7", "wide")
+    c.s("a = log_softmax(x)\nb = log_softmax(x, axis=0)")
+    c.out("a", "f32", log_softmax(x))
+    c.out("b", "f32", log_softmax(x, 0))
+
+
+@case("layernorm-f32", "layernorm: (x - mean) / sqrt(var + eps) * gamma + beta, biased variance; "
+      "default eps 1e-5 and eps=1e-3.", trans=True)
+def _(c):
+    x = c.inp("x", "f32", "5, 31", "wide")
+    g = c.param("g", "f32", "31")
+    b = c.param("b", "f32", "31")
+    c.s("a = layernorm(x, g, b)\nd = layernorm(x, g, b, axis=-1, eps=1e-3)")
+    c.out("a", "f32", layernorm(x, g, b))
+    c.out("d", "f32", layernorm(x, g, b, 1e-3))
+
+
+@case("layernorm-f16", "layernorm on f16.", trans=True)
+def _(c):
+    x = c.inp("x", "f16", "7, 31", "wide")
+    g = c.param("g", "f16", "31")
+    b = c.param("b", "f16", "31")
+    c.s("y = layernorm(x, g, b)")
+    c.out("y", "f16", layernorm(x, g, b))
+
+
+@case("rmsnorm-f32", "rmsnorm: x / sqrt(mean(x^2) + eps) * w; default eps 1e-6 and "
+      "eps=1e-2.", trans=True)
+def _(c):
+    x = c.inp("x", "f32", "5, 31", "wide")
+    w = c.param("w", "f32", "31")
+    c.s("a = rmsnorm(x, w)\nd = rmsnorm(x, w, eps=1e-2)")
+    c.out("a", "f32", rmsnorm(x, w))
+    c.out("d", "f32", rmsnorm(x, w, 1e-2))
+
+
+@case("rmsnorm-bf16", "rmsnorm on bf16.", trans=True)
+def _(c):
+    x = c.inp("x", "bf16", "7, 31", "wide")
+    w = c.param("w", "bf16", "31")
+    c.s("y = rmsnorm(x, w)")
+    c.out("y", "bf16", rmsnorm(x, w))
+
+# ---------------------------------------------------------- broadcasting
+
+
+@case("broadcast-patterns", "NumPy broadcasting: column with row, vector over matrix, rank 3 with "
+      "rank 2, [1] over a matrix, a rank-0 tensor, numbers on either side.")
+def _(c):
+    col = c.inp("col", "f32", "5, 1")
+    row = c.inp("row", "f32", "1, 7")
+    vec = c.inp("vec", "f32", "7")
+    mat = c.inp("mat", "f32", "5, 7")
+    cube = c.inp("cube", "f32", "3, 1, 7")
+    one = c.inp("one", "f32", "1")
+    s = c.inp("s", "f32", "")
+    c.s("a = col + row\nb = vec * mat\nd = cube - col\ne = one + mat\nf = mat / s\n"
+        "g = 2 * mat - 0.5\nh = s + 1")
+    c.out("a", "f32", col + row)
+    c.out("b", "f32", vec * mat)
+    c.out("d", "f32", cube - col)
+    c.out("e", "f32", one + mat)
+    c.out("f", "f32", mat / s)
+    c.out("g", "f32", 2 * mat - 0.5)
+    c.out("h", "f32", s + 1)
+
+
+@case("broadcast-rank4", "both operands stretch: [2,1,5,1] * [3,1,7] is [2,3,5,7].")
+def _(c):
+    a = c.inp("a", "f32", "2, 1, 5, 1")
+    b = c.inp("b", "f32", "3, 1, 7")
+    c.s("y = a * b")
+    c.out("y", "f32", a * b)
+
+
+@case("broadcast-f16-bias", "an f16 bias row over f16 rows, and gelu on top.", trans=True)
+def _(c):
+    x = c.inp("x", "f16", "R=7, C=31", "wide")
+    b = c.param("b", "f16", "C", "wide")
+    c.s("y = gelu(x + b)")
+    c.out("y", "f16", gelu(x + b))
+
+# ------------------------------------------------- syntax and structure
+
+
+@case("infix-precedence", "* / bind tighter than + -, both left-associative; unary minus binds "
+      "tightest; comparisons bind loosest; parentheses override.")
+def _(c):
+    a = c.inp("a", "f32", "7")
+    b = c.inp("b", "f32", "7")
+    d = c.inp("d", "f32", "7")
+    exprs = [("p1", "a + b * d", a + b * d),
+             ("p2", "a - b - d", (a - b) - d),
+             ("p3", "a / b / d", (a / b) / d),
+             ("p4", "-a + b", (-a) + b),
+             ("p5", "a - -b", a + b),
+             ("p6", "(a + b) * d", (a + b) * d),
+             ("p7", "a * b + d * a", a * b + d * a),
+             ("p8", "-(a + b) * d", -(a + b) * d),
+             ("p9", "a - b * d + a / b", a - b * d + a / b),
+             ("p10", "a * 2 - 3 / b", a * 2 - 3 / b),
+             ("p11", "a - (b - d)", a - (b - d)),
+             ("p12", "- - a * b", a * b)]
+    for n, e, _v in exprs:
+        c.s("%s = %s" % (n, e))
+    c.s("c1 = a + b < d * a\nc2 = a - b >= -d")
+    for n, _e, v in exprs:
+        c.out(n, "f32", v)
+    c.out("c1", "bool", (a + b) < (d * a))
+    c.out("c2", "bool", (a - b) >= -d)
+
+
+@case("number-literals", "numbers: integers, reals, 3., 2.5e1, 1e-1, inf; they take the other "
+      "operand's dtype.")
+def _(c):
+    x = c.inp("x", "f32", "5, 7")
+    c.s("a = x * 3. + 2.5e1\nb = x - 1e-1\nd = x * 0.25 + 7\ne = minimum(x, inf)\n"
+        "f = maximum(x, -inf)\ng = 1 / 8 * x")
+    c.out("a", "f32", x * 3.0 + 25.0)
+    c.out("b", "f32", x - 0.1)
+    c.out("d", "f32", x * 0.25 + 7)
+    c.out("e", "f32", x)
+    c.out("f", "f32", x)
+    c.out("g", "f32", x / 8)
+
+
+@case("inf-nan-values", "infinities and NaN flow through where; outputs hold them exactly.")
+def _(c):
+    x = c.inp("x", "f32", "5, 7")
+    c.s("pos = where(x > 0, x, -inf)\nnan_neg = where(x > 0, x, nan)\nbig = x * 1e38 * 10")
+    c.out("pos", "f32", np.where(x > 0, x, -np.inf))
+    c.out("nan_neg", "f32", np.where(x > 0, x, np.nan))
+    c.out("big", "f32", x * 1e38 * 10)
+
+
+@case("multiline-and-comments", "a statement may span lines inside parentheses and brackets; "
+      "comments and blank lines anywhere.")
+def _(c):
+    x = c.inp("x", "f32", "3, 5")
+    b = c.inp("b", "f32", "5")
+    c.s("# a comment on a line of its own\n"
+        "\n"
+        "y = add(        # a comment inside the call\n"
+        "      x,\n"
+        "      b\n"
+        "    )\n"
+        "t = transpose(y,\n"
+        "              perm=[1,\n"
+        "                    0])   # the list spans lines too\n"
+        "z = (x\n"
+        "     * 2)\n")
+    c.out("y", "f32", x + b)
+    c.out("t", "f32", (x + b).T)
+    c.out("z", "f32", x * 2)
+
+
+@case("symbolic-dims", "symbolic dims with defaults at first use, used again without.")
+def _(c):
+    x = c.inp("x", "f32", "N=5, M=7")
+    w = c.param("w", "f32", "M, K=3")
+    b = c.param("b", "f32", "K")
+    r = c.inp("r", "f32", "N, K")
+    c.s("y = matmul(x, w) + b + r")
+    c.out("y", "f32", matmul(x, w) + b + r)
+
+
+@case("rank0", "rank-0 tensors: an f32[] input, a rank-0 output, reductions to rank 0.")
+def _(c):
+    x = c.inp("x", "f32", "5, 7")
+    s = c.inp("s", "f32", "")
+    c.s("y = x * s\nt = s * s + 1\nm = max(x, keepdims=false) - s")
+    c.out("y", "f32", x * s)
+    c.out("t", "f32", s * s + 1)
+    c.out("m", "f32", rmax(x, None, False) - s)
+
+
+@case("multi-output-order", "several outputs of different dtypes and shapes, in `output` order.")
+def _(c):
+    x = c.inp("x", "f32", "5, 7")
+    i = c.inp("i", "i32", "7")
+    c.s("k = i * 2\nf = sum(x, axis=0)\nm = x > 0")
+    c.out("m", "bool", x > 0)
+    c.out("k", "i32", i * 2)
+    c.out("f", "f32", rsum(x, 0))
+
+
+@case("save-basic", "@save returns the value as saved.NAME beside the outputs.", trans=True)
+def _(c):
+    x = c.inp("x", "f32", "5, 7")
+    c.s("h = x * 2 + 1 @save\ny = tanh(h)")
+    h = x * 2 + 1
+    c.out("y", "f32", tanh(h))
+    c.save("h", "f32", h)
+
+
+@case("save-and-output", "a value both saved and output is written twice: y.npy and saved.y.npy.")
+def _(c):
+    x = c.inp("x", "f32", "3, 5")
+    c.s("y = x - 1 @save\nz = y * y")
+    c.out("y", "f32", x - 1)
+    c.out("z", "f32", (x - 1) ** 2)
+    c.save("y", "f32", x - 1)
+
+
+@case("save-f16", "a saved f16 value is rounded to f16 where it is written.")
+def _(c):
+    x = c.inp("x", "f16", "7, 5")
+    c.s("h = x * 3 @save\ny = h - x")
+    c.out("y", "f16", x * 3 - x)
+    c.save("h", "f16", x * 3)
+
+
+@case("save-materialize", "@save and @materialize change no value; both may annotate one "
+      "statement.",
+      trans=True)
+def _(c):
+    x = c.inp("x", "f32", "5, 7", "wide")
+    c.s("a = exp(x) @save @materialize\nb = a * 2 @materialize\nd = b + a @materialize @save")
+    a = exp(x)
+    c.out("d", "f32", a * 3)
+    c.save("a", "f32", a)
+    c.save("d", "f32", a * 3)
+
+
+@case("save-mlp", "a small MLP saving what backward needs: the layernorm output and the "
+      "pre-activation.", trans=True)
+def _(c):
+    x = c.inp("x", "f32", "T=5, D=7", "wide")
+    g = c.param("g", "f32", "D")
+    be = c.param("be", "f32", "D")
+    w1 = c.param("w1", "f32", "D, F=11")
+    b1 = c.param("b1", "f32", "F")
+    w2 = c.param("w2", "f32", "F, D")
+    c.s("n = layernorm(x, g, be) @save\nh = matmul(n, w1) + b1 @save\ny = matmul(gelu(h), w2) + x")
+    n = layernorm(x, g, be)
+    h = matmul(n, w1) + b1
+    c.out("y", "f32", matmul(gelu(h), w2) + x)
+    c.save("n", "f32", n)
+    c.save("h", "f32", h)
+
+
+@case("fuse-block", "fuse { } asks for one kernel; the values are the same as without it.",
+      trans=True)
+def _(c):
+    x = c.inp("x", "f32", "5, 7")
+    b = c.inp("b", "f32", "7")
+    c.s("fuse {\n  a = x + b\n  t = tanh(a) * 0.5\n}\ny = t - x")
+    c.out("y", "f32", tanh(x + b) * 0.5 - x)
+
+
+@case("ew-chain", "a chain of elementwise ops through temporaries (the tiny_chain sample "
+      "in small).",
+      trans=True)
+def _(c):
+    x = c.inp("x", "f32", "N=31")
+    c.s("a1 = x * 1.5\na2 = a1 + 0.25\na3 = tanh(a2)\na4 = a3 * x\na5 = sigmoid(a4 - 0.5)\n"
+        "a6 = exp(a5 * a5) - a3\na7 = sqrt(abs(a6)) + x\na8 = cos(sin(a7)) * a7\n"
+        "a9 = minimum(maximum(a8, a5), 2)\ny = gelu(rsqrt(square(silu(a9)) + 1) * a9) - x")
+    a1 = x * 1.5
+    a3 = tanh(a1 + 0.25)
+    a4 = a3 * x
+    a5 = sigmoid(a4 - 0.5)
+    a6 = exp(a5 * a5) - a3
+    a7 = np.sqrt(np.abs(a6)) + x
+    a8 = cos(sin(a7)) * a7
+    a9 = np.minimum(np.maximum(a8, a5), 2)
+    c.out("y", "f32", gelu(1 / np.sqrt(silu(a9) ** 2 + 1) * a9) - x)
+
+
+@case("attention-small", "q k^T scaled, softmax, times v: the attn sample in small.", trans=True)
+def _(c):
+    q = c.inp("q", "f32", "BH=3, S=7, D=5", "wide")
+    k = c.inp("k", "f32", "BH, S, D", "wide")
+    v = c.inp("v", "f32", "BH, S, D")
+    c.s("s = matmul(q, transpose(k)) * 0.5\np = softmax(s) @save\no = matmul(p, v)")
+    p = softmax(matmul(q, tr(k)) * 0.5)
+    c.out("o", "f32", matmul(p, v))
+    c.save("p", "f32", p)
+
+# ================================================================= main
+
+
+def generate(root):
+    if os.path.isdir(root):
+        shutil.rmtree(root)
+    os.makedirs(root)
+    names = [n for n, _, _, _ in CASES]
+    assert len(names) == len(set(names)), "duplicate case names"
+    for name, doc, trans, fn in CASES:
+        write_case(root, name, doc, trans, fn)
+    return len(CASES)
+
+
+def tree(root):
+    files = {}
+    for d, _, fs in os.walk(root):
+        for f in fs:
+            p = os.path.join(d, f)
+            with open(p, "rb") as fh:
+                files[os.path.relpath(p, root)] = fh.read()
+    return files
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true",
+                    help="regenerate into a temporary directory and compare with %s" % OUT)
+    args = ap.parse_args()
+    np.seterr(all="ignore")
+    self_test_rounding()
+    self_test_philox()
+    if not args.check:
+        n = generate(OUT)
+        print("wrote %d cases into %s" % (n, OUT))
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        n = generate(os.path.join(tmp, "interp"))
+        new, old = tree(os.path.join(tmp, "interp")), tree(OUT)
+    bad = sorted(p for p in set(new) | set(old) if new.get(p) != old.get(p))
+    for p in bad:
+        why = "missing" if p not in old else "stale" if p not in new else "differs"
+        print("gen_interp_goldens: %s: %s" % (p, why))
+    if bad:
+        print("gen_interp_goldens: %d of the committed files differ from what the generator "
+              "writes; run %s to regenerate" % (len(bad), sys.argv[0]))
+        return 1
+    print("gen_interp_goldens: %d cases, %d files, all identical" % (n, len(new)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
