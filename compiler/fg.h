@@ -276,6 +276,110 @@ typedef struct FgProgram {
  * bytes: NULs, invalid UTF-8, nesting too deep for the parser's stack. */
 int fg_parse(FgArena *a, FgDiag *d, const FgSource *src, FgProgram *prog);
 
+/* -------------------------------------------------------- compiler/ast.c */
+
+/* The builders grammar/fg.y's actions call, and nothing else builds the AST.
+ * Every node comes from the arena, so the half-built tree a syntax error
+ * leaves behind costs nothing to drop.  Lists under construction are the
+ * FgAst* vectors below; a NULL list is an empty one, so rules that match
+ * nothing allocate nothing.  The builders also report the errors that one
+ * construct shows on its own (a positional argument after a keyword one, a
+ * declaration inside fuse, nesting past FG_AST_MAX_NEST); everything that
+ * needs the whole program (names, dtypes, annotations) is compiler/ir.c's. */
+
+/* Parentheses, calls and unary minuses open at once.  Bounds the parser's
+ * stack and the depth of every AST walk except along left-associative
+ * chains (a + a + ... is a left spine as long as the chain). */
+#define FG_AST_MAX_NEST 1000
+
+typedef struct FgAstName {      /* one slot of the intern table */
+	const char *s;          /* the arena copy, NUL-terminated; NULL: free */
+	uint32_t len;           /* fg_parse takes no source of 2 GiB or more */
+	uint32_t hash;
+} FgAstName;
+
+typedef struct FgAst {
+	FgArena *arena;         /* owns every node and name */
+	FgDiag *diag;           /* where the builders' errors go */
+	int depth;              /* nesting levels open (fg_ast_enter) */
+	FgAstName *names;       /* intern table, open addressing */
+	size_t nnames, capnames; /* capnames: 0 or a power of two */
+} FgAst;
+
+typedef struct FgAstArgs {      /* a call's arguments, as they come */
+	FG_VEC(FgExpr *) pos;   /* positional */
+	FG_VEC(FgAttrAst) kw;   /* key=value */
+	int misplaced;          /* a positional after a key=value was reported */
+} FgAstArgs;
+typedef FG_VEC(FgAttrVal) FgAstVals;    /* [1, 0, 2] */
+typedef FG_VEC(FgDimAst) FgAstDims;     /* [B, 4096] */
+typedef FG_VEC(FgAnnot) FgAstAnnots;    /* @save @materialize */
+typedef struct FgAstNames {     /* output a, b */
+	FG_VEC(const char *) name;
+	FG_VEC(FgLoc) loc;
+} FgAstNames;
+typedef FG_VEC(FgStmt *) FgAstStmts;    /* a block's statements, copied
+                                           into one array at its end */
+
+void fg_ast_init(FgAst *b, FgArena *a, FgDiag *d);
+/* The one arena copy of the name s[0..n). */
+const char *fg_ast_intern(FgAst *b, const char *s, size_t n);
+/* The value of a number token (digits, a real, inf, nan; no sign).  s[n]
+ * must be readable and not a digit, '.', 'e' or 'E' (flex's yytext is
+ * NUL-terminated there). */
+FgNum fg_ast_number(const char *s, size_t n);
+FgNum fg_ast_num_neg(FgNum x);
+
+/* Nesting: fg_ast_enter opens a level (0), or reports the limit and returns
+ * -1, after which the parse must stop.  fg_ast_paren, fg_ast_neg and
+ * fg_ast_call close the level their '(' or '-' opened; fg_ast_recover
+ * closes all of them after error recovery threw their stack away. */
+int fg_ast_enter(FgAst *b, FgLoc loc);
+FgStmt *fg_ast_recover(FgAst *b);
+
+FgExpr *fg_ast_num(FgAst *b, FgLoc loc, FgNum num);
+FgExpr *fg_ast_name(FgAst *b, FgLoc loc, const char *name);
+/* name: "add"..."ne"; text: "+"..."!="; loc: the operator's. */
+FgExpr *fg_ast_binary(FgAst *b, FgLoc loc, const char *name, const char *text,
+		      FgExpr *l, FgExpr *r);
+/* Unary minus; a number operand folds into a negative FG_EX_NUM at loc. */
+FgExpr *fg_ast_neg(FgAst *b, FgLoc loc, FgExpr *e);
+FgExpr *fg_ast_paren(FgAst *b, FgExpr *e);
+FgExpr *fg_ast_call(FgAst *b, FgLoc loc, const char *op, FgAstArgs *args);
+/* at: where the argument starts, for "positional after keyword". */
+FgAstArgs *fg_ast_arg(FgAst *b, FgAstArgs *args, FgLoc at, FgExpr *e);
+FgAstArgs *fg_ast_kwarg(FgAst *b, FgAstArgs *args, FgLoc loc, const char *key,
+			FgAttrVal v);
+
+FgAttrVal fg_ast_av_num(FgLoc loc, FgNum num);
+FgAttrVal fg_ast_av_ident(FgLoc loc, const char *name);
+FgAttrVal fg_ast_av_list(FgLoc loc, FgAstVals *vals);
+FgAstVals *fg_ast_val(FgAst *b, FgAstVals *vals, FgAttrVal v);
+
+FgDimAst fg_ast_dim_num(FgLoc loc, FgNum num);
+FgDimAst fg_ast_dim_sym(FgLoc loc, const char *sym);
+FgDimAst fg_ast_dim_default(FgLoc loc, const char *sym, FgNum def);
+FgAstDims *fg_ast_dim(FgAst *b, FgAstDims *dims, FgDimAst dim);
+
+/* kind: FG_ST_INPUT or FG_ST_PARAM. */
+FgStmt *fg_ast_decl(FgAst *b, FgStmtKind kind, FgLoc loc, const char *name,
+		    FgLoc name_loc, const char *dtype, FgLoc dtype_loc,
+		    FgAstDims *dims);
+FgStmt *fg_ast_assign(FgAst *b, FgLoc loc, const char *name, FgExpr *e,
+		      FgAstAnnots *annots);
+FgAstAnnots *fg_ast_annot(FgAst *b, FgAstAnnots *annots, FgLoc loc,
+			  const char *name);
+FgStmt *fg_ast_output(FgAst *b, FgLoc loc, FgAstNames *names);
+FgAstNames *fg_ast_out_name(FgAst *b, FgAstNames *names, FgLoc loc,
+			    const char *name);
+FgStmt *fg_ast_fuse(FgAst *b, FgLoc loc, FgAstStmts *body);
+/* Appends s (NULL: an empty or failed statement) to a block. */
+FgAstStmts *fg_ast_stmt(FgAst *b, FgAstStmts *list, FgStmt *s);
+/* The same inside fuse { }, which holds assignments only. */
+FgAstStmts *fg_ast_fuse_stmt(FgAst *b, FgAstStmts *list, FgStmt *s);
+void fg_ast_program(FgAst *b, FgProgram *prog, FgLoc loc, const char *name,
+		    FgAstStmts *body);
+
 /* --------------------------------------------------------- compiler/ir.c */
 
 #define FG_MAX_RANK 8
