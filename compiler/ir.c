@@ -29,6 +29,11 @@ typedef struct Val {
 	int node;               /* V_NODE */
 } Val;
 
+typedef struct Frame {          /* an expression being walked */
+	const FgExpr *e;
+	int next;               /* next argument to evaluate */
+} Frame;
+
 typedef struct Sym {            /* a bound name */
 	const char *name;       /* NULL: free slot */
 	Val val;
@@ -49,6 +54,8 @@ typedef struct Builder {
 	FG_VEC(int) inputs;
 	FG_VEC(int) outputs;
 	int fuse_block;         /* current fuse { } block, or -1 */
+	FG_VEC(Frame) frames; /* build_expr's stacks, reused */
+	FG_VEC(Val) vals;
 } Builder;
 
 /* ------------------------------------------------------------ shapes */
@@ -1029,38 +1036,32 @@ static Val build_leaf(Builder *b, const FgExpr *e)
 	return s->val;
 }
 
-typedef struct Frame {
-	const FgExpr *e;
-	int next;               /* next argument to evaluate */
-} Frame;
-
 /* Post-order walk with explicit stacks of frames and values. */
 static Val build_expr(Builder *b, const FgExpr *root)
 {
-	FG_VEC(Frame) frames = {0};
-	FG_VEC(Val) vals = {0};
 	Frame f0 = {root, 0};
 
-	fg_vec_push(b->a, &frames, f0);
-	while (frames.n) {
-		Frame *f = &frames.v[frames.n - 1];
+	b->frames.n = b->vals.n = 0;
+	fg_vec_push(b->a, &b->frames, f0);
+	while (b->frames.n) {
+		Frame *f = &b->frames.v[b->frames.n - 1];
 		const FgExpr *e = f->e;
 		if (e->kind == FG_EX_CALL && f->next < e->nargs) {
 			Frame c = {e->args[f->next++], 0};
-			fg_vec_push(b->a, &frames, c);
+			fg_vec_push(b->a, &b->frames, c);
 			continue;
 		}
-		frames.n--;
+		b->frames.n--;
 		Val v;
 		if (e->kind == FG_EX_CALL) {
-			vals.n -= e->nargs;
-			v = build_call(b, e, vals.v + vals.n);
+			b->vals.n -= e->nargs;
+			v = build_call(b, e, b->vals.v + b->vals.n);
 		} else {
 			v = build_leaf(b, e);
 		}
-		fg_vec_push(b->a, &vals, v);
+		fg_vec_push(b->a, &b->vals, v);
 	}
-	return vals.v[0];
+	return b->vals.v[0];
 }
 
 /* --------------------------------------------------------- statements */
