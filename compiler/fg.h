@@ -14,6 +14,7 @@
 #ifndef FG_H
 #define FG_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -154,6 +155,31 @@ typedef struct FgOpInfo {
 	X(DTYPE, "dtype")
 
 /* --------------------------------------------------- compiler/tables.c */
+
+/* The reference semantics of the ops whose formula is more than one C
+ * operator, named by the table's reference column.  They follow PyTorch:
+ * NaN propagates through relu, maximum and minimum.  Defined once, here,
+ * so that a folded number (fg_op_eval_scalar) and an evaluated node agree
+ * to the bit. */
+static inline double fg_ref_sigmoid(double a) { return 1.0 / (1.0 + exp(-a)); }
+static inline double fg_ref_relu(double a) { return a < 0 ? 0.0 : a; }
+static inline double fg_ref_gelu(double a) { return 0.5 * a * (1.0 + erf(a * 0.70710678118654752440)); }
+/* x / (1 + e^-x), as torch computes it: -1000 gives -0, not NaN. */
+static inline double fg_ref_silu(double a) { return a / (1.0 + exp(-a)); }
+static inline double fg_ref_gelu_tanh(double a)
+{
+	const double k = 0.7978845608028654; /* sqrt(2 / pi) */
+	return 0.5 * a * (1.0 + tanh(k * (a + 0.044715 * a * a * a)));
+}
+static inline double fg_ref_maximum(double a, double b)
+{
+	return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+}
+static inline double fg_ref_minimum(double a, double b)
+{
+	return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
+}
+
 
 extern const FgOpInfo fg_op_info[FG_OP_COUNT];
 extern const char *const fg_dtype_name[FG_DT_COUNT];
@@ -483,8 +509,8 @@ void fg_pass_expand(FgGraph *g);
 
 /* Evaluates g op by op in double precision.  in[i] holds the elements of
  * input g->inputs[i] (C order).  Returns one buffer per node, malloc'ed,
- * non-NULL exactly where keep[id] is set; everything else is freed as soon
- * as its last consumer ran.  NULL when out of memory (with an error in d). */
+ * non-NULL exactly where keep[id] is set (keep NULL: every node); the
+ * rest is freed as soon as its last consumer ran.  NULL when out of memory (with an error in d). */
 double **fg_interp_eval(const FgGraph *g, double *const *in,
 			const unsigned char *keep, FgDiag *d);
 void fg_interp_free(const FgGraph *g, double **vals);

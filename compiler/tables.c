@@ -71,27 +71,6 @@ FgDtype fg_dtype_lookup(const char *name)
 	return FG_DT_COUNT;
 }
 
-/* Reference semantics of the ops whose formula is more than one C
- * operator.  NaN propagates through relu, maximum and minimum, as in
- * PyTorch. */
-static double fg_ref_sigmoid(double a) { return 1.0 / (1.0 + exp(-a)); }
-static double fg_ref_relu(double a) { return a < 0 ? 0.0 : a; }
-static double fg_ref_gelu(double a) { return 0.5 * a * (1.0 + erf(a * 0.70710678118654752440)); }
-static double fg_ref_silu(double a) { return a / (1.0 + exp(-a)); }
-static double fg_ref_gelu_tanh(double a)
-{
-	const double k = 0.7978845608028654; /* sqrt(2 / pi) */
-	return 0.5 * a * (1.0 + tanh(k * (a + 0.044715 * a * a * a)));
-}
-static double fg_ref_maximum(double a, double b)
-{
-	return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
-}
-static double fg_ref_minimum(double a, double b)
-{
-	return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
-}
-
 double fg_op_eval_scalar(FgOp op, double a, double b, double c)
 {
 	(void)b;

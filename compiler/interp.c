@@ -1,0 +1,895 @@
+/*
+ * interp.c - the reference interpreter: evaluates a graph of primitive ops
+ * node by node, on the CPU, in double precision.  Every other result (the
+ * fused kernels, the unfused ones, a fusion plan run on the CPU) is compared
+ * with what this file computes, so it favours plain, checkable semantics;
+ * it must still get through samples of 10^7 elements and graphs of 10^6
+ * nodes, hence no recursion, index arithmetic that costs one offset update
+ * per row rather than a division per element, and each buffer freed right
+ * after its last consumer ran.
+ *
+ * Invariants.  Values are doubles in C order; nothing is rounded between
+ * ops except by `cast`, which rounds to its target dtype.  A node is
+ * evaluated only when a kept node depends on it.  A buffer has exactly one
+ * owner slot in vals[]: an elementwise op or a reshape may take over the
+ * buffer of an operand that dies with it (never a kept one), clearing the
+ * operand's slot, so the free after the last use never sees it twice.
+ * Inputs that are not kept point at the caller's buffers (`borrowed`):
+ * read, never written, taken over or freed; kept ones are copies.  Dead
+ * buffers go to a small pool that a later node of the same size draws
+ * from; it is empty again when fg_interp_eval returns.
+ * Sums and means use Neumaier's compensated summation in input order;
+ * matmuls accumulate plainly in double, in k order.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fg.h"
+#include "fgrt.h"
+#include "fgrt_philox.h"
+
+/* ------------------------------------------------- elementwise semantics */
+
+/* Rounds to float the way the hardware does (RNE), without the undefined
+ * out-of-range conversion: from the midpoint between FLT_MAX and 2^128 up,
+ * the nearest float is infinity. */
+static double round_f32(double x)
+{
+	const double overflow = 0x1.ffffffp127; /* 2^128 - 2^103 */
+	if (fabs(x) >= overflow)
+		return copysign(INFINITY, x);
+	return (double)(float)x;
+}
+
+static double round_i32(double x)
+{
+	if (isnan(x))
+		return 0.0;
+	if (x >= 2147483647.0)
+		return 2147483647.0;
+	if (x <= -2147483648.0)
+		return -2147483648.0;
+	return trunc(x) + 0.0; /* -0.0 is no integer */
+}
+
+double fg_round_to(FgDtype dt, double x)
+{
+	switch (dt) {
+	case FG_DT_F32:
+		return round_f32(x);
+	case FG_DT_F16:
+		return fgrt_f16_to_f64(fgrt_f64_to_f16(x));
+	case FG_DT_BF16:
+		return fgrt_bf16_to_f64(fgrt_f64_to_bf16(x));
+	case FG_DT_I32:
+		return round_i32(x);
+	case FG_DT_BOOL:
+		return x != 0 ? 1.0 : 0.0;
+	default:
+		fg_die("fg_round_to: bad dtype %d", (int)dt);
+	}
+}
+
+/* The reference column as text: "0" marks ops the table gives no
+ * expression, which must never reach the generated switch below. */
+static const char *const ref_text[FG_OP_COUNT] = {
+#define X(id, name, ar, cl, ty, at, ref, cu) #ref,
+	FG_OPS(X)
+#undef X
+};
+
+/* ------------------------------------------------------- strided walks */
+
+#define WALK_MAXOP 4    /* the output and up to three operands */
+
+/* A walk over an index space, row by row, carrying one element offset per
+ * buffer.  Unit dims are dropped and adjacent dims that every buffer steps
+ * through contiguously are merged, so a broadcast or a transpose costs one
+ * offset update per row and the inner loop is a plain strided loop. */
+typedef struct Walk {
+	int rank;                               /* dims left, >= 1 */
+	int nop;                                /* buffers walked together */
+	int64_t n[FG_MAX_RANK];                 /* n[rank-1] is the row length */
+	int64_t st[WALK_MAXOP][FG_MAX_RANK];    /* element strides per buffer */
+	int64_t idx[FG_MAX_RANK];               /* position in the outer dims */
+	int64_t off[WALK_MAXOP];                /* offset of the current row */
+} Walk;
+
+static int merges(const Walk *w, int r, const int64_t (*st)[FG_MAX_RANK], int dim)
+{
+	for (int k = 0; k < w->nop; k++)
+		if (st[k][dim] != w->st[k][r] * w->n[r])
+			return 0;
+	return 1;
+}
+
+/* Returns 0 when the space is empty (some dim is 0): nothing to visit. */
+static int walk_init(Walk *w, int rank, const int64_t *n, int nop,
+		     const int64_t (*st)[FG_MAX_RANK])
+{
+	FG_ASSERT(nop <= WALK_MAXOP && rank <= FG_MAX_RANK);
+	for (int i = 0; i < rank; i++)
+		if (n[i] == 0)
+			return 0;
+	memset(w, 0, sizeof *w);
+	w->nop = nop;
+	int r = 0; /* built innermost first, reversed below */
+	for (int i = rank - 1; i >= 0; i--) {
+		if (n[i] == 1)
+			continue;
+		if (r > 0 && merges(w, r - 1, st, i)) {
+			w->n[r - 1] *= n[i];
+			continue;
+		}
+		w->n[r] = n[i];
+		for (int k = 0; k < nop; k++)
+			w->st[k][r] = st[k][i];
+		r++;
+	}
+	if (r == 0) {
+		w->n[0] = 1;
+		r = 1;
+	}
+	for (int i = 0, j = r - 1; i < j; i++, j--) {
+		int64_t t = w->n[i];
+		w->n[i] = w->n[j];
+		w->n[j] = t;
+		for (int k = 0; k < nop; k++) {
+			t = w->st[k][i];
+			w->st[k][i] = w->st[k][j];
+			w->st[k][j] = t;
+		}
+	}
+	w->rank = r;
+	return 1;
+}
+
+/* Steps to the next row; 0 after the last one. */
+static int walk_next(Walk *w)
+{
+	for (int d = w->rank - 2; d >= 0; d--) {
+		if (++w->idx[d] < w->n[d]) {
+			for (int k = 0; k < w->nop; k++)
+				w->off[k] += w->st[k][d];
+			return 1;
+		}
+		w->idx[d] = 0;
+		for (int k = 0; k < w->nop; k++)
+			w->off[k] -= w->st[k][d] * (w->n[d] - 1);
+	}
+	return 0;
+}
+
+static int64_t walk_len(const Walk *w)
+{
+	return w->n[w->rank - 1];
+}
+
+static int64_t walk_stride(const Walk *w, int k)
+{
+	return w->st[k][w->rank - 1];
+}
+
+/* ------------------------------------------------------------- shapes */
+
+static void contig_strides(const FgShape *s, int64_t *st)
+{
+	int64_t acc = 1;
+	for (int i = s->rank - 1; i >= 0; i--) {
+		st[i] = acc;
+		acc *= s->d[i];
+	}
+}
+
+/* Strides that read operand shape `x` broadcast NumPy-style to `out`:
+ * trailing dims aligned, missing and unit dims stride 0. */
+static void bcast_strides(const FgShape *x, const FgShape *out, int64_t *st)
+{
+	int64_t xs[FG_MAX_RANK];
+	int lead = out->rank - x->rank;
+	FG_ASSERT(lead >= 0);
+	contig_strides(x, xs);
+	for (int i = 0; i < out->rank; i++) {
+		int j = i - lead;
+		if (j < 0 || x->d[j] == 1) {
+			st[i] = 0;
+			continue;
+		}
+		FG_ASSERT(x->d[j] == out->d[i]);
+		st[i] = xs[j];
+	}
+}
+
+/* Elements of s, or -1 when they would not fit in memory as doubles. */
+static int64_t numel_checked(const FgShape *s)
+{
+	int64_t n = 1;
+	for (int i = 0; i < s->rank; i++) {
+		if (s->d[i] < 0)
+			return -1;
+		if (s->d[i] != 0 && n > (INT64_MAX / 8) / s->d[i])
+			return -1;
+		n *= s->d[i];
+	}
+	return n;
+}
+
+static int64_t numel(const FgShape *s)
+{
+	int64_t n = numel_checked(s);
+	FG_ASSERT(n >= 0);
+	return n;
+}
+
+/* ------------------------------------------------------ the evaluation */
+
+/* Dead buffers of at least POOL_MIN elements wait here for a node of the
+ * same element count instead of going back to the system: glibc returns
+ * large blocks to the kernel at once, and touching fresh pages again can
+ * cost more than the op itself.  Few slots, so that little memory idles. */
+#define POOL_MAX 4
+#define POOL_MIN ((int64_t)1 << 16)
+
+typedef struct Pool {
+	double *buf[POOL_MAX];
+	int64_t count[POOL_MAX];        /* elements each holds */
+	int n;
+} Pool;
+
+/* What one evaluation needs at hand; vals and pool change as it goes. */
+typedef struct Eval {
+	const FgGraph *g;
+	double *const *in;              /* the caller's input values */
+	const unsigned char *keep;      /* NULL: keep everything */
+	int *last;                      /* last consumer id; -1: not needed */
+	double **vals;                  /* one buffer per live node */
+	Pool pool;
+	FgDiag *d;
+} Eval;
+
+static int kept(const Eval *e, int id)
+{
+	return e->keep == NULL || e->keep[id];
+}
+
+/* last[id] = the id of its last needed consumer (itself when kept and
+ * consumed by nobody), -1 when no kept node depends on it.  Consumers have
+ * larger ids, so one backward sweep sees every consumer before its
+ * operands. */
+static void plan_liveness(Eval *e)
+{
+	const FgGraph *g = e->g;
+	for (int id = 0; id < g->nnodes; id++)
+		e->last[id] = kept(e, id) ? id : -1;
+	for (int id = g->nnodes - 1; id >= 0; id--) {
+		if (e->last[id] < 0)
+			continue;
+		const FgNode *n = &g->nodes[id];
+		for (int k = 0; k < n->nin; k++) {
+			int j = n->in[k];
+			FG_ASSERT(j >= 0 && j < id);
+			if (e->last[j] < id)
+				e->last[j] = id;
+		}
+	}
+}
+
+/* Inputs nobody keeps are read where the caller holds them, never
+ * written or freed here: inputs are often the largest tensors. */
+static int borrowed(const Eval *e, int id)
+{
+	FgOp op = e->g->nodes[id].op;
+	return (op == FG_OP_INPUT || op == FG_OP_PARAM) && !kept(e, id);
+}
+
+static void report_oom(Eval *e, const FgNode *n, int64_t count)
+{
+	char ty[160];
+	if (e->d == NULL)
+		return;
+	fg_type_str(ty, sizeof ty, n->dt, &n->shape);
+	if (count < 0)
+		fg_error(e->d, n->loc, "out of memory evaluating %s: %s is too large to hold in memory",
+			 fg_op_info[n->op].name, ty);
+	else
+		fg_error(e->d, n->loc, "out of memory evaluating %s: %s needs %lld bytes",
+			 fg_op_info[n->op].name, ty, (long long)count * 8);
+}
+
+/* A buffer of `count` doubles for node n; NULL (reported) when it cannot
+ * be had.  count -1 means the size overflowed. */
+static double *alloc_values(Eval *e, const FgNode *n, int64_t count)
+{
+	Pool *pl = &e->pool;
+	for (int i = 0; i < pl->n; i++) {
+		if (pl->count[i] != count)
+			continue;
+		double *p = pl->buf[i];
+		pl->n--;
+		pl->buf[i] = pl->buf[pl->n];
+		pl->count[i] = pl->count[pl->n];
+		return p;
+	}
+	double *p = NULL;
+	if (count >= 0 && (uint64_t)count <= SIZE_MAX / sizeof(double))
+		p = malloc(count > 0 ? (size_t)count * sizeof(double) : 1);
+	if (p == NULL)
+		report_oom(e, n, count);
+	return p;
+}
+
+/* Gives back a buffer of `count` elements that nothing uses any more. */
+static void release_values(Eval *e, double *p, int64_t count)
+{
+	Pool *pl = &e->pool;
+	if (count < POOL_MIN || pl->n == POOL_MAX) {
+		free(p);
+		return;
+	}
+	pl->buf[pl->n] = p;
+	pl->count[pl->n] = count;
+	pl->n++;
+}
+
+static void pool_drain(Eval *e)
+{
+	for (int i = 0; i < e->pool.n; i++)
+		free(e->pool.buf[i]);
+	e->pool.n = 0;
+}
+
+/* An operand buffer that dies with node id and has its shape, taken over
+ * as the node's output (elementwise ops write element i after reading it,
+ * so in place is safe); NULL when there is none. */
+static double *take_dying(Eval *e, int id, int same_shape_only)
+{
+	const FgNode *n = &e->g->nodes[id];
+	for (int k = 0; k < n->nin; k++) {
+		int j = n->in[k];
+		const FgNode *x = &e->g->nodes[j];
+		if (e->last[j] != id || kept(e, j) || borrowed(e, j) || e->vals[j] == NULL)
+			continue;
+		if (same_shape_only ? !fg_shape_eq(&x->shape, &n->shape)
+				    : numel(&x->shape) != numel(&n->shape))
+			continue;
+		double *p = e->vals[j];
+		e->vals[j] = NULL;
+		return p;
+	}
+	return NULL;
+}
+
+/* One row of an elementwise op: o[i] = op(p[0][i*s[0]], ...).  `flat` is
+ * the C-order index of o[0] in the output, which dropout's mask needs. */
+static void ew_row(const FgNode *n, double *o, const double *const *p,
+		   const int64_t *s, int64_t len, int64_t flat)
+{
+	const double *pa = p[0], *pb = p[1], *pc = p[2];
+	int64_t sa = s[0], sb = s[1], sc = s[2];
+
+	if (n->op == FG_OP_CAST) {
+		for (int64_t i = 0; i < len; i++)
+			o[i] = fg_round_to(n->dt, pa[i * sa]);
+		return;
+	}
+	if (n->op == FG_OP_DROPOUT) {
+		uint64_t thr = fgrt_dropout_threshold(n->a.drop.p);
+		/* x / (1 - p), not x * (1 / (1 - p)): one rounding, not two */
+		double keep_p = 1.0 - n->a.drop.p;
+		for (int64_t i = 0; i < len; i++) {
+			int keep = fgrt_dropout_keep(n->a.drop.seed, (uint64_t)(flat + i), thr);
+			o[i] = keep ? pa[i * sa] / keep_p : 0.0;
+		}
+		return;
+	}
+	/* One case per elementwise row of FG_OPS; the token paste on the
+	 * class keeps the other classes out of the switch.  CAST and DROPOUT
+	 * (reference 0) were handled above. */
+#define EW_CASE_SOURCE(id, ref)
+#define EW_CASE_REDUCE(id, ref)
+#define EW_CASE_LAYOUT(id, ref)
+#define EW_CASE_MATMUL(id, ref)
+#define EW_CASE_COMPOSITE(id, ref)
+#define EW_CASE_EW(id, ref)                                                    \
+	case FG_OP_##id:                                                       \
+		for (int64_t i = 0; i < len; i++) {                            \
+			double a = pa[i * sa], b = pb[i * sb], c = pc[i * sc]; \
+			(void)a, (void)b, (void)c;                             \
+			o[i] = (ref);                                          \
+		}                                                              \
+		break;
+#define X(id, name, ar, cl, ty, at, ref, cu) EW_CASE_##cl(id, ref)
+	switch (n->op) {
+		FG_OPS(X)
+	default:
+		fg_die("ew_row: %s is not elementwise", fg_op_info[n->op].name);
+	}
+#undef X
+#undef EW_CASE_EW
+#undef EW_CASE_COMPOSITE
+#undef EW_CASE_MATMUL
+#undef EW_CASE_LAYOUT
+#undef EW_CASE_REDUCE
+#undef EW_CASE_SOURCE
+}
+
+/* Elementwise ops with NumPy broadcasting.  Operand and output buffers may
+ * coincide (take_dying): the same shape walks with the same strides. */
+static void eval_ew(const Eval *e, const FgNode *n, const double *const *src, double *out)
+{
+	static const double zero = 0.0; /* stands for absent operands */
+	int64_t st[WALK_MAXOP][FG_MAX_RANK] = {{0}};
+	const double *p[3] = {&zero, &zero, &zero};
+	Walk w;
+
+	FG_ASSERT(n->nin >= 1 && n->nin <= 3);
+	if ((n->op != FG_OP_CAST && n->op != FG_OP_DROPOUT) && strcmp(ref_text[n->op], "0") == 0)
+		fg_die("%s has no reference expression in FG_OPS", fg_op_info[n->op].name);
+	if (n->op == FG_OP_DROPOUT)
+		FG_ASSERT(n->a.drop.p >= 0 && n->a.drop.p < 1);
+	contig_strides(&n->shape, st[0]);
+	for (int k = 0; k < n->nin; k++) {
+		bcast_strides(&e->g->nodes[n->in[k]].shape, &n->shape, st[k + 1]);
+		p[k] = src[k];
+	}
+	if (!walk_init(&w, n->shape.rank, n->shape.d, n->nin + 1, st))
+		return;
+	int64_t s[3] = {0, 0, 0};
+	for (int k = 0; k < n->nin; k++)
+		s[k] = walk_stride(&w, k + 1);
+	FG_ASSERT(walk_stride(&w, 0) == 1 || walk_len(&w) == 1);
+	do {
+		const double *q[3] = {p[0], p[1], p[2]};
+		for (int k = 0; k < n->nin; k++)
+			q[k] += w.off[k + 1];
+		ew_row(n, out + w.off[0], q, s, walk_len(&w), w.off[0]);
+	} while (walk_next(&w));
+}
+
+/* Neumaier's variant of Kahan summation: also right when the addend is
+ * larger than the running sum. */
+static inline void sum_add(double *s, double *c, double x)
+{
+	double t = *s + x;
+	if (fabs(*s) >= fabs(x))
+		*c += (*s - t) + x;
+	else
+		*c += (x - t) + *s;
+	*s = t;
+}
+
+static void reduce_row(FgOp op, double *o, double *comp, int64_t so,
+		       const double *x, int64_t sx, int64_t len)
+{
+	if (op == FG_OP_SUM || op == FG_OP_MEAN) {
+		if (so == 0) {
+			double s = o[0], c = comp[0];
+			for (int64_t i = 0; i < len; i++)
+				sum_add(&s, &c, x[i * sx]);
+			o[0] = s;
+			comp[0] = c;
+		} else {
+			for (int64_t i = 0; i < len; i++)
+				sum_add(&o[i * so], &comp[i * so], x[i * sx]);
+		}
+	} else if (op == FG_OP_MAX) {
+		for (int64_t i = 0; i < len; i++)
+			o[i * so] = fg_ref_maximum(o[i * so], x[i * sx]);
+	} else {
+		for (int64_t i = 0; i < len; i++)
+			o[i * so] = fg_ref_minimum(o[i * so], x[i * sx]);
+	}
+}
+
+/* Reductions walk the operand in C order (cache friendly) and scatter into
+ * the output through strides that are 0 on the reduced axes; keepdims
+ * changes the shape, never the layout.  comp holds the sums' compensation
+ * terms (SUM and MEAN only). */
+static void eval_reduce(const Eval *e, const FgNode *n, const double *x, double *out, double *comp)
+{
+	const FgNode *xn = &e->g->nodes[n->in[0]];
+	const FgShape *xs = &xn->shape;
+	int64_t st[WALK_MAXOP][FG_MAX_RANK];
+	int64_t count = 1, nout = 1;
+	Walk w;
+
+	FG_ASSERT((n->a.red.axes >> xs->rank) == 0);
+	FG_ASSERT(!n->a.red.keepdims || n->shape.rank == xs->rank);
+	contig_strides(xs, st[0]);
+	for (int i = xs->rank - 1; i >= 0; i--) {
+		if (n->a.red.axes >> i & 1) {
+			st[1][i] = 0;
+			count *= xs->d[i];
+		} else {
+			st[1][i] = nout;
+			nout *= xs->d[i];
+		}
+	}
+	FG_ASSERT(nout == numel(&n->shape));
+	double init = n->op == FG_OP_MAX ? -INFINITY : n->op == FG_OP_MIN ? INFINITY : 0.0;
+	for (int64_t i = 0; i < nout; i++)
+		out[i] = init;
+	if (comp != NULL)
+		memset(comp, 0, (size_t)nout * sizeof *comp);
+	if (walk_init(&w, xs->rank, xs->d, 2, st)) {
+		do {
+			reduce_row(n->op, out + w.off[1], comp ? comp + w.off[1] : NULL,
+				   walk_stride(&w, 1), x + w.off[0], walk_stride(&w, 0),
+				   walk_len(&w));
+		} while (walk_next(&w));
+	}
+	if (comp == NULL)
+		return;
+	for (int64_t i = 0; i < nout; i++) {
+		/* An infinite or NaN running sum is already the answer; the
+		 * compensation would only turn inf into NaN. */
+		double s = isfinite(out[i]) ? out[i] + comp[i] : out[i];
+		out[i] = n->op == FG_OP_MEAN ? s / (double)count : s;
+	}
+}
+
+/* One plane of a transposing copy, in square tiles, so that neither the
+ * reads nor the writes cross a whole row for every element. */
+static void copy_tiled(double *o, int64_t o_row, const double *x, int64_t x_row, int64_t x_col,
+		       int64_t rows, int64_t cols)
+{
+	enum { TILE = 32 };
+	for (int64_t r0 = 0; r0 < rows; r0 += TILE) {
+		int64_t r1 = rows - r0 < TILE ? rows : r0 + TILE;
+		for (int64_t c0 = 0; c0 < cols; c0 += TILE) {
+			int64_t c1 = cols - c0 < TILE ? cols : c0 + TILE;
+			for (int64_t r = r0; r < r1; r++)
+				for (int64_t c = c0; c < c1; c++)
+					o[r * o_row + c] = x[r * x_row + c * x_col];
+		}
+	}
+}
+
+/* out (C order, shape os) = x read through strides xst: the one loop
+ * behind transpose, broadcast_to and slice. */
+static void gather(const FgShape *os, double *out, const double *x, const int64_t *xst)
+{
+	int64_t st[WALK_MAXOP][FG_MAX_RANK];
+	Walk w;
+	contig_strides(os, st[0]);
+	memcpy(st[1], xst, sizeof st[1]);
+	if (!walk_init(&w, os->rank, os->d, 2, st))
+		return;
+	int64_t len = walk_len(&w), sx = walk_stride(&w, 1);
+	if (w.rank >= 2 && sx > 1) {
+		/* Walk planes of the two inner dims instead of rows. */
+		int r = w.rank;
+		int64_t rows = w.n[r - 2], o_row = w.st[0][r - 2], x_row = w.st[1][r - 2];
+		w.n[r - 2] = 1;
+		w.rank = r - 1;
+		do {
+			copy_tiled(out + w.off[0], o_row, x + w.off[1], x_row, sx, rows, len);
+		} while (walk_next(&w));
+		return;
+	}
+	do {
+		double *o = out + w.off[0];
+		const double *p = x + w.off[1];
+		if (sx == 1) {
+			memcpy(o, p, (size_t)len * sizeof *o);
+			continue;
+		}
+		for (int64_t i = 0; i < len; i++)
+			o[i] = p[i * sx];
+	} while (walk_next(&w));
+}
+
+static void eval_transpose(const FgNode *n, const FgShape *xs, const double *x, double *out)
+{
+	int64_t xst[FG_MAX_RANK], st[FG_MAX_RANK] = {0};
+	unsigned seen = 0;
+	FG_ASSERT(xs->rank == n->shape.rank);
+	contig_strides(xs, xst);
+	for (int i = 0; i < n->shape.rank; i++) {
+		int p = n->a.perm[i];
+		FG_ASSERT(p >= 0 && p < xs->rank && !(seen >> p & 1));
+		FG_ASSERT(xs->d[p] == n->shape.d[i]);
+		seen |= 1u << p;
+		st[i] = xst[p];
+	}
+	gather(&n->shape, out, x, st);
+}
+
+static void eval_slice(const FgNode *n, const FgShape *xs, const double *x, double *out)
+{
+	int64_t st[FG_MAX_RANK] = {0};
+	int ax = n->a.slice.axis;
+	FG_ASSERT(xs->rank == n->shape.rank && ax >= 0 && ax < xs->rank);
+	FG_ASSERT(0 <= n->a.slice.start && n->a.slice.start <= n->a.slice.end &&
+		  n->a.slice.end <= xs->d[ax]);
+	FG_ASSERT(n->shape.d[ax] == n->a.slice.end - n->a.slice.start);
+	contig_strides(xs, st);
+	gather(&n->shape, out, x + n->a.slice.start * st[ax], st);
+}
+
+/* Each operand fills a slab of every outer row: outer rows are the dims
+ * before the axis, a slab is the operand's extent on the axis times the
+ * dims after it. */
+static void eval_concat(const Eval *e, const FgNode *n, double *out)
+{
+	const FgShape *os = &n->shape;
+	int ax = n->a.axis;
+	int64_t outer = 1, inner = 1, at = 0;
+	FG_ASSERT(ax >= 0 && ax < os->rank);
+	for (int i = 0; i < ax; i++)
+		outer *= os->d[i];
+	for (int i = ax + 1; i < os->rank; i++)
+		inner *= os->d[i];
+	int64_t row = os->d[ax] * inner;
+	for (int k = 0; k < n->nin; k++) {
+		const FgShape *xs = &e->g->nodes[n->in[k]].shape;
+		const double *x = e->vals[n->in[k]];
+		FG_ASSERT(x != NULL && xs->rank == os->rank);
+		int64_t chunk = xs->d[ax] * inner;
+		FG_ASSERT(at + chunk <= row);
+		for (int64_t o = 0; o < outer && chunk > 0; o++)
+			memcpy(out + o * row + at, x + o * chunk, (size_t)chunk * sizeof *out);
+		at += chunk;
+	}
+	FG_ASSERT(at == row);
+}
+
+/* C[M,N] = A[M,K] B[K,N], all row-major and dense.  Four rows of C share
+ * each row of B, and columns go in blocks that keep those rows in L1; each
+ * C element still sums its products in plain k order. */
+static void gemm(double *restrict c, const double *restrict a, const double *restrict b,
+		 int64_t M, int64_t K, int64_t N)
+{
+	enum { JB = 512 };
+	for (int64_t i = 0; i < M; i += 4) {
+		int64_t rows = M - i < 4 ? M - i : 4;
+		for (int64_t j0 = 0; j0 < N; j0 += JB) {
+			int64_t nj = N - j0 < JB ? N - j0 : JB;
+			double *c0 = c + i * N + j0;
+			for (int64_t r = 0; r < rows; r++)
+				memset(c0 + r * N, 0, (size_t)nj * sizeof *c0);
+			for (int64_t k = 0; k < K; k++) {
+				const double *bk = b + k * N + j0;
+				const double *ak = a + i * K + k;
+				if (rows == 4) {
+					double a0 = ak[0], a1 = ak[K], a2 = ak[2 * K], a3 = ak[3 * K];
+					double *c1 = c0 + N, *c2 = c1 + N, *c3 = c2 + N;
+					for (int64_t j = 0; j < nj; j++) {
+						double bv = bk[j];
+						c0[j] += a0 * bv;
+						c1[j] += a1 * bv;
+						c2[j] += a2 * bv;
+						c3[j] += a3 * bv;
+					}
+					continue;
+				}
+				for (int64_t r = 0; r < rows; r++) {
+					double av = ak[r * K];
+					double *cr = c0 + r * N;
+					for (int64_t j = 0; j < nj; j++)
+						cr[j] += av * bk[j];
+				}
+			}
+		}
+	}
+}
+
+/* Batch strides of a matmul operand whose matrices hold `mat` elements,
+ * aligned to the nb broadcast batch dims bn. */
+static void batch_strides(const FgShape *x, int nb, const int64_t *bn, int64_t mat, int64_t *st)
+{
+	int xb = x->rank - 2;
+	int64_t acc = mat;
+	for (int i = nb - 1; i >= 0; i--) {
+		int j = i - (nb - xb);
+		if (j < 0) {
+			st[i] = 0;
+			continue;
+		}
+		FG_ASSERT(x->d[j] == bn[i] || x->d[j] == 1);
+		st[i] = x->d[j] == 1 ? 0 : acc;
+		acc *= x->d[j];
+	}
+}
+
+/* numpy.matmul for operands of rank 2 or more: [...,M,K] x [...,K,N], the
+ * batch dims broadcast; one dense gemm per batch index. */
+static void eval_matmul(const Eval *e, const FgNode *n, const double *A, const double *B, double *C)
+{
+	const FgShape *as = &e->g->nodes[n->in[0]].shape;
+	const FgShape *bs = &e->g->nodes[n->in[1]].shape;
+	int ra = as->rank, rb = bs->rank, nb = n->shape.rank - 2;
+	FG_ASSERT(ra >= 2 && rb >= 2 && nb >= ra - 2 && nb >= rb - 2);
+	int64_t M = as->d[ra - 2], K = as->d[ra - 1], N = bs->d[rb - 1];
+	FG_ASSERT(bs->d[rb - 2] == K && n->shape.d[nb] == M && n->shape.d[nb + 1] == N);
+	const int64_t *bn = n->shape.d;
+	int64_t st[WALK_MAXOP][FG_MAX_RANK];
+	int64_t acc = M * N;
+	for (int i = nb - 1; i >= 0; i--) {
+		st[0][i] = acc;
+		acc *= bn[i];
+	}
+	batch_strides(as, nb, bn, M * K, st[1]);
+	batch_strides(bs, nb, bn, K * N, st[2]);
+	Walk w;
+	if (M * N == 0 || !walk_init(&w, nb, bn, 3, st))
+		return;
+	do {
+		for (int64_t t = 0; t < walk_len(&w); t++)
+			gemm(C + w.off[0] + t * walk_stride(&w, 0),
+			     A + w.off[1] + t * walk_stride(&w, 1),
+			     B + w.off[2] + t * walk_stride(&w, 2), M, K, N);
+	} while (walk_next(&w));
+}
+
+/* The caller's buffer for input or param node n. */
+static double *input_values(const Eval *e, const FgNode *n)
+{
+	int k = n->a.input;
+	if (e->in == NULL || k < 0 || e->in[k] == NULL)
+		fg_die("no value given for input %d (%s)", k, n->name ? n->name : "?");
+	return e->in[k];
+}
+
+static void eval_source(const Eval *e, const FgNode *n, double *out)
+{
+	int64_t cnt = numel(&n->shape);
+	if (n->op == FG_OP_CONST) {
+		for (int64_t i = 0; i < cnt; i++)
+			out[i] = n->a.value;
+	} else if (cnt > 0) {
+		memcpy(out, input_values(e, n), (size_t)cnt * sizeof *out);
+	}
+}
+
+/* Evaluates node id into a fresh or inherited buffer.  Returns -1 (with
+ * the error reported) when memory runs out. */
+static int eval_node(Eval *e, int id)
+{
+	const FgNode *n = &e->g->nodes[id];
+	FgOpClass cls = fg_op_info[n->op].cls;
+	int64_t cnt = numel_checked(&n->shape);
+	const double *src[3] = {NULL, NULL, NULL};
+	double *out = NULL;
+
+	for (int k = 0; k < n->nin && k < 3; k++) {
+		src[k] = e->vals[n->in[k]];
+		FG_ASSERT(src[k] != NULL);
+	}
+	if (borrowed(e, id)) {
+		e->vals[id] = input_values(e, n);
+		return 0;
+	}
+	if (n->op == FG_OP_RESHAPE && (out = take_dying(e, id, 0)) != NULL) {
+		e->vals[id] = out; /* C order: the same elements, nothing moves */
+		return 0;
+	}
+	if (cls == FG_CLASS_EW)
+		out = take_dying(e, id, 1);
+	if (out == NULL && (out = alloc_values(e, n, cnt)) == NULL)
+		return -1;
+
+	switch (cls) {
+	case FG_CLASS_SOURCE:
+		eval_source(e, n, out);
+		break;
+	case FG_CLASS_EW:
+		eval_ew(e, n, src, out);
+		break;
+	case FG_CLASS_REDUCE: {
+		double *comp = NULL;
+		if (n->op == FG_OP_SUM || n->op == FG_OP_MEAN) {
+			comp = alloc_values(e, n, cnt);
+			if (comp == NULL) {
+				release_values(e, out, cnt);
+				return -1;
+			}
+		}
+		eval_reduce(e, n, src[0], out, comp);
+		if (comp != NULL)
+			release_values(e, comp, cnt);
+		break;
+	}
+	case FG_CLASS_LAYOUT: {
+		const FgShape *xs = &e->g->nodes[n->in[0]].shape;
+		int64_t st[FG_MAX_RANK] = {0};
+		switch (n->op) {
+		case FG_OP_TRANSPOSE:
+			eval_transpose(n, xs, src[0], out);
+			break;
+		case FG_OP_RESHAPE:
+			FG_ASSERT(numel(xs) == cnt);
+			if (cnt > 0)
+				memcpy(out, src[0], (size_t)cnt * sizeof *out);
+			break;
+		case FG_OP_BROADCAST_TO:
+			bcast_strides(xs, &n->shape, st);
+			gather(&n->shape, out, src[0], st);
+			break;
+		case FG_OP_SLICE:
+			eval_slice(n, xs, src[0], out);
+			break;
+		case FG_OP_CONCAT:
+			eval_concat(e, n, out);
+			break;
+		default:
+			fg_die("unknown layout op %s", fg_op_info[n->op].name);
+		}
+		break;
+	}
+	case FG_CLASS_MATMUL:
+		eval_matmul(e, n, src[0], src[1], out);
+		break;
+	case FG_CLASS_COMPOSITE:
+		fg_die("composite %s reached the interpreter unexpanded", fg_op_info[n->op].name);
+	}
+	e->vals[id] = out;
+	return 0;
+}
+
+/* Frees the operands of node id whose last consumer it was. */
+static void release_operands(Eval *e, int id)
+{
+	const FgNode *n = &e->g->nodes[id];
+	for (int k = 0; k < n->nin; k++) {
+		int j = n->in[k];
+		if (e->last[j] == id && !kept(e, j)) {
+			/* NULL: taken over by id, or an operand listed twice */
+			if (e->vals[j] != NULL && !borrowed(e, j))
+				release_values(e, e->vals[j], numel(&e->g->nodes[j].shape));
+			e->vals[j] = NULL;
+		}
+	}
+}
+
+/* Frees everything evaluated so far, except the caller's own buffers. */
+static void discard(Eval *e)
+{
+	for (int id = 0; id < e->g->nnodes; id++)
+		if (borrowed(e, id))
+			e->vals[id] = NULL;
+	fg_interp_free(e->g, e->vals);
+	pool_drain(e);
+}
+
+double **fg_interp_eval(const FgGraph *g, double *const *in,
+			const unsigned char *keep, FgDiag *d)
+{
+	Eval e = {g, in, keep, NULL, NULL, {{NULL}, {0}, 0}, d};
+	size_t nn = (size_t)g->nnodes;
+
+	e.vals = calloc(nn ? nn : 1, sizeof *e.vals);
+	e.last = malloc((nn ? nn : 1) * sizeof *e.last);
+	if (e.vals == NULL || e.last == NULL) {
+		if (d != NULL)
+			fg_error(d, (FgLoc){0, 0}, "out of memory evaluating graph '%s' (%d nodes)",
+				 g->name ? g->name : "?", g->nnodes);
+		free(e.vals);
+		free(e.last);
+		return NULL;
+	}
+	plan_liveness(&e);
+	for (int id = 0; id < g->nnodes; id++) {
+		if (e.last[id] < 0)
+			continue;
+		if (eval_node(&e, id) != 0) {
+			discard(&e);
+			free(e.last);
+			return NULL;
+		}
+		release_operands(&e, id);
+	}
+	pool_drain(&e);
+	free(e.last);
+	return e.vals;
+}
+
+void fg_interp_free(const FgGraph *g, double **vals)
+{
+	if (vals == NULL)
+		return;
+	for (int i = 0; i < g->nnodes; i++)
+		free(vals[i]);
+	free(vals);
+}
