@@ -24,6 +24,6 @@ echo "== fgc run $sample ${dims[*]} --outputs $out (reference interpreter)"
 $fgc run "$sample" "${dims[@]}" --outputs "$out"
 for f in "$out"/*.npy; do
   /usr/bin/python3 -c 'import numpy, sys
-a = numpy.load(sys.argv[1]).astype("float64")
-print("%-32s %-8s %-16s mean %+.6f  min %+.6f  max %+.6f" % (sys.argv[1], a.dtype, a.shape, a.mean(), a.min(), a.max()))' "$f"
+a = numpy.load(sys.argv[1]); d = a.astype("float64")
+print("%-32s %-8s %-12s mean %+.6f  min %+.6f  max %+.6f" % (sys.argv[1], a.dtype, a.shape, d.mean(), d.min(), d.max()))' "$f"
 done

@@ -25,5 +25,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${pkgs[@]}" >/dev/null
 fi
 
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-cmake --build "$build" -j "$(nproc)"
+log=$(mktemp)
+if ! { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" &&
+       cmake --build "$build" -j "$(nproc)"; } >"$log" 2>&1; then
+  cat "$log"
+  rm -f "$log"
+  echo "setup: the build failed" >&2
+  exit 1
+fi
+rm -f "$log"

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Bad command lines and bad files given to fgc: each must fail with exit
+# status 1 and one clear `error:` message, and leave no output behind.
+# Usage: bash tests/run-cli.sh FGC SOURCE_DIR BUILD_DIR
+set -u
+fgc=$1 src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+good=$tmp/good.fg
+printf 'graph g {\n  input x : f32[B=4, 3]\n  y = exp(x)\n  output y\n}\n' >"$good"
+printf 'not npy' >"$tmp/short.npy"
+mkdir -p "$tmp/bad_in" && cp "$tmp/short.npy" "$tmp/bad_in/x.npy"
+touch "$tmp/afile"
+
+# expect STATUS TEXT -- ARGS: exit status STATUS and TEXT on stderr.
+expect() {
+  local status=$1 text=$2
+  shift 3
+  "$fgc" "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [ "$got" -eq "$status" ] && grep -qF -- "$text" "$tmp/err"; then
+    pass=$((pass + 1)); echo "PASS fgc $*"
+  else
+    fail=$((fail + 1)); echo "FAIL fgc $* (exit $got, wanted $status and '$text'):"; head -5 "$tmp/err"
+  fi
+}
+
+expect 1 "usage: fgc" --
+expect 1 "unknown command 'frob'" -- frob "$good"
+expect 1 "needs a .fg file" -- check
+expect 1 "cannot read '$tmp/missing.fg'" -- check "$tmp/missing.fg"
+expect 1 "is a directory" -- check "$tmp"
+expect 1 "unknown option '--bogus'" -- check --bogus "$good"
+expect 1 "takes one .fg file" -- check "$good" "$good"
+expect 1 "must be a positive integer" -- check "$good" -D B=abc
+expect 1 "must be a positive integer" -- check "$good" -D B=0
+expect 1 "must be a positive integer" -- check "$good" -D B=99999999999999999999
+expect 1 "must be a positive integer" -- check "$good" -D B=-4
+expect 1 "-D takes NAME=VALUE" -- check "$good" -D =5
+expect 1 "-D takes NAME=VALUE" -- check "$good" -D B
+expect 1 "not an identifier" -- check "$good" -D 9B=4
+expect 1 "given twice" -- check "$good" -D B=4 -D B=5
+expect 1 "-D needs a value" -- check "$good" -D
+expect 1 "no such stage" -- check -d nosuch "$good"
+expect 0 "names no dimension" -- check "$good" -D Q=4
+expect 1 "needs --outputs" -- run "$good"
+expect 1 "belong to 'run'" -- check "$good" --outputs "$tmp/o"
+expect 1 "unsigned 64-bit" -- run "$good" --outputs "$tmp/o" --seed -1
+expect 1 "$tmp/afile" -- run "$good" --outputs "$tmp/afile"
+expect 1 "x.npy" -- run "$good" --inputs "$tmp/bad_in" --outputs "$tmp/o1"
+expect 1 "error" -- run "$good" --inputs "$tmp/no_such_dir" --outputs "$tmp/o2"
+for d in o o1 o2; do
+  if [ -e "$tmp/$d" ]; then fail=$((fail + 1)); echo "FAIL a failed run left $d behind"; fi
+done
+
+# Help goes to stdout with status 0; the same seed gives the same bytes.
+if "$fgc" --help | grep -q "usage: fgc"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL --help"; fi
+"$fgc" run "$good" --outputs "$tmp/s1" --seed 5 && "$fgc" run "$good" --outputs "$tmp/s2" --seed 5 &&
+  "$fgc" run "$good" --outputs "$tmp/s3" --seed 6
+if cmp -s "$tmp/s1/y.npy" "$tmp/s2/y.npy" && ! cmp -s "$tmp/s1/y.npy" "$tmp/s3/y.npy"; then
+  pass=$((pass + 1)); echo "PASS seeds"
+else
+  fail=$((fail + 1)); echo "FAIL seeds: same seed must repeat, another must differ"
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
