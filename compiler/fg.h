@@ -498,12 +498,137 @@ char *fg_type_str(char *buf, size_t n, FgDtype dt, const FgShape *s);
 
 /* Writes g as a .fg program that fgc parses back to the same IR. */
 void fg_ir_print(FILE *f, const FgGraph *g);
+/* Per node, the name the printer uses: its own, or `_ID` made unique. */
+const char **fg_ir_names(const FgGraph *g);
 
 /* ------------------------------------------------------ passes/expand.c */
 
 /* Replaces every composite node by primitives; each new node keeps the
  * composite's name in FgNode.composite and its location. */
 void fg_pass_expand(FgGraph *g);
+
+/* -------------------------------------------------------- passes/fuse.c */
+
+/* X(ID, name): the kinds of fusion group; each runs as one kernel (a full
+ * reduction as two). */
+#define FG_GROUP_KINDS(X)                                                      \
+	X(LOOP, "loop")                                                        \
+	X(ROWREDUCE, "rowreduce")                                              \
+	X(REDUCE, "reduce")                                                    \
+	X(GEMM, "gemm")
+
+typedef enum FgGroupKind {
+#define X(id, name) FG_GROUP_##id,
+	FG_GROUP_KINDS(X)
+#undef X
+	FG_GROUP_COUNT
+} FgGroupKind;
+
+/* X(ID, name): why a value is written to device memory. */
+#define FG_REASONS(X)                                                          \
+	X(NONE, "none")                 /* not written: stays on chip */        \
+	X(OUTPUT, "output")             /* a graph output */                    \
+	X(SAVED, "saved")               /* @save */                             \
+	X(CROSS_BLOCK, "cross-block")   /* a consumer needs other blocks' work */ \
+	X(REGISTERS, "register-pressure") /* fusing on would spill */          \
+	X(FANOUT, "fan-out")            /* stored once beats recomputing */     \
+	X(USER, "user")                 /* @materialize */
+
+typedef enum FgReason {
+#define X(id, name) FG_WHY_##id,
+	FG_REASONS(X)
+#undef X
+	FG_WHY_COUNT
+} FgReason;
+
+extern const char *const fg_group_kind_name[FG_GROUP_COUNT];
+extern const char *const fg_reason_name[FG_WHY_COUNT];
+
+typedef struct FgCost {
+	int64_t bytes;          /* read plus written */
+	int launches;           /* kernels */
+	double est_us;          /* bytes / bandwidth + launches * launch cost */
+} FgCost;
+
+typedef struct FgGroup {
+	FgGroupKind kind;
+	const char *name;       /* kernel name: g3_rowreduce_softmax */
+	int *nodes;             /* members in topological order (a node may be
+				   in several groups when it is recomputed) */
+	int nnodes;
+	int *reads;             /* values read from memory: inputs, params and
+				   other groups' writes, in first-use order */
+	int nreads;
+	int *writes;            /* values this group writes */
+	int nwrites;
+	int root;               /* the member whose shape is the iteration space */
+	uint32_t red_axes;      /* rowreduce, reduce: axes reduced */
+	int est_regs;           /* estimated registers per thread */
+	int64_t bytes_read, bytes_written;
+	FgCost cost;            /* this group alone */
+} FgGroup;
+
+typedef struct FgEdge {         /* a producer-consumer edge between groups */
+	int producer, consumer; /* node ids */
+	int from, to;           /* group ids */
+	FgReason why;           /* the rule that kept them apart */
+	const char *detail;     /* the numbers behind it, for people */
+} FgEdge;
+
+typedef struct FgFuseOptions {
+	int no_fuse;            /* one group per op: the unfused baseline */
+	double bw_gbs;          /* device bandwidth, GB/s (default 4300) */
+	double launch_us;       /* cost of one launch, us (default 3) */
+	int reg_limit;          /* registers per thread (default 128) */
+} FgFuseOptions;
+
+typedef struct FgPlan {
+	const FgGraph *g;
+	FgFuseOptions opt;
+	const char **names;     /* per node: its printable name (fg_ir_names) */
+	FgGroup *groups;        /* in launch order */
+	int ngroups;
+	FgReason *why;          /* per node: why it is written (NONE: it is not) */
+	int *home;              /* per node: the group that writes it, or -1 */
+	FgEdge *edges;          /* every edge that crosses groups */
+	int nedges;
+	FgCost fused, unfused;  /* totals, this plan and one kernel per op */
+	int64_t *offset;        /* per node: arena offset (memplan), or -1 */
+	int64_t planned_bytes;  /* arena size with reuse by liveness */
+	int64_t naive_bytes;    /* one buffer per materialized value */
+} FgPlan;
+
+/* Partitions g (composites expanded) into fusion groups.  Reports a
+ * fuse { } block that cannot be one group; returns the error count. */
+int fg_pass_fuse(const FgGraph *g, const FgFuseOptions *o, FgPlan *plan, FgDiag *d);
+void fg_fuse_defaults(FgFuseOptions *o);
+/* Bytes of one value in memory. */
+int64_t fg_value_bytes(const FgGraph *g, int id);
+
+/* ------------------------------------------------------ passes/memplan.c */
+
+/* Gives every value written by a group and not an input an offset in one
+ * arena (256-byte aligned), reusing space between values whose lifetimes
+ * (first writing group .. last reading group, outputs and saved values to
+ * the end) do not overlap.  Sets plan->offset, planned_bytes, naive_bytes. */
+void fg_pass_memplan(FgPlan *plan);
+
+/* ----------------------------------------------------- compiler/report.c */
+
+void fg_report_text(FILE *f, const FgPlan *plan);
+void fg_report_json(FILE *f, const FgPlan *plan);
+void fg_report_dot(FILE *f, const FgPlan *plan);
+
+/* ---------------------------------------------------- compiler/extract.c */
+
+/* Group `gi` as a standalone graph: its reads become inputs, its writes
+ * outputs.  The result shares g's arena. */
+void fg_extract_group(const FgPlan *plan, int gi, FgGraph *out);
+/* Runs the plan group by group in the reference interpreter, rounding each
+ * written value to its dtype, and compares every output and saved value
+ * with the op-by-op result (tolerances of testing.md).  0 when they agree;
+ * 1 after reporting the differences. */
+int fg_plan_verify(const FgPlan *plan, uint64_t seed, FgDiag *d);
 
 /* ---------------------------------------------------- compiler/interp.c */
 

@@ -24,14 +24,12 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Gives every node a printable name: its own, or `_ID` made unique. */
-static void name_nodes(Printer *p)
+const char **fg_ir_names(const FgGraph *g)
 {
-	const FgGraph *g = p->g;
 	const char **used = fg_arena_array(g->arena, (size_t)g->nnodes + 1, sizeof(char *));
+	const char **names = fg_arena_array(g->arena, (size_t)g->nnodes + 1, sizeof(char *));
 	int nused = 0;
 
-	p->names = fg_arena_array(g->arena, (size_t)g->nnodes + 1, sizeof(char *));
 	for (int i = 0; i < g->nnodes; i++)
 		if (g->nodes[i].name)
 			used[nused++] = g->nodes[i].name;
@@ -43,8 +41,9 @@ static void name_nodes(Printer *p)
 			while (bsearch(&name, used, (size_t)nused, sizeof *used, cmp_str))
 				name = fg_arena_printf(g->arena, "%s_", name);
 		}
-		p->names[i] = name;
+		names[i] = name;
 	}
+	return names;
 }
 
 static void print_number(FILE *f, double v)
@@ -181,10 +180,9 @@ static void print_node(Printer *p, int id, const char *indent)
 
 void fg_ir_print(FILE *f, const FgGraph *g)
 {
-	Printer p = {f, g, NULL};
+	Printer p = {f, g, fg_ir_names(g)};
 	int block = -1;
 
-	name_nodes(&p);
 	fprintf(f, "graph %s {\n", g->name);
 	for (int i = 0; i < g->nnodes; i++) {
 		const FgNode *n = &g->nodes[i];
