@@ -1,0 +1,903 @@
+/*
+ * fuse.c - the partitioner: cuts the (expanded) graph into fusion groups,
+ * each one kernel, and gives every value that crosses a group boundary the
+ * reason it must.
+ *
+ * The walk goes from the outputs back to the inputs (reverse topological
+ * order).  When a node is reached, all its consumers already have groups:
+ *
+ *   - consumers in one group: the node joins that group when the group's
+ *     kind allows it (a loop takes elementwise and layout ops; a reduction
+ *     turns a loop into a row reduction when it reduces trailing axes of
+ *     the loop's own space; a matmul turns a loop of elementwise ops over
+ *     its output into a gemm with that epilogue); otherwise it starts a
+ *     group of its own and the rule that refused it is its boundary reason;
+ *   - consumers in several groups (fan-out): an elementwise or layout node
+ *     is recomputed in each of them when the cost model says recomputing
+ *     is cheaper than storing it once and reading it back; otherwise it is
+ *     stored;
+ *   - @materialize, and --no-fuse, start a group unconditionally.
+ *
+ * A node joins only groups that hold all its consumers, so every group is
+ * a cone that flows into its root and the group graph has no cycles.
+ * @save and output values inside a group are written as side outputs and
+ * fusion goes on past them.  A last pass splits loop groups whose
+ * estimated registers per thread exceed the limit.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fg.h"
+
+#define NO_GROUP (-1)
+#define REGS_BASE 16            /* indices, loop control, the thread's id */
+#define REGS_PER_READ 2         /* a 64-bit pointer per tensor read */
+#define REGS_PER_VALUE 4        /* a live value, four elements per thread */
+
+typedef struct BGroup {         /* a group while it is being built */
+	FgGroupKind kind;
+	int root;               /* its space is the root's shape (a reduction's
+				   input shape for row reductions) */
+	FgShape space;
+	uint32_t red_axes;
+	int full;               /* a reduction over all axes: two launches */
+	FG_VEC(int) nodes;      /* members, in decreasing id order */
+	int dead;               /* merged away or split */
+} BGroup;
+
+typedef struct Fuser {
+	const FgGraph *g;
+	FgArena *a;
+	FgPlan *plan;
+	FgFuseOptions opt;
+	int *cons_start;        /* consumers of node i: cons[cons_start[i] ..
+				   cons_start[i+1]) */
+	int *cons;
+	FG_VEC(BGroup) groups;
+	FG_VEC(int) *memb;      /* per node: the groups it is a member of */
+	FgReason *block;        /* per node: why it was not fused into its
+				   consumers (NONE: it was) */
+	const char **detail;    /* the numbers behind block */
+	unsigned char *opside;  /* per node: a matmul operand (layout flag) */
+	unsigned char *live;    /* per node: an output or saved value needs it */
+} Fuser;
+
+const char *const fg_group_kind_name[FG_GROUP_COUNT] = {
+#define X(id, name) [FG_GROUP_##id] = name,
+	FG_GROUP_KINDS(X)
+#undef X
+};
+
+const char *const fg_reason_name[FG_WHY_COUNT] = {
+#define X(id, name) [FG_WHY_##id] = name,
+	FG_REASONS(X)
+#undef X
+};
+
+void fg_fuse_defaults(FgFuseOptions *o)
+{
+	memset(o, 0, sizeof *o);
+	o->bw_gbs = 4300;
+	o->launch_us = 3;
+	o->reg_limit = 128;
+}
+
+int64_t fg_value_bytes(const FgGraph *g, int id)
+{
+	return fg_shape_numel(&g->nodes[id].shape) * fg_dtype_size[g->nodes[id].dt];
+}
+
+static double est_us(const FgFuseOptions *o, int64_t bytes, int launches)
+{
+	return (double)bytes / (o->bw_gbs * 1e3) + launches * o->launch_us;
+}
+
+static FgOpClass cls(const Fuser *f, int id)
+{
+	return fg_op_info[f->g->nodes[id].op].cls;
+}
+
+static const FgNode *node(const Fuser *f, int id)
+{
+	return &f->g->nodes[id];
+}
+
+static int is_source(const Fuser *f, int id)
+{
+	return cls(f, id) == FG_CLASS_SOURCE;
+}
+
+/* Whether shape s broadcasts into space (NumPy alignment, no growth). */
+static int fits(const FgShape *s, const FgShape *space)
+{
+	FgShape r;
+
+	return fg_shape_broadcast(s, space, &r) == 0 && fg_shape_eq(&r, space);
+}
+
+/* Whether reduction axes ax of shape in are a run of trailing axes that
+ * keeps some leading axis: then one block can own each row. */
+static int row_axes(const FgShape *in, uint32_t ax)
+{
+	uint32_t all = in->rank ? (1u << in->rank) - 1 : 0;
+
+	return ax && ax != all && ((ax + (ax & -ax)) & all) == 0;
+}
+
+static int all_axes(const FgShape *in, uint32_t ax)
+{
+	return ax == (in->rank ? (1u << in->rank) - 1 : 0);
+}
+
+static int in_group(const Fuser *f, int id, int gi)
+{
+	for (int k = 0; k < f->memb[id].n; k++)
+		if (f->memb[id].v[k] == gi)
+			return 1;
+	return 0;
+}
+
+/* ---------------------------------------------------------- consumers */
+
+static void index_consumers(Fuser *f)
+{
+	const FgGraph *g = f->g;
+	int *fill;
+
+	f->cons_start = fg_arena_array(f->a, (size_t)g->nnodes + 1, sizeof(int));
+	for (int i = 0; i < g->nnodes; i++)
+		for (int k = 0; k < g->nodes[i].nin; k++)
+			f->cons_start[g->nodes[i].in[k] + 1]++;
+	for (int i = 0; i < g->nnodes; i++)
+		f->cons_start[i + 1] += f->cons_start[i];
+	f->cons = fg_arena_array(f->a, (size_t)f->cons_start[g->nnodes] + 1, sizeof(int));
+	fill = fg_arena_array(f->a, (size_t)g->nnodes + 1, sizeof(int));
+	memcpy(fill, f->cons_start, (size_t)g->nnodes * sizeof(int));
+	for (int i = 0; i < g->nnodes; i++)
+		for (int k = 0; k < g->nodes[i].nin; k++) {
+			int p = g->nodes[i].in[k];
+			/* An op that uses p twice consumes it once. */
+			if (fill[p] == f->cons_start[p] || f->cons[fill[p] - 1] != i)
+				f->cons[fill[p]++] = i;
+		}
+	/* Duplicates left gaps: mark their end with -1. */
+	for (int i = 0; i < g->nnodes; i++)
+		for (int k = fill[i]; k < f->cons_start[i + 1]; k++)
+			f->cons[k] = -1;
+}
+
+#define FOR_CONSUMERS(f, p, c)                                                 \
+	for (int c##_k = (f)->cons_start[p], c;                                \
+	     c##_k < (f)->cons_start[(p) + 1] && ((c = (f)->cons[c##_k]) >= 0 || 1); c##_k++) \
+		if (c >= 0)
+
+/* ------------------------------------------------------------- groups */
+
+static int new_group(Fuser *f, int root)
+{
+	const FgNode *n = node(f, root);
+	BGroup b;
+
+	memset(&b, 0, sizeof b);
+	b.root = root;
+	b.space = n->shape;
+	switch (fg_op_info[n->op].cls) {
+	case FG_CLASS_MATMUL:
+		b.kind = FG_GROUP_GEMM;
+		break;
+	case FG_CLASS_REDUCE: {
+		const FgShape *in = &node(f, n->in[0])->shape;
+		b.kind = row_axes(in, n->a.red.axes) ? FG_GROUP_ROWREDUCE : FG_GROUP_REDUCE;
+		b.red_axes = n->a.red.axes;
+		b.full = all_axes(in, n->a.red.axes);
+		break;
+	}
+	default:
+		b.kind = FG_GROUP_LOOP;
+		break;
+	}
+	fg_vec_push(f->a, &f->groups, b);
+	int gi = f->groups.n - 1;
+	fg_vec_push(f->a, &f->groups.v[gi].nodes, root);
+	fg_vec_push(f->a, &f->memb[root], gi);
+	return gi;
+}
+
+static void join(Fuser *f, int gi, int p)
+{
+	BGroup *b = &f->groups.v[gi];
+	const FgNode *n = node(f, p);
+
+	if (n->op == FG_OP_MATMUL && b->kind == FG_GROUP_LOOP) {
+		b->kind = FG_GROUP_GEMM;        /* the loop is its epilogue */
+		b->root = p;
+	}
+	if (fg_op_info[n->op].cls == FG_CLASS_REDUCE && b->kind == FG_GROUP_LOOP) {
+		const FgShape *in = &node(f, n->in[0])->shape;
+		b->red_axes = n->a.red.axes;
+		if (fg_shape_eq(in, &b->space)) {
+			b->kind = FG_GROUP_ROWREDUCE;   /* broadcast back over rows */
+		} else {
+			/* An epilogue on the reduced shape. */
+			b->kind = row_axes(in, n->a.red.axes) ? FG_GROUP_ROWREDUCE : FG_GROUP_REDUCE;
+			b->full = all_axes(in, n->a.red.axes);
+			b->space = *in;
+			b->root = p;
+		}
+	}
+	fg_vec_push(f->a, &b->nodes, p);
+	fg_vec_push(f->a, &f->memb[p], gi);
+}
+
+/* Which consumers of p inside group gi are operand-side (a matmul or a
+ * transpose that the gemm reads as a layout flag). */
+static int feeds_operand(const Fuser *f, int p, int gi)
+{
+	FOR_CONSUMERS(f, p, c)
+		if (in_group(f, c, gi) && (node(f, c)->op == FG_OP_MATMUL || f->opside[c]))
+			return 1;
+	return 0;
+}
+
+/* A transpose of the last two axes, which a gemm reads as a layout. */
+static int is_operand_transpose(const Fuser *f, int p)
+{
+	const FgNode *n = node(f, p);
+	int r = n->shape.rank;
+
+	if (n->op != FG_OP_TRANSPOSE || r < 2)
+		return 0;
+	for (int i = 0; i < r - 2; i++)
+		if (n->a.perm[i] != i)
+			return 0;
+	return 1;
+}
+
+static const char *type_str(Fuser *f, int id)
+{
+	char buf[256];
+
+	return fg_arena_strdup(f->a, fg_type_str(buf, sizeof buf, node(f, id)->dt, &node(f, id)->shape));
+}
+
+/* Whether p may join group gi.  If not, *why and *detail say which rule
+ * refused it. */
+static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
+{
+	const BGroup *b = &f->groups.v[gi];
+	const FgNode *n = node(f, p);
+	FgOpClass c = fg_op_info[n->op].cls;
+	const char *kind = fg_group_kind_name[b->kind];
+
+	*why = FG_WHY_CROSS_BLOCK;
+	if (b->kind == FG_GROUP_GEMM && feeds_operand(f, p, gi)) {
+		if (is_operand_transpose(f, p) && !f->opside[p])
+			return 1;
+		*detail = fg_arena_printf(f->a, "a matmul operand: each output tile reads whole rows and "
+					  "columns of %s, computed by other blocks", type_str(f, p));
+		return 0;
+	}
+	if (c == FG_CLASS_EW || c == FG_CLASS_LAYOUT) {
+		if ((n->flags & (FG_NF_OUTPUT | FG_NF_SAVED)) && !fits(&n->shape, &b->space) &&
+		    fg_shape_numel(&n->shape) != fg_shape_numel(&b->space)) {
+			*detail = fg_arena_printf(f->a, "%s must be written, but the %s group's threads cover %s, "
+						  "not each of its elements", type_str(f, p), kind, type_str(f, b->root));
+			return 0;
+		}
+		if (b->kind == FG_GROUP_GEMM && !fits(&n->shape, &b->space) &&
+		    !fits(&n->shape, &node(f, b->root)->shape)) {
+			*detail = fg_arena_printf(f->a, "%s does not fit the gemm's output tile %s",
+						  type_str(f, p), type_str(f, b->root));
+			return 0;
+		}
+		if (b->kind == FG_GROUP_REDUCE && !fits(&n->shape, &b->space)) {
+			*detail = fg_arena_printf(f->a, "%s does not fit the reduction's space", type_str(f, p));
+			return 0;
+		}
+		return 1;
+	}
+	if (c == FG_CLASS_REDUCE) {
+		const FgShape *in = &node(f, n->in[0])->shape;
+		uint32_t ax = n->a.red.axes;
+		if (b->kind == FG_GROUP_LOOP && fg_shape_eq(&n->shape, &b->space))
+			return 1;       /* epilogue on the reduced shape */
+		if (b->kind == FG_GROUP_LOOP && row_axes(in, ax) && fg_shape_eq(in, &b->space))
+			return 1;       /* broadcast back over its own rows */
+		if (b->kind == FG_GROUP_ROWREDUCE && ax == b->red_axes && fg_shape_eq(in, &b->space))
+			return 1;       /* another reduction over the same rows */
+		if (all_axes(in, ax))
+			*detail = fg_arena_printf(f->a, "%s reduces all axes: every block of the %s group needs "
+						  "the total, and there is no grid-wide barrier",
+						  fg_op_info[n->op].name, kind);
+		else
+			*detail = fg_arena_printf(f->a, "%s over axes 0x%x of %s is needed across the %s group's "
+						  "blocks, which split those axes",
+						  fg_op_info[n->op].name, (unsigned)ax, type_str(f, n->in[0]), kind);
+		return 0;
+	}
+	if (c == FG_CLASS_MATMUL) {
+		/* The epilogue: elementwise ops, and transposes and reshapes
+		 * that only move where each element of the tile is stored. */
+		int ok = b->kind == FG_GROUP_LOOP && fg_shape_numel(&n->shape) == fg_shape_numel(&b->space);
+		for (int k = 0; ok && k < b->nodes.n; k++) {
+			FgOp op = node(f, b->nodes.v[k])->op;
+			ok = fg_op_info[op].cls == FG_CLASS_EW || op == FG_OP_TRANSPOSE || op == FG_OP_RESHAPE;
+		}
+		if (ok)
+			return 1;
+		*detail = fg_arena_printf(f->a, "the matmul's output tile is computed by one block, but the %s "
+					  "group needs it %s", kind,
+					  b->kind == FG_GROUP_LOOP ? "through layout ops or broadcast" : "a row at a time");
+		return 0;
+	}
+	fg_die("cannot join op '%s'", fg_op_info[n->op].name);
+}
+
+/* Bytes group gi reads for p's operands that it does not read already. */
+static int64_t extra_reads(const Fuser *f, int gi, int p)
+{
+	int64_t bytes = 0;
+	const FgNode *n = node(f, p);
+
+	for (int k = 0; k < n->nin; k++) {
+		int o = n->in[k], seen = 0;
+		if (node(f, o)->op == FG_OP_CONST)
+			continue;
+		const BGroup *b = &f->groups.v[gi];
+		for (int m = 0; m < b->nodes.n && !seen; m++)
+			for (int j = 0; j < node(f, b->nodes.v[m])->nin && !seen; j++)
+				seen = node(f, b->nodes.v[m])->in[j] == o;
+		if (!seen)
+			bytes += fg_value_bytes(f->g, o);
+	}
+	return bytes;
+}
+
+/* The groups holding p's consumers, unique, into out; their count. */
+static int consumer_groups(const Fuser *f, int p, int *out, int max)
+{
+	int n = 0;
+
+	FOR_CONSUMERS(f, p, c)
+		for (int k = 0; k < f->memb[c].n; k++) {
+			int gi = f->memb[c].v[k], dup = 0;
+			for (int j = 0; j < n; j++)
+				dup |= out[j] == gi;
+			if (!dup && n == max)
+				return max + 1;
+			if (!dup)
+				out[n++] = gi;
+		}
+	return n;
+}
+
+/* The first matmul or reduction that p is computed from through at most
+ * `depth` elementwise or layout ops, or -1.  Recomputing p would leave
+ * it to be stored anyway, so storing p itself is no dearer. */
+static int heavy_source(const Fuser *f, int p, int depth)
+{
+	const FgNode *n = node(f, p);
+
+	for (int k = 0; k < n->nin && depth > 0; k++) {
+		int o = n->in[k];
+		FgOpClass c = cls(f, o);
+		if (c == FG_CLASS_MATMUL || c == FG_CLASS_REDUCE)
+			return o;
+		if (c == FG_CLASS_EW || c == FG_CLASS_LAYOUT) {
+			int h = heavy_source(f, o, depth - 1);
+			if (h >= 0)
+				return h;
+		}
+	}
+	return -1;
+}
+
+static void refuse(Fuser *f, int p, FgReason why, const char *detail)
+{
+	f->block[p] = why;
+	f->detail[p] = detail;
+	new_group(f, p);
+}
+
+/* Decides p's group(s), its consumers' groups all being known. */
+static void place(Fuser *f, int p)
+{
+	const FgNode *n = node(f, p);
+	int cg[64], ncg;
+	FgReason why;
+	const char *detail;
+
+	if (f->opt.no_fuse) {
+		refuse(f, p, FG_WHY_USER, "--no-fuse: one kernel per op");
+		return;
+	}
+	if (n->flags & FG_NF_MATERIALIZE) {
+		refuse(f, p, FG_WHY_USER, "@materialize");
+		return;
+	}
+	ncg = consumer_groups(f, p, cg, 64);
+	if (ncg > 64) {
+		refuse(f, p, FG_WHY_FANOUT, "read by more than 64 groups");
+		return;
+	}
+	if (ncg == 0) {
+		new_group(f, p);
+		return;
+	}
+	if (ncg == 1) {
+		if (can_join(f, cg[0], p, &why, &detail))
+			join(f, cg[0], p);
+		else
+			refuse(f, p, why, detail);
+		return;
+	}
+	/* Fan-out: recompute in every consumer group, or store once. */
+	FgOpClass c = fg_op_info[n->op].cls;
+	int64_t recompute = 0, bytes = fg_value_bytes(f->g, p);
+	for (int k = 0; k < ncg; k++) {
+		if ((c != FG_CLASS_EW && c != FG_CLASS_LAYOUT) || f->opside[p]) {
+			refuse(f, p, FG_WHY_FANOUT,
+			       fg_arena_printf(f->a, "read by %d groups; recomputing a %s in each would repeat it",
+					       ncg, fg_op_info[n->op].name));
+			return;
+		}
+		if (!can_join(f, cg[k], p, &why, &detail)) {
+			refuse(f, p, why, detail);
+			return;
+		}
+		recompute += extra_reads(f, cg[k], p);
+	}
+	int64_t store = bytes * (1 + ncg);
+	int in_fuse_block = n->fuse_block >= 0;
+	int heavy = heavy_source(f, p, 4);
+	if (heavy >= 0 && !in_fuse_block) {
+		refuse(f, p, FG_WHY_FANOUT,
+		       fg_arena_printf(f->a, "read by %d groups; recomputing it would still store the %s it "
+					     "comes from, so it is stored instead, as that group's epilogue",
+				       ncg, fg_op_info[node(f, heavy)->op].name));
+		return;
+	}
+	double t_store = est_us(&f->opt, store, 1), t_recompute = est_us(&f->opt, recompute, 0);
+	if (t_recompute <= t_store || in_fuse_block) {
+		for (int k = 0; k < ncg; k++)
+			join(f, cg[k], p);
+		return;
+	}
+	refuse(f, p, FG_WHY_FANOUT,
+	       fg_arena_printf(f->a, "read by %d groups: storing it once costs %lld bytes and a launch "
+				     "(%.2f us), recomputing it in each reads %lld bytes more (%.2f us)",
+			       ncg, (long long)store, t_store, (long long)recompute, t_recompute));
+}
+
+/* ------------------------------------------------- register pressure */
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* For members m[0..n) (increasing ids) of group gi: last[i] is the
+ * position of the last member that uses m[i] (i itself when none does). */
+static int *last_uses(const Fuser *f, int gi, const int *m, int n)
+{
+	int *last = fg_arena_array(f->a, (size_t)n + 1, sizeof(int));
+
+	for (int i = 0; i < n; i++) {
+		last[i] = i;
+		FOR_CONSUMERS(f, m[i], c) {
+			int *pos = in_group(f, c, gi) ? bsearch(&c, m, (size_t)n, sizeof(int), cmp_int) : NULL;
+			if (pos && pos - m > last[i])
+				last[i] = (int)(pos - m);
+		}
+	}
+	return last;
+}
+
+/* Pointers for the tensors members read from memory (at most 8 count:
+ * beyond that the compiler keeps them in constant memory). */
+static int read_regs(const Fuser *f, int gi, const int *m, int n)
+{
+	int reads = 0;
+
+	for (int i = 0; i < n && reads < 8; i++) {
+		const FgNode *nd = node(f, m[i]);
+		for (int k = 0; k < nd->nin; k++)
+			reads += node(f, nd->in[k])->op != FG_OP_CONST && !in_group(f, nd->in[k], gi);
+	}
+	return REGS_PER_READ * (reads < 8 ? reads : 8);
+}
+
+/* Estimated registers per thread of group gi's members m[0..n): values
+ * computed and still needed later are live; the peak count decides. */
+static int estimate_regs(const Fuser *f, int gi, const int *m, int n)
+{
+	int *last = last_uses(f, gi, m, n);
+	int *deaths = fg_arena_array(f->a, (size_t)n + 1, sizeof(int));
+	int live = 0, peak = 0;
+
+	for (int i = 0; i < n; i++) {
+		deaths[last[i]]++;
+		live++;
+		if (live > peak)
+			peak = live;
+		live -= deaths[i];
+	}
+	return REGS_BASE + read_regs(f, gi, m, n) + REGS_PER_VALUE * peak;
+}
+
+/* A new, empty loop group rooted at root; members are added by the caller. */
+static int piece_group(Fuser *f, int root)
+{
+	BGroup b;
+
+	memset(&b, 0, sizeof b);
+	b.kind = FG_GROUP_LOOP;
+	b.root = root;
+	b.space = node(f, root)->shape;
+	fg_vec_push(f->a, &f->groups, b);
+	return f->groups.n - 1;
+}
+
+/* Moves members m[from..to) of group gi into a new group. */
+static void move_piece(Fuser *f, int gi, const int *m, int from, int to)
+{
+	int pg = piece_group(f, m[to - 1]);
+
+	for (int i = to - 1; i >= from; i--) {
+		for (int k = 0; k < f->memb[m[i]].n; k++)
+			if (f->memb[m[i]].v[k] == gi)
+				f->memb[m[i]].v[k] = pg;
+		fg_vec_push(f->a, &f->groups.v[pg].nodes, m[i]);
+	}
+}
+
+/* Splits loop group gi where its live values would pass the register
+ * limit.  One sweep: a piece grows while its own live values fit; values
+ * a later piece uses are stored (register pressure) and read back there. */
+static void split_for_registers(Fuser *f, int gi)
+{
+	BGroup *b = &f->groups.v[gi];
+	int n = b->nodes.n;
+	int *m = fg_arena_array(f->a, (size_t)n + 1, sizeof(int));
+
+	memcpy(m, b->nodes.v, (size_t)n * sizeof(int));
+	qsort(m, (size_t)n, sizeof(int), cmp_int);
+	int regs = estimate_regs(f, gi, m, n);
+	if (regs <= f->opt.reg_limit)
+		return;
+	int *last = last_uses(f, gi, m, n);
+	int *deaths = fg_arena_array(f->a, (size_t)n + 1, sizeof(int));
+	int base = REGS_BASE + read_regs(f, gi, m, n);
+	int from = 0, live = 0;
+	for (int i = 0; i < n; i++) {
+		if (i > from && base + REGS_PER_VALUE * (live + 1) > f->opt.reg_limit) {
+			/* Cut before i: what the piece defined and later
+			 * members use is stored; it is not live here. */
+			for (int j = from; j < i; j++) {
+				if (last[j] < i)
+					continue;
+				deaths[last[j]]--;
+				if (f->block[m[j]] == FG_WHY_NONE) {
+					f->block[m[j]] = FG_WHY_REGISTERS;
+					f->detail[m[j]] = fg_arena_printf(f->a,
+						"keeping it live on needs about %d registers per thread, over the limit "
+						"of %d (%d values live)", base + REGS_PER_VALUE * (live + 1),
+						f->opt.reg_limit, live + 1);
+				}
+			}
+			move_piece(f, gi, m, from, i);
+			from = i;
+			live = 0;
+		}
+		deaths[last[i]]++;
+		live++;
+		live -= deaths[i];
+	}
+	move_piece(f, gi, m, from, n);
+	f->groups.v[gi].dead = 1;
+}
+
+/* --------------------------------------------------------- finishing */
+
+/* The members of every live group in increasing id order, with the
+ * constants they use; groups in an order where each reads only what
+ * earlier ones wrote. */
+static int cmp_root(const void *a, const void *b);
+
+static const char *kernel_name(Fuser *f, int gi, const BGroup *b)
+{
+	const FgNode *r = node(f, b->root);
+	const char *what = r->composite ? r->composite : fg_op_info[r->op].name;
+
+	/* A gemm is named by its last epilogue op: g2_gemm_gelu. */
+	for (int k = 0; k < b->nodes.n; k++) {
+		const FgNode *n = node(f, b->nodes.v[k]);
+		if (n->op != FG_OP_CONST) {
+			what = n->composite ? n->composite : fg_op_info[n->op].name;
+			break;
+		}
+	}
+	return fg_arena_printf(f->a, "g%d_%s_%s", gi, fg_group_kind_name[b->kind], what);
+}
+
+typedef struct Order {
+	int gi;
+	int key;                /* highest member id */
+} Order;
+
+static int cmp_root(const void *a, const void *b)
+{
+	const Order *x = a, *y = b;
+
+	return (x->key > y->key) - (x->key < y->key);
+}
+
+/* Whether id is written: an output, saved, or refused by its consumers. */
+static FgReason written_why(const Fuser *f, int id)
+{
+	const FgNode *n = node(f, id);
+
+	if (n->flags & FG_NF_OUTPUT)
+		return FG_WHY_OUTPUT;
+	if (n->flags & FG_NF_SAVED)
+		return FG_WHY_SAVED;
+	if (n->flags & FG_NF_MATERIALIZE)
+		return FG_WHY_USER;
+	return f->block[id];
+}
+
+static void finish_group(Fuser *f, FgGroup *out, const BGroup *b, int gi)
+{
+	const FgGraph *g = f->g;
+	FgPlan *plan = f->plan;
+	FG_VEC(int) nodes = {0};
+	FG_VEC(int) reads = {0};
+	FG_VEC(int) writes = {0};
+
+	for (int k = b->nodes.n - 1; k >= 0; k--)
+		fg_vec_push(f->a, &nodes, b->nodes.v[k]);
+	qsort(nodes.v, (size_t)nodes.n, sizeof(int), cmp_int);
+	int nmembers = nodes.n;
+	for (int k = 0; k < nmembers; k++) {
+		const FgNode *n = &g->nodes[nodes.v[k]];
+		for (int j = 0; j < n->nin; j++) {
+			int o = n->in[j], seen = 0;
+			if (g->nodes[o].op == FG_OP_CONST) {
+				for (int i = 0; i < nodes.n && !seen; i++)
+					seen = nodes.v[i] == o;
+				if (!seen)
+					fg_vec_push(f->a, &nodes, o);
+				continue;
+			}
+			if (in_group(f, o, gi))
+				continue;
+			for (int i = 0; i < reads.n && !seen; i++)
+				seen = reads.v[i] == o;
+			if (!seen)
+				fg_vec_push(f->a, &reads, o);
+		}
+		if (plan->home[nodes.v[k]] == gi)
+			fg_vec_push(f->a, &writes, nodes.v[k]);
+	}
+	qsort(nodes.v, (size_t)nodes.n, sizeof(int), cmp_int);
+	memset(out, 0, sizeof *out);
+	out->kind = b->kind;
+	out->root = b->root;
+	out->red_axes = b->red_axes;
+	out->nodes = nodes.v;
+	out->nnodes = nodes.n;
+	out->reads = reads.v;
+	out->nreads = reads.n;
+	out->writes = writes.v;
+	out->nwrites = writes.n;
+	for (int k = 0; k < reads.n; k++)
+		out->bytes_read += fg_value_bytes(g, reads.v[k]);
+	for (int k = 0; k < writes.n; k++)
+		out->bytes_written += fg_value_bytes(g, writes.v[k]);
+	out->cost.bytes = out->bytes_read + out->bytes_written;
+	out->cost.launches = b->full ? 2 : 1;
+	out->cost.est_us = est_us(&f->opt, out->cost.bytes, out->cost.launches);
+	int *sorted = fg_arena_array(f->a, (size_t)nmembers + 1, sizeof(int));
+	int ns = 0;
+	for (int k = 0; k < nodes.n; k++)
+		if (in_group(f, nodes.v[k], gi))
+			sorted[ns++] = nodes.v[k];
+	out->est_regs = estimate_regs(f, gi, sorted, ns);
+}
+
+/* Orders the groups, picks which group writes each value, and fills the
+ * plan's groups, edges and totals. */
+static void finish(Fuser *f)
+{
+	FgPlan *plan = f->plan;
+	const FgGraph *g = f->g;
+	Order *order = fg_arena_array(f->a, (size_t)f->groups.n + 1, sizeof(Order));
+	int *newid = fg_arena_array(f->a, (size_t)f->groups.n + 1, sizeof(int));
+	int n = 0;
+
+	for (int gi = 0; gi < f->groups.n; gi++) {
+		BGroup *b = &f->groups.v[gi];
+		if (b->dead || !b->nodes.n)
+			continue;
+		int key = 0;
+		for (int k = 0; k < b->nodes.n; k++)
+			if (b->nodes.v[k] > key)
+				key = b->nodes.v[k];
+		order[n].gi = gi;
+		order[n++].key = key;
+	}
+	/* A group reads only values written by groups whose members all come
+	 * earlier in topological order, so ordering by highest member works. */
+	qsort(order, (size_t)n, sizeof(Order), cmp_root);
+	for (int i = 0; i < f->groups.n; i++)
+		newid[i] = -1;
+	for (int i = 0; i < n; i++)
+		newid[order[i].gi] = i;
+	/* Renumber memberships, then decide the writer of each value: the
+	 * earliest group that holds it. */
+	for (int id = 0; id < g->nnodes; id++) {
+		int best = -1;
+		for (int k = 0; k < f->memb[id].n; k++) {
+			int ng = newid[f->memb[id].v[k]];
+			FG_ASSERT(ng >= 0);
+			f->memb[id].v[k] = ng;
+			if (best < 0 || ng < best)
+				best = ng;
+		}
+		plan->why[id] = is_source(f, id) || !f->live[id] ? FG_WHY_NONE : written_why(f, id);
+		plan->home[id] = plan->why[id] != FG_WHY_NONE ? best : -1;
+	}
+	/* Groups renumbered: build them in the new order. */
+	BGroup *old = fg_arena_array(f->a, (size_t)n + 1, sizeof(BGroup));
+	for (int i = 0; i < n; i++)
+		old[i] = f->groups.v[order[i].gi];
+	plan->groups = fg_arena_array(f->a, (size_t)n + 1, sizeof(FgGroup));
+	plan->ngroups = n;
+	for (int i = 0; i < n; i++) {
+		finish_group(f, &plan->groups[i], &old[i], i);
+		plan->groups[i].name = kernel_name(f, i, &old[i]);
+		plan->fused.bytes += plan->groups[i].cost.bytes;
+		plan->fused.launches += plan->groups[i].cost.launches;
+	}
+	plan->fused.est_us = est_us(&f->opt, plan->fused.bytes, plan->fused.launches);
+	/* Edges: every operand a group reads that another group wrote. */
+	FG_VEC(FgEdge) edges = {0};
+	for (int gi = 0; gi < n; gi++) {
+		const FgGroup *gr = &plan->groups[gi];
+		for (int k = 0; k < gr->nnodes; k++) {
+			const FgNode *c = &g->nodes[gr->nodes[k]];
+			if (c->op == FG_OP_CONST || !in_group(f, gr->nodes[k], gi))
+				continue;
+			for (int j = 0; j < c->nin; j++) {
+				int p = c->in[j];
+				if (is_source(f, p) || in_group(f, p, gi))
+					continue;
+				FgEdge e = {p, gr->nodes[k], plan->home[p], gi, f->block[p], f->detail[p]};
+				if (e.why == FG_WHY_NONE)
+					e.why = written_why(f, p);
+				if (!e.detail)
+					e.detail = "";
+				fg_vec_push(f->a, &edges, e);
+			}
+		}
+	}
+	plan->edges = edges.v;
+	plan->nedges = edges.n;
+}
+
+/* The cost of one kernel per op, every intermediate stored. */
+static FgCost unfused_cost(const Fuser *f)
+{
+	const FgGraph *g = f->g;
+	FgCost c = {0, 0, 0};
+
+	for (int i = 0; i < g->nnodes; i++) {
+		const FgNode *n = &g->nodes[i];
+		if (is_source(f, i) || !f->live[i])
+			continue;
+		c.bytes += fg_value_bytes(g, i);
+		for (int k = 0; k < n->nin; k++) {
+			int dup = 0;
+			for (int j = 0; j < k; j++)
+				dup |= n->in[j] == n->in[k];
+			if (!dup && g->nodes[n->in[k]].op != FG_OP_CONST)
+				c.bytes += fg_value_bytes(g, n->in[k]);
+		}
+		c.launches++;
+		/* A reduction over all axes takes two kernels, as fused. */
+		if (fg_op_info[n->op].cls == FG_CLASS_REDUCE && all_axes(&g->nodes[n->in[0]].shape, n->a.red.axes))
+			c.launches++;
+	}
+	c.est_us = est_us(&f->opt, c.bytes, c.launches);
+	return c;
+}
+
+/* fuse { } asks for one kernel: report the boundary that split it. */
+static void check_fuse_block(Fuser *f, int blk, FgDiag *d)
+{
+	const FgGraph *g = f->g;
+	const FgPlan *plan = f->plan;
+	int first = -1, split = 0;
+
+	for (int i = 0; i < g->nnodes; i++) {
+		if (g->nodes[i].fuse_block != blk || is_source(f, i) || !f->memb[i].n)
+			continue;
+		if (first < 0)
+			first = i;
+		else if (!in_group(f, i, f->memb[first].v[0]))
+			split = 1;
+	}
+	if (!split)
+		return;
+	for (int e = 0; e < plan->nedges; e++) {
+		const FgEdge *ed = &plan->edges[e];
+		if (g->nodes[ed->producer].fuse_block == blk && g->nodes[ed->consumer].fuse_block == blk) {
+			fg_error(d, g->nodes[ed->consumer].loc,
+				 "this fuse block cannot be one kernel: '%s' reads '%s' across a group boundary (%s: %s)",
+				 plan->names[ed->consumer], plan->names[ed->producer], fg_reason_name[ed->why], ed->detail);
+			return;
+		}
+	}
+	fg_error(d, g->nodes[first].loc,
+		 "this fuse block cannot be one kernel: its statements do not depend on each other and land in separate groups");
+}
+
+/* Marks what an output or saved value needs; the rest is dead code. */
+static void mark_live(Fuser *f)
+{
+	const FgGraph *g = f->g;
+
+	f->live = fg_arena_array(f->a, (size_t)g->nnodes + 1, 1);
+	for (int i = g->nnodes - 1; i >= 0; i--) {
+		if (g->nodes[i].flags & (FG_NF_OUTPUT | FG_NF_SAVED))
+			f->live[i] = 1;
+		if (f->live[i])
+			for (int k = 0; k < g->nodes[i].nin; k++)
+				f->live[g->nodes[i].in[k]] = 1;
+	}
+}
+
+int fg_pass_fuse(const FgGraph *g, const FgFuseOptions *o, FgPlan *plan, FgDiag *d)
+{
+	Fuser f;
+
+	memset(&f, 0, sizeof f);
+	memset(plan, 0, sizeof *plan);
+	f.g = g;
+	f.a = g->arena;
+	f.plan = plan;
+	f.opt = *o;
+	plan->g = g;
+	plan->opt = *o;
+	plan->names = fg_ir_names(g);
+	plan->why = fg_arena_array(f.a, (size_t)g->nnodes + 1, sizeof(FgReason));
+	plan->home = fg_arena_array(f.a, (size_t)g->nnodes + 1, sizeof(int));
+	f.memb = fg_arena_array(f.a, (size_t)g->nnodes + 1, sizeof(*f.memb));
+	f.block = fg_arena_array(f.a, (size_t)g->nnodes + 1, sizeof(FgReason));
+	f.detail = fg_arena_array(f.a, (size_t)g->nnodes + 1, sizeof(char *));
+	f.opside = fg_arena_array(f.a, (size_t)g->nnodes + 1, 1);
+	index_consumers(&f);
+	mark_live(&f);
+	for (int p = g->nnodes - 1; p >= 0; p--) {
+		if (is_source(&f, p) || !f.live[p])
+			continue;
+		place(&f, p);
+		/* A transpose that joined a gemm on its operand side is a
+		 * layout flag of that operand. */
+		if (node(&f, p)->op == FG_OP_TRANSPOSE && f.memb[p].n == 1 &&
+		    f.groups.v[f.memb[p].v[0]].kind == FG_GROUP_GEMM && f.groups.v[f.memb[p].v[0]].root != p &&
+		    feeds_operand(&f, p, f.memb[p].v[0]))
+			f.opside[p] = 1;
+	}
+	for (int gi = 0, n = f.groups.n; gi < n; gi++)
+		if (f.groups.v[gi].kind == FG_GROUP_LOOP && !o->no_fuse)
+			split_for_registers(&f, gi);
+	finish(&f);
+	plan->unfused = unfused_cost(&f);
+	int before = d->nerrors;
+	for (int b = 0; b < g->nfuse; b++)
+		check_fuse_block(&f, b, d);
+	return d->nerrors - before;
+}
