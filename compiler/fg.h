@@ -650,5 +650,10 @@ double fg_round_to(FgDtype dt, double x);
  * or 1 after reporting the error. */
 int fg_run(const FgGraph *g, const char *indir, const char *outdir,
 	   uint64_t seed, FgDiag *d);
+/* The values of g's inputs and params, in[k] for g->inputs[k]: read from
+ * indir/NAME.npy (indir NULL: none) or drawn from seed as fgc run does.
+ * Returns the number that failed (each reported); the caller frees every
+ * in[k], which may be NULL. */
+int fg_run_inputs(const FgGraph *g, const char *indir, uint64_t seed, FgDiag *d, double **in);
 
 #endif

@@ -27,7 +27,10 @@ typedef struct Options {
 	const char *command;
 	const char *file;
 	const char *inputs, *outputs;
+	const char *format;           /* report: text, json, dot */
+	int group;                    /* extract: the group, or -1 */
 	uint64_t seed;
+	FgFuseOptions fuse;
 	FG_VEC(FgDefine) defs;
 	FG_VEC(const char *) dumps;   /* stages to print: build or a pass */
 } Options;
@@ -36,16 +39,24 @@ static const char usage[] =
 	"usage: fgc COMMAND [options] model.fg\n"
 	"\n"
 	"commands:\n"
-	"  check  model.fg                            parse and type-check; diagnostics only\n"
-	"  run    model.fg --inputs DIR --outputs DIR  run the reference interpreter (f64)\n"
+	"  check   model.fg                             parse and type-check; diagnostics only\n"
+	"  run     model.fg --outputs DIR [--inputs DIR] run the reference interpreter (f64)\n"
+	"  report  model.fg [--format text|json|dot]    the fusion plan and why\n"
+	"  extract model.fg --group N                   group N as a standalone .fg\n"
+	"  verify  model.fg                             run the plan group by group on the\n"
+	"                                               interpreter against the op-by-op result\n"
 	"\n"
 	"options:\n"
-	"  -D NAME=VALUE   bind a symbolic dimension\n"
-	"  -d STAGE        print the IR as .fg after STAGE: build, expand\n"
-	"  --inputs DIR    (run) read NAME.npy for each input and param; missing ones are drawn\n"
-	"  --outputs DIR   (run) write NAME.npy per output and saved.NAME.npy per @save value\n"
-	"  --seed S        (run) seed for inputs that are drawn (default 0)\n"
-	"  -h, --help      this text\n";
+	"  -D NAME=VALUE    bind a symbolic dimension\n"
+	"  -d STAGE         print the IR as .fg after STAGE: build, expand\n"
+	"  --inputs DIR     (run) read NAME.npy for each input and param; missing ones are drawn\n"
+	"  --outputs DIR    (run) write NAME.npy per output and saved.NAME.npy per @save value\n"
+	"  --seed S         (run, verify) seed for inputs that are drawn (default 0)\n"
+	"  --no-fuse        one group per op: the unfused baseline\n"
+	"  --bw GBS         cost model: device bandwidth in GB/s (default 4300)\n"
+	"  --launch-us US   cost model: cost of one kernel launch in us (default 3)\n"
+	"  --reg-limit N    registers per thread a loop group may use (default 128)\n"
+	"  -h, --help       this text\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -110,16 +121,79 @@ static const char *value_of(int argc, char **argv, int *i)
 	return argv[++*i];
 }
 
+/* A positive number for a cost-model flag. */
+static int parse_positive(const char *flag, const char *v, double *out)
+{
+	char *end;
+
+	errno = 0;
+	double x = strtod(v, &end);
+	if (errno || *end || !(x > 0) || x > 1e12)
+		return usage_error("%s takes a positive number", flag);
+	*out = x;
+	return 0;
+}
+
+/* Applies flag `arg` with its value v. */
+static int apply_flag(FgArena *a, Options *o, const char *arg, const char *v)
+{
+	uint64_t u;
+	double x;
+
+	if (arg[1] == 'D')
+		return parse_define(a, o, v);
+	if (arg[1] == 'd') {
+		if (!known_stage(v))
+			return usage_error("-d %s: no such stage; expected build or expand", v);
+		fg_vec_push(a, &o->dumps, v);
+	} else if (strcmp(arg, "--inputs") == 0) {
+		o->inputs = v;
+	} else if (strcmp(arg, "--outputs") == 0) {
+		o->outputs = v;
+	} else if (strcmp(arg, "--format") == 0) {
+		if (strcmp(v, "text") != 0 && strcmp(v, "json") != 0 && strcmp(v, "dot") != 0)
+			return usage_error("--format %s: expected text, json or dot", v);
+		o->format = v;
+	} else if (strcmp(arg, "--group") == 0) {
+		if (parse_u64(v, &u) != 0 || u > 1000000000)
+			return usage_error("--group %s: expected a group number", v);
+		o->group = (int)u;
+	} else if (strcmp(arg, "--seed") == 0) {
+		if (parse_u64(v, &o->seed) != 0)
+			return usage_error("--seed %s: expected an unsigned 64-bit integer", v);
+	} else if (strcmp(arg, "--bw") == 0) {
+		if (parse_positive(arg, v, &o->fuse.bw_gbs) != 0)
+			return 1;
+	} else if (strcmp(arg, "--launch-us") == 0) {
+		if (parse_positive(arg, v, &o->fuse.launch_us) != 0)
+			return 1;
+	} else {
+		if (parse_positive(arg, v, &x) != 0 || x > 255 || x != (int)x)
+			return usage_error("--reg-limit %s: expected a whole number up to 255", v);
+		o->fuse.reg_limit = (int)x;
+	}
+	return 0;
+}
+
+static const char *const value_flags[] = {
+	"-D", "-d", "--inputs", "--outputs", "--seed", "--format", "--group", "--bw", "--launch-us", "--reg-limit",
+};
+
 static int parse_args(FgArena *a, int argc, char **argv, Options *o)
 {
 	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i], *v;
-		if (strcmp(arg, "-D") == 0 || strcmp(arg, "-d") == 0 || strcmp(arg, "--inputs") == 0 ||
-		    strcmp(arg, "--outputs") == 0 || strcmp(arg, "--seed") == 0) {
+		const char *arg = argv[i], *v = NULL;
+		int takes = 0;
+		for (size_t k = 0; k < sizeof value_flags / sizeof value_flags[0]; k++)
+			takes |= strcmp(arg, value_flags[k]) == 0;
+		if (takes) {
 			if (!(v = value_of(argc, argv, &i)))
 				return 1;
 		} else if (strncmp(arg, "-D", 2) == 0 || strncmp(arg, "-d", 2) == 0) {
 			v = arg + 2;
+		} else if (strcmp(arg, "--no-fuse") == 0) {
+			o->fuse.no_fuse = 1;
+			continue;
 		} else if (arg[0] == '-' && arg[1]) {
 			return usage_error("unknown option '%s'", arg);
 		} else if (!o->command) {
@@ -131,20 +205,8 @@ static int parse_args(FgArena *a, int argc, char **argv, Options *o)
 		} else {
 			return usage_error("unexpected argument '%s': fgc takes one .fg file", arg);
 		}
-		if (arg[1] == 'D') {
-			if (parse_define(a, o, v) != 0)
-				return 1;
-		} else if (arg[1] == 'd') {
-			if (!known_stage(v))
-				return usage_error("-d %s: no such stage; expected build or expand", v);
-			fg_vec_push(a, &o->dumps, v);
-		} else if (strcmp(arg, "--inputs") == 0) {
-			o->inputs = v;
-		} else if (strcmp(arg, "--outputs") == 0) {
-			o->outputs = v;
-		} else if (parse_u64(v, &o->seed) != 0) {
-			return usage_error("--seed %s: expected an unsigned 64-bit integer", v);
-		}
+		if (apply_flag(a, o, arg, v) != 0)
+			return 1;
 	}
 	return 0;
 }
@@ -178,6 +240,42 @@ static int front_end(FgArena *a, Options *o, FgDiag *d, FgSource *src, FgGraph *
 	return 0;
 }
 
+/* Runs command cmd (an index into main's list) on the expanded graph. */
+static int command(int cmd, const Options *o, FgGraph *g, FgDiag *d)
+{
+	FgPlan plan;
+	FgGraph sub;
+
+	if (cmd == 0)
+		return 0;
+	if (cmd == 1)
+		return fg_run(g, o->inputs, o->outputs, o->seed, d);
+	if (fg_pass_fuse(g, &o->fuse, &plan, d) != 0)
+		return 1;
+	fg_pass_memplan(&plan);
+	switch (cmd) {
+	case 2:
+		if (!o->format || strcmp(o->format, "text") == 0)
+			fg_report_text(stdout, &plan);
+		else if (strcmp(o->format, "json") == 0)
+			fg_report_json(stdout, &plan);
+		else
+			fg_report_dot(stdout, &plan);
+		return 0;
+	case 3:
+		if (o->group >= plan.ngroups) {
+			fg_error(d, (FgLoc){0, 0}, "--group %d: the plan has %d groups (0 to %d)", o->group,
+				 plan.ngroups, plan.ngroups - 1);
+			return 1;
+		}
+		fg_extract_group(&plan, o->group, &sub);
+		fg_ir_print(stdout, &sub);
+		return 0;
+	default:
+		return fg_plan_verify(&plan, o->seed, d);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	FgArena arena;
@@ -195,32 +293,42 @@ int main(int argc, char **argv)
 	fg_arena_init(&arena);
 	memset(&o, 0, sizeof o);
 	memset(&d, 0, sizeof d);
+	o.group = -1;
+	fg_fuse_defaults(&o.fuse);
 	if (parse_args(&arena, argc, argv, &o) != 0)
 		goto out;
 	if (!o.command) {
 		fputs(usage, stderr);
 		goto out;
 	}
-	int is_run = strcmp(o.command, "run") == 0;
-	if (!is_run && strcmp(o.command, "check") != 0) {
-		usage_error("unknown command '%s'; expected check or run", o.command);
+	static const char *const commands[] = {"check", "run", "report", "extract", "verify"};
+	int cmd = -1;
+	for (int i = 0; i < 5; i++)
+		if (strcmp(o.command, commands[i]) == 0)
+			cmd = i;
+	if (cmd < 0) {
+		usage_error("unknown command '%s'; expected check, run, report, extract or verify", o.command);
 		goto out;
 	}
 	if (!o.file) {
 		usage_error("'%s' needs a .fg file", o.command);
 		goto out;
 	}
-	if (is_run && !o.outputs) {
+	if (cmd == 1 && !o.outputs) {
 		usage_error("'run' needs --outputs DIR%s", "");
 		goto out;
 	}
-	if (!is_run && (o.inputs || o.outputs)) {
+	if (cmd != 1 && (o.inputs || o.outputs)) {
 		usage_error("--inputs and --outputs belong to 'run', not '%s'", o.command);
+		goto out;
+	}
+	if (cmd == 3 && o.group < 0) {
+		usage_error("'extract' needs --group N%s", "");
 		goto out;
 	}
 	if (front_end(&arena, &o, &d, &src, &g) != 0)
 		goto out;
-	status = is_run ? fg_run(&g, o.inputs, o.outputs, o.seed, &d) : 0;
+	status = command(cmd, &o, &g, &d);
 out:
 	fflush(stdout);
 	fg_arena_free(&arena);

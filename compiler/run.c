@@ -58,9 +58,16 @@ static int64_t numel_doubles(const FgShape *s)
 }
 
 /* The k-th input's values from the seed: uniform in [-1, 1) rounded to
- * the dtype, integers in [-8, 8], or fair bools. */
+ * the dtype, integers in [-8, 8], or fair bools.  A float param of rank 2
+ * or more is a weight: it is scaled by 1/sqrt(fan-in), its second-to-last
+ * dim, as initializers do, so that deep graphs keep activations near 1
+ * and stay well conditioned in f16 and bf16. */
 static void draw_input(const FgNode *n, int k, uint64_t seed, double *v, int64_t count)
 {
+	double scale = 1.0;
+
+	if (n->op == FG_OP_PARAM && n->shape.rank >= 2)
+		scale = 1.0 / sqrt((double)n->shape.d[n->shape.rank - 2]);
 	for (int64_t i = 0; i < count; i++) {
 		double u = fgrt_input_uniform(seed, (uint32_t)k, (uint64_t)i);
 		switch (n->dt) {
@@ -71,7 +78,7 @@ static void draw_input(const FgNode *n, int k, uint64_t seed, double *v, int64_t
 			v[i] = u < 0.5 ? 1.0 : 0.0;
 			break;
 		default:
-			v[i] = fg_round_to(n->dt, 2.0 * u - 1.0);
+			v[i] = fg_round_to(n->dt, (2.0 * u - 1.0) * scale);
 			break;
 		}
 	}
@@ -187,9 +194,12 @@ static int fill_input(const FgGraph *g, int k, const char *indir, uint64_t seed,
 	return rc;
 }
 
-/* Fills in[k] for every input and param; returns the number of inputs
- * that failed (each reported). */
-static int read_inputs(const FgGraph *g, const char *indir, uint64_t seed, FgDiag *d, double **in)
+/* Declared here until fg.h's compiler/run.c section takes it: the plan
+ * verifier (extract.c) draws its inputs the way `fgc run` does. */
+/* Fills in[k] for every input and param (indir NULL: all drawn from the
+ * seed); returns the number of inputs that failed (each reported).  The
+ * caller frees every in[k], which may be NULL after a failure. */
+int fg_run_inputs(const FgGraph *g, const char *indir, uint64_t seed, FgDiag *d, double **in)
 {
 	int bad = 0;
 	for (int k = 0; k < g->ninputs; k++) {
@@ -346,7 +356,7 @@ int fg_run(const FgGraph *g, const char *indir, const char *outdir,
 	}
 	if (check_outdir(d, outdir) != 0 || (indir && check_indir(d, indir) != 0))
 		goto out;
-	if (read_inputs(g, indir, seed, d, in) != 0)
+	if (fg_run_inputs(g, indir, seed, d, in) != 0)
 		goto out;
 	for (size_t i = 0; i < nn; i++)
 		keep[i] = (g->nodes[i].flags & FG_NF_SAVED) != 0;

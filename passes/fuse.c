@@ -24,6 +24,7 @@
  * fusion goes on past them.  A last pass splits loop groups whose
  * estimated registers per thread exceed the limit.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,8 @@ typedef struct Fuser {
 	const char **detail;    /* the numbers behind block */
 	unsigned char *opside;  /* per node: a matmul operand (layout flag) */
 	unsigned char *live;    /* per node: an output or saved value needs it */
+	int *stamp;             /* per node: scratch marks for dedupe */
+	int stamp_now;
 } Fuser;
 
 const char *const fg_group_kind_name[FG_GROUP_COUNT] = {
@@ -188,6 +191,7 @@ static int new_group(Fuser *f, int root)
 	case FG_CLASS_REDUCE: {
 		const FgShape *in = &node(f, n->in[0])->shape;
 		b.kind = row_axes(in, n->a.red.axes) ? FG_GROUP_ROWREDUCE : FG_GROUP_REDUCE;
+		b.space = *in;  /* a reduction iterates over its input */
 		b.red_axes = n->a.red.axes;
 		b.full = all_axes(in, n->a.red.axes);
 		break;
@@ -290,8 +294,11 @@ static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
 						  type_str(f, p), type_str(f, b->root));
 			return 0;
 		}
-		if (b->kind == FG_GROUP_REDUCE && !fits(&n->shape, &b->space)) {
-			*detail = fg_arena_printf(f->a, "%s does not fit the reduction's space", type_str(f, p));
+		if (b->kind == FG_GROUP_REDUCE && !fits(&n->shape, &b->space) &&
+		    !fits(&n->shape, &node(f, b->root)->shape)) {
+			char sp[256];
+			*detail = fg_arena_printf(f->a, "%s fits neither the reduction's input %s nor its result",
+						  type_str(f, p), fg_type_str(sp, sizeof sp, n->dt, &b->space));
 			return 0;
 		}
 		return 1;
@@ -333,22 +340,44 @@ static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
 	fg_die("cannot join op '%s'", fg_op_info[n->op].name);
 }
 
-/* Bytes group gi reads for p's operands that it does not read already. */
-static int64_t extra_reads(const Fuser *f, int gi, int p)
+static int group_reads(const Fuser *f, int gi, int v)
 {
-	int64_t bytes = 0;
-	const FgNode *n = node(f, p);
+	const BGroup *b = &f->groups.v[gi];
 
-	for (int k = 0; k < n->nin; k++) {
-		int o = n->in[k], seen = 0;
-		if (node(f, o)->op == FG_OP_CONST)
-			continue;
-		const BGroup *b = &f->groups.v[gi];
-		for (int m = 0; m < b->nodes.n && !seen; m++)
-			for (int j = 0; j < node(f, b->nodes.v[m])->nin && !seen; j++)
-				seen = node(f, b->nodes.v[m])->in[j] == o;
-		if (!seen)
-			bytes += fg_value_bytes(f->g, o);
+	for (int m = 0; m < b->nodes.n; m++)
+		for (int j = 0; j < node(f, b->nodes.v[m])->nin; j++)
+			if (node(f, b->nodes.v[m])->in[j] == v)
+				return 1;
+	return 0;
+}
+
+/* Bytes group gi would read more if it recomputed p: the tensors p's
+ * elementwise cone starts from (inputs, stored values, matmuls and
+ * reductions), less those the group reads already.  A cone of more than
+ * 64 ops counts as unaffordable. */
+static int64_t recompute_reads(const Fuser *f, int gi, int p)
+{
+	int stack[65], seen[64], nstack = 0, nseen = 0;
+	int64_t bytes = 0;
+
+	stack[nstack++] = p;
+	while (nstack) {
+		const FgNode *n = node(f, stack[--nstack]);
+		for (int k = 0; k < n->nin; k++) {
+			int o = n->in[k], dup = 0;
+			for (int i = 0; i < nseen; i++)
+				dup |= seen[i] == o;
+			if (dup || node(f, o)->op == FG_OP_CONST)
+				continue;
+			if (nseen == 64)
+				return INT64_MAX / 4;
+			seen[nseen++] = o;
+			FgOpClass c = cls(f, o);
+			if ((c == FG_CLASS_EW || c == FG_CLASS_LAYOUT) && !in_group(f, o, gi))
+				stack[nstack++] = o;    /* nstack <= nseen + 1 */
+			else if (!group_reads(f, gi, o) && !in_group(f, o, gi))
+				bytes += fg_value_bytes(f->g, o);
+		}
 	}
 	return bytes;
 }
@@ -445,7 +474,7 @@ static void place(Fuser *f, int p)
 			refuse(f, p, why, detail);
 			return;
 		}
-		recompute += extra_reads(f, cg[k], p);
+		recompute += recompute_reads(f, cg[k], p);
 	}
 	int64_t store = bytes * (1 + ncg);
 	int in_fuse_block = n->fuse_block >= 0;
@@ -553,9 +582,62 @@ static void move_piece(Fuser *f, int gi, const int *m, int from, int to)
 	}
 }
 
+/* Live counts per member position, with range add and range max: a
+ * segment tree with lazy adds (max of a node includes its own add). */
+typedef struct Seg {
+	int n;
+	int *mx, *add;
+} Seg;
+
+static void seg_add(Seg *t, int node, int lo, int hi, int from, int to, int v)
+{
+	if (to < lo || hi < from)
+		return;
+	if (from <= lo && hi <= to) {
+		t->mx[node] += v;
+		t->add[node] += v;
+		return;
+	}
+	int mid = (lo + hi) / 2;
+	seg_add(t, 2 * node, lo, mid, from, to, v);
+	seg_add(t, 2 * node + 1, mid + 1, hi, from, to, v);
+	int l = t->mx[2 * node], r = t->mx[2 * node + 1];
+	t->mx[node] = (l > r ? l : r) + t->add[node];
+}
+
+static int seg_max(const Seg *t, int node, int lo, int hi, int from, int to)
+{
+	if (to < lo || hi < from)
+		return INT_MIN / 2;
+	if (from <= lo && hi <= to)
+		return t->mx[node];
+	int mid = (lo + hi) / 2;
+	int l = seg_max(t, 2 * node, lo, mid, from, to), r = seg_max(t, 2 * node + 1, mid + 1, hi, from, to);
+	return (l > r ? l : r) + t->add[node];
+}
+
+/* Extends the live ranges of m[e]'s operands defined in the piece
+ * [from, e) up to e; ext[d] is how far the value at position d is
+ * counted live already. */
+static void extend_operands(Fuser *f, int gi, const int *m, int n, int from, int e, int *ext, Seg *t)
+{
+	const FgNode *nd = node(f, m[e]);
+
+	for (int k = 0; k < nd->nin; k++) {
+		int o = nd->in[k];
+		int *pos = in_group(f, o, gi) ? bsearch(&o, m, (size_t)n, sizeof(int), cmp_int) : NULL;
+		int d = pos ? (int)(pos - m) : -1;
+		if (d < from || ext[d] >= e)
+			continue;
+		seg_add(t, 1, 0, n - 1, ext[d], e - 1, 1);
+		ext[d] = e;
+	}
+}
+
 /* Splits loop group gi where its live values would pass the register
- * limit.  One sweep: a piece grows while its own live values fit; values
- * a later piece uses are stored (register pressure) and read back there. */
+ * limit.  Each piece grows while its peak live count fits: a value stays
+ * in a register from its definition to its last use inside the piece;
+ * uses in later pieces read it back from memory (register pressure). */
 static void split_for_registers(Fuser *f, int gi)
 {
 	BGroup *b = &f->groups.v[gi];
@@ -567,33 +649,50 @@ static void split_for_registers(Fuser *f, int gi)
 	int regs = estimate_regs(f, gi, m, n);
 	if (regs <= f->opt.reg_limit)
 		return;
-	int *last = last_uses(f, gi, m, n);
-	int *deaths = fg_arena_array(f->a, (size_t)n + 1, sizeof(int));
 	int base = REGS_BASE + read_regs(f, gi, m, n);
-	int from = 0, live = 0;
-	for (int i = 0; i < n; i++) {
-		if (i > from && base + REGS_PER_VALUE * (live + 1) > f->opt.reg_limit) {
-			/* Cut before i: what the piece defined and later
-			 * members use is stored; it is not live here. */
-			for (int j = from; j < i; j++) {
-				if (last[j] < i)
-					continue;
-				deaths[last[j]]--;
-				if (f->block[m[j]] == FG_WHY_NONE) {
+	int max_live = (f->opt.reg_limit - base) / REGS_PER_VALUE - 1;
+	if (max_live < 1)
+		max_live = 1;
+	Seg t = {n, fg_arena_array(f->a, 4 * (size_t)n + 4, sizeof(int)), fg_arena_array(f->a, 4 * (size_t)n + 4, sizeof(int))};
+	int *ext = fg_arena_array(f->a, (size_t)n + 1, sizeof(int));
+	int *save = fg_arena_array(f->a, (size_t)n + 1, sizeof(int));
+	int from = 0;
+	for (int i = 0; i < n; i++)
+		ext[i] = i;
+	for (int e = 0; e < n; e++) {
+		/* Try to add e; remember ext so that a refusal can undo it. */
+		const FgNode *nd = node(f, m[e]);
+		for (int k = 0; k < nd->nin; k++) {
+			int *pos = bsearch(&nd->in[k], m, (size_t)n, sizeof(int), cmp_int);
+			if (pos)
+				save[pos - m] = ext[pos - m];
+		}
+		extend_operands(f, gi, m, n, from, e, ext, &t);
+		if (e == from || seg_max(&t, 1, 0, n - 1, from, e) <= max_live)
+			continue;
+		for (int k = 0; k < nd->nin; k++) {
+			int *pos = bsearch(&nd->in[k], m, (size_t)n, sizeof(int), cmp_int);
+			int d = pos ? (int)(pos - m) : -1;
+			if (d >= from && ext[d] == e && save[d] < e) {
+				seg_add(&t, 1, 0, n - 1, save[d], e - 1, -1);
+				ext[d] = save[d];
+			}
+		}
+		/* Cut before e: what [from, e) defines and later members use
+		 * is stored. */
+		int est = base + REGS_PER_VALUE * (seg_max(&t, 1, 0, n - 1, from, e - 1) + 2);
+		for (int j = from; j < e; j++)
+			FOR_CONSUMERS(f, m[j], c) {
+				int *pos = in_group(f, c, gi) ? bsearch(&c, m, (size_t)n, sizeof(int), cmp_int) : NULL;
+				if (pos && pos - m >= e && f->block[m[j]] == FG_WHY_NONE) {
 					f->block[m[j]] = FG_WHY_REGISTERS;
 					f->detail[m[j]] = fg_arena_printf(f->a,
-						"keeping it live on needs about %d registers per thread, over the limit "
-						"of %d (%d values live)", base + REGS_PER_VALUE * (live + 1),
-						f->opt.reg_limit, live + 1);
+						"keeping it in registers past this point needs more than %d registers "
+						"per thread (the limit; this piece needs about %d)", f->opt.reg_limit, est);
 				}
 			}
-			move_piece(f, gi, m, from, i);
-			from = i;
-			live = 0;
-		}
-		deaths[last[i]]++;
-		live++;
-		live -= deaths[i];
+		move_piece(f, gi, m, from, e);
+		from = e;
 	}
 	move_piece(f, gi, m, from, n);
 	f->groups.v[gi].dead = 1;
@@ -660,22 +759,17 @@ static void finish_group(Fuser *f, FgGroup *out, const BGroup *b, int gi)
 		fg_vec_push(f->a, &nodes, b->nodes.v[k]);
 	qsort(nodes.v, (size_t)nodes.n, sizeof(int), cmp_int);
 	int nmembers = nodes.n;
+	int mark = ++f->stamp_now;
 	for (int k = 0; k < nmembers; k++) {
 		const FgNode *n = &g->nodes[nodes.v[k]];
 		for (int j = 0; j < n->nin; j++) {
-			int o = n->in[j], seen = 0;
-			if (g->nodes[o].op == FG_OP_CONST) {
-				for (int i = 0; i < nodes.n && !seen; i++)
-					seen = nodes.v[i] == o;
-				if (!seen)
-					fg_vec_push(f->a, &nodes, o);
+			int o = n->in[j];
+			if (f->stamp[o] == mark || (g->nodes[o].op != FG_OP_CONST && in_group(f, o, gi)))
 				continue;
-			}
-			if (in_group(f, o, gi))
-				continue;
-			for (int i = 0; i < reads.n && !seen; i++)
-				seen = reads.v[i] == o;
-			if (!seen)
+			f->stamp[o] = mark;
+			if (g->nodes[o].op == FG_OP_CONST)
+				fg_vec_push(f->a, &nodes, o);
+			else
 				fg_vec_push(f->a, &reads, o);
 		}
 		if (plan->home[nodes.v[k]] == gi)
@@ -878,6 +972,7 @@ int fg_pass_fuse(const FgGraph *g, const FgFuseOptions *o, FgPlan *plan, FgDiag 
 	f.block = fg_arena_array(f.a, (size_t)g->nnodes + 1, sizeof(FgReason));
 	f.detail = fg_arena_array(f.a, (size_t)g->nnodes + 1, sizeof(char *));
 	f.opside = fg_arena_array(f.a, (size_t)g->nnodes + 1, 1);
+	f.stamp = fg_arena_array(f.a, (size_t)g->nnodes + 1, sizeof(int));
 	index_consumers(&f);
 	mark_live(&f);
 	for (int p = g->nnodes - 1; p >= 0; p--) {
@@ -897,7 +992,7 @@ int fg_pass_fuse(const FgGraph *g, const FgFuseOptions *o, FgPlan *plan, FgDiag 
 	finish(&f);
 	plan->unfused = unfused_cost(&f);
 	int before = d->nerrors;
-	for (int b = 0; b < g->nfuse; b++)
+	for (int b = 0; b < g->nfuse && !o->no_fuse; b++)
 		check_fuse_block(&f, b, d);
 	return d->nerrors - before;
 }

@@ -83,9 +83,9 @@ static void elementwise(const double *a, const double *e, int64_t n,
  * *specials_ok says whether a's NaN/Inf positions match r's. */
 static void rmse_pair(const double *a, const double *e, const double *r,
 		      int64_t n, double *rmse_a, double *rmse_r,
-		      int *specials_ok)
+		      int *specials_ok, double *rms_e)
 {
-	double sa = 0, sr = 0;
+	double sa = 0, sr = 0, se = 0;
 	int64_t cnt = 0;
 	*specials_ok = 1;
 	for (int64_t i = 0; i < n; i++) {
@@ -95,10 +95,12 @@ static void rmse_pair(const double *a, const double *e, const double *r,
 			continue;
 		sa += (a[i] - e[i]) * (a[i] - e[i]);
 		sr += (r[i] - e[i]) * (r[i] - e[i]);
+		se += e[i] * e[i];
 		cnt++;
 	}
 	*rmse_a = cnt ? sqrt(sa / (double)cnt) : 0;
 	*rmse_r = cnt ? sqrt(sr / (double)cnt) : 0;
+	*rms_e = cnt ? sqrt(se / (double)cnt) : 0;
 }
 
 void fgrt_check(const double *actual, const double *expected,
@@ -116,13 +118,16 @@ void fgrt_check(const double *actual, const double *expected,
 	res->rmse_limit = 0;
 	elementwise(actual, expected, numel, tol, res);
 	if (tol->rmse_m > 0) {
+		double rms_e;
 		rmse_pair(actual, expected, r, numel, &res->rmse, &rmse_r,
-			  &specials_ok);
+			  &specials_ok, &rms_e);
+		rmse_r = fmax(rmse_r, tol->unit_roundoff * rms_e / sqrt(3.0));
 		res->rmse_limit = tol->rmse_m * rmse_r + tol->atol;
 		res->ok = specials_ok && res->rmse <= res->rmse_limit;
 	} else {
+		double rms_e;
 		rmse_pair(actual, expected, expected, numel, &res->rmse, &rmse_r,
-			  &specials_ok);
+			  &specials_ok, &rms_e);
 		res->ok = res->nbad == 0;
 	}
 }

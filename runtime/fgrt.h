@@ -82,6 +82,13 @@ float fgrt_bf16_to_f32(uint16_t h);
 typedef struct FgrtTol {
 	double rtol, atol;      /* elementwise gate */
 	double rmse_m;          /* > 0: use the RMSE gate with this m */
+	double unit_roundoff;   /* > 0: the dtype's u (2^-11 for f16); the
+				   RMSE gate's rounding term is then at least
+				   u * rms(expected) / sqrt(3), the RMS error of
+				   rounding values of that size, so that a
+				   reference that happens to be exact in the
+				   dtype (2x, small integers) does not shrink
+				   the gate to atol */
 } FgrtTol;
 
 typedef struct FgrtCheck {

@@ -10,9 +10,10 @@
  *             ceil(p * 2^32), and then scaled by 1/(1-p).
  *   inputs    counter = {idx lo, idx hi, k, 0x46474331 ("FGC1")} for the
  *             k-th declared input or param; u = (out[0] >> 8) * 2^-24;
- *             floats get 2u - 1 (uniform in [-1, 1), then rounded to the
- *             dtype), i32 gets floor(17u) - 8 (uniform in [-8, 8]), bool
- *             gets u < 0.5.
+ *             floats get 2u - 1 (uniform in [-1, 1)), times 1/sqrt(K)
+ *             for a param of rank >= 2 whose second-to-last dim is K (a
+ *             weight's fan-in), then rounded to the dtype; i32 gets
+ *             floor(17u) - 8 (uniform in [-8, 8]), bool gets u < 0.5.
  */
 #ifndef FGRT_PHILOX_H
 #define FGRT_PHILOX_H

@@ -12,7 +12,7 @@
 static FgrtCheck run(const double *a, const double *e, const double *r,
 		     int64_t n, double rtol, double atol, double m)
 {
-	FgrtTol tol = {rtol, atol, m};
+	FgrtTol tol = {rtol, atol, m, 0};
 	FgrtCheck res;
 	fgrt_check(a, e, r, n, &tol, &res);
 	return res;
@@ -182,6 +182,29 @@ START_TEST(empty)
 }
 END_TEST
 
+/* A reference exact in the dtype makes rmse(round(ref), ref) zero; the
+ * unit-roundoff floor keeps the gate at the dtype's rounding noise. */
+START_TEST(rmse_floor_for_exact_reference)
+{
+	double e[64], a[64];
+	for (int i = 0; i < 64; i++) {
+		e[i] = 2.0 * (i - 32);                  /* exact in f16 */
+		a[i] = e[i] * (1 + (i % 2 ? 1 : -1) * 0x1p-12);
+	}
+	FgrtTol tol = {1e-3, 1e-5, 3, 0};
+	FgrtCheck res;
+	fgrt_check(a, e, e, 64, &tol, &res);
+	ck_assert(!res.ok);                             /* gate = atol */
+	tol.unit_roundoff = 0x1p-11;
+	fgrt_check(a, e, e, 64, &tol, &res);
+	ck_assert(res.ok);
+	for (int i = 0; i < 64; i++)
+		a[i] = e[i] * (1 + 0x1p-8);             /* far beyond f16 noise */
+	fgrt_check(a, e, e, 64, &tol, &res);
+	ck_assert(!res.ok);
+}
+END_TEST
+
 static Suite *check_suite(void)
 {
 	Suite *s = suite_create("check");
@@ -196,6 +219,7 @@ static Suite *check_suite(void)
 	tc = tcase_create("rmse");
 	tcase_add_test(tc, rmse_gate);
 	tcase_add_test(tc, rmse_specials);
+	tcase_add_test(tc, rmse_floor_for_exact_reference);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,725 @@
+/*
+ * report.c - explains a fusion plan to people (text), to programs (JSON)
+ * and as a picture (Graphviz DOT): the groups in launch order with their
+ * ops, what each reads and writes and why, every edge the plan did not
+ * fuse with the rule and the numbers behind it, the cost model's totals
+ * fused and unfused, and the arena the memory planner laid out.
+ *
+ * The report only reads the plan: it works on any plan, whether the
+ * memory planner ran (plan->offset set) or not.  Output is deterministic
+ * text, a function of the plan alone, so reports can be golden files.
+ * Names come from plan->names (fg_ir_names), which are unique; the free
+ * text in an edge's detail is escaped for JSON and DOT, and kept on one
+ * line in the text report.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fg.h"
+
+typedef struct Report {
+	FILE *f;
+	const FgPlan *plan;
+	const FgGraph *g;
+	const char **names;     /* per node */
+} Report;
+
+static Report report_open(FILE *f, const FgPlan *plan)
+{
+	Report r = {f, plan, plan->g, plan->names};
+
+	if (!r.names)
+		r.names = fg_ir_names(plan->g);
+	return r;
+}
+
+static const char *graph_name(const FgGraph *g)
+{
+	return g->name ? g->name : "graph";
+}
+
+static const char *kind_name(FgGroupKind k)
+{
+	return (unsigned)k < FG_GROUP_COUNT ? fg_group_kind_name[k] : "?";
+}
+
+static const char *reason_name(FgReason why)
+{
+	return (unsigned)why < FG_WHY_COUNT ? fg_reason_name[why] : "?";
+}
+
+/* "512 B", "4.0 KiB", "1.5 GiB". */
+static char *human_bytes(char *buf, size_t n, int64_t b)
+{
+	static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	double v = (double)b;
+	int u = -1;
+
+	if (b < 1024 && b > -1024) {
+		snprintf(buf, n, "%lld B", (long long)b);
+		return buf;
+	}
+	while (u < 5 && fabs(v) >= 1024) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, n, "%.1f %s", v, unit[u]);
+	return buf;
+}
+
+static int int_width(long long v)
+{
+	char buf[32];
+
+	return snprintf(buf, sizeof buf, "%lld", v);
+}
+
+static int max_int(int a, int b)
+{
+	return a > b ? a : b;
+}
+
+static char *loc_str(char *buf, size_t n, FgLoc loc)
+{
+	if (loc.line > 0)
+		snprintf(buf, n, "%d:%d", loc.line, loc.col);
+	else
+		snprintf(buf, n, "-");
+	return buf;
+}
+
+/* Free text on one line: control characters become spaces. */
+static void put_oneline(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? ' ' : *s, f);
+}
+
+/* ------------------------------------------------------------- text */
+
+/* The op as the text report shows it: a constant with its value. */
+static const char *op_label(char *buf, size_t n, const FgNode *node)
+{
+	if (node->op != FG_OP_CONST)
+		return fg_op_info[node->op].name;
+	snprintf(buf, n, "const %g", node->a.value);
+	return buf;
+}
+
+static void text_ops(const Report *r, const FgGroup *gr)
+{
+	int wn = 0, wo = 0, wt = 0, wl = 0;
+	char type[256], loc[32], op[64];
+
+	for (int k = 0; k < gr->nnodes; k++) {
+		const FgNode *n = &r->g->nodes[gr->nodes[k]];
+		wn = max_int(wn, (int)strlen(r->names[gr->nodes[k]]));
+		wo = max_int(wo, (int)strlen(op_label(op, sizeof op, n)));
+		wt = max_int(wt, (int)strlen(fg_type_str(type, sizeof type, n->dt, &n->shape)));
+		wl = max_int(wl, (int)strlen(loc_str(loc, sizeof loc, n->loc)));
+	}
+	for (int k = 0; k < gr->nnodes; k++) {
+		const FgNode *n = &r->g->nodes[gr->nodes[k]];
+		fprintf(r->f, "  %-*s  %-*s  %-*s  ", wn, r->names[gr->nodes[k]], wo, op_label(op, sizeof op, n),
+			wt, fg_type_str(type, sizeof type, n->dt, &n->shape));
+		if (n->composite)
+			fprintf(r->f, "%-*s  (from %s)\n", wl, loc_str(loc, sizeof loc, n->loc), n->composite);
+		else
+			fprintf(r->f, "%s\n", loc_str(loc, sizeof loc, n->loc));
+	}
+}
+
+/* One of a group's value lists: reads (why: NULL) or writes. */
+static void text_values(const Report *r, const char *label, const int *ids, int n, int wn, int wb,
+			int with_reason)
+{
+	char b[32];
+
+	if (n == 0) {
+		fprintf(r->f, "  %-8s (none)\n", label);
+		return;
+	}
+	for (int k = 0; k < n; k++) {
+		int id = ids[k];
+		fprintf(r->f, "  %-8s %-*s  %*s", k ? "" : label, wn, r->names[id], wb,
+			human_bytes(b, sizeof b, fg_value_bytes(r->g, id)));
+		if (with_reason)
+			fprintf(r->f, "  %s", reason_name(r->plan->why[id]));
+		fputc('\n', r->f);
+	}
+}
+
+static void text_io(const Report *r, const FgGroup *gr)
+{
+	int wn = 0, wb = 0;
+	char b[32];
+
+	for (int pass = 0; pass < 2; pass++) {
+		const int *ids = pass ? gr->writes : gr->reads;
+		int n = pass ? gr->nwrites : gr->nreads;
+		for (int k = 0; k < n; k++) {
+			wn = max_int(wn, (int)strlen(r->names[ids[k]]));
+			wb = max_int(wb, (int)strlen(human_bytes(b, sizeof b, fg_value_bytes(r->g, ids[k]))));
+		}
+	}
+	text_values(r, "reads:", gr->reads, gr->nreads, wn, wb, 0);
+	text_values(r, "writes:", gr->writes, gr->nwrites, wn, wb, 1);
+}
+
+static void text_groups(const Report *r)
+{
+	const FgPlan *plan = r->plan;
+	int wi = int_width(plan->ngroups > 0 ? plan->ngroups - 1 : 0), wk = 0;
+
+	for (int gi = 0; gi < plan->ngroups; gi++)
+		wk = max_int(wk, (int)strlen(kind_name(plan->groups[gi].kind)));
+	for (int gi = 0; gi < plan->ngroups; gi++) {
+		const FgGroup *gr = &plan->groups[gi];
+		fprintf(r->f, "\ngroup %-*d  %-*s  %s  (%d launch%s, est %.2f us, est regs %d)\n", wi, gi,
+			wk, kind_name(gr->kind), gr->name ? gr->name : "-", gr->cost.launches,
+			gr->cost.launches == 1 ? "" : "es", gr->cost.est_us, gr->est_regs);
+		text_ops(r, gr);
+		text_io(r, gr);
+	}
+}
+
+static void text_edges(const Report *r)
+{
+	const FgPlan *plan = r->plan;
+	int wv = 0, wg = 0;
+	char buf[64];
+
+	fprintf(r->f, "\nboundaries (%d)\n", plan->nedges);
+	if (plan->nedges == 0) {
+		fputs("  none: no value crosses a group boundary\n", r->f);
+		return;
+	}
+	for (int k = 0; k < plan->nedges; k++) {
+		const FgEdge *e = &plan->edges[k];
+		wv = max_int(wv, (int)(strlen(r->names[e->producer]) + strlen(r->names[e->consumer]) + 4));
+		wg = max_int(wg, snprintf(buf, sizeof buf, "(group %d -> group %d)", e->from, e->to));
+	}
+	for (int k = 0; k < plan->nedges; k++) {
+		const FgEdge *e = &plan->edges[k];
+		int len = (int)(strlen(r->names[e->producer]) + strlen(r->names[e->consumer]) + 4);
+		snprintf(buf, sizeof buf, "(group %d -> group %d)", e->from, e->to);
+		fprintf(r->f, "  %s -> %s%*s  %-*s  %s", r->names[e->producer], r->names[e->consumer],
+			wv - len, "", wg, buf, reason_name(e->why));
+		if (e->detail && *e->detail) {
+			fputs(": ", r->f);
+			put_oneline(r->f, e->detail);
+		}
+		fputc('\n', r->f);
+	}
+}
+
+static void ratio_str(char *buf, size_t n, double num, double den)
+{
+	if (den > 0 && isfinite(num / den))
+		snprintf(buf, n, "%.2fx", num / den);
+	else
+		snprintf(buf, n, "-");
+}
+
+static void text_totals(const Report *r)
+{
+	const FgCost *fu = &r->plan->fused, *un = &r->plan->unfused;
+	char a[32], b[32], c[32];
+
+	fprintf(r->f, "\ntotals      %-12s  %-12s  %s\n", "fused", "unfused", "unfused/fused");
+	human_bytes(a, sizeof a, fu->bytes);
+	human_bytes(b, sizeof b, un->bytes);
+	ratio_str(c, sizeof c, (double)un->bytes, (double)fu->bytes);
+	fprintf(r->f, "  bytes     %-12s  %-12s  %s\n", a, b, c);
+	snprintf(a, sizeof a, "%d", fu->launches);
+	snprintf(b, sizeof b, "%d", un->launches);
+	ratio_str(c, sizeof c, un->launches, fu->launches);
+	fprintf(r->f, "  launches  %-12s  %-12s  %s\n", a, b, c);
+	snprintf(a, sizeof a, "%.2f us", fu->est_us);
+	snprintf(b, sizeof b, "%.2f us", un->est_us);
+	ratio_str(c, sizeof c, un->est_us, fu->est_us);
+	fprintf(r->f, "  est time  %-12s  %-12s  %s\n", a, b, c);
+}
+
+static void text_memory(const Report *r)
+{
+	const FgPlan *plan = r->plan;
+	char a[32], b[32];
+	int w;
+
+	if (!plan->offset) {
+		fputs("\nmemory: not planned\n", r->f);
+		return;
+	}
+	human_bytes(a, sizeof a, plan->planned_bytes);
+	human_bytes(b, sizeof b, plan->naive_bytes);
+	w = max_int((int)strlen(a), (int)strlen(b));
+	fputs("\nmemory (one arena; values share space when their lifetimes do not overlap)\n", r->f);
+	fprintf(r->f, "  planned   %*s  (%lld bytes)\n", w, a, (long long)plan->planned_bytes);
+	fprintf(r->f, "  naive     %*s  (%lld bytes: one buffer per value)\n", w, b,
+		(long long)plan->naive_bytes);
+	if (plan->naive_bytes > 0)
+		fprintf(r->f, "  reuse saves %.1f%%\n",
+			100.0 * (double)(plan->naive_bytes - plan->planned_bytes) / (double)plan->naive_bytes);
+}
+
+void fg_report_text(FILE *f, const FgPlan *plan)
+{
+	Report r = report_open(f, plan);
+
+	fprintf(f, "fusion report: graph %s\n", graph_name(r.g));
+	fprintf(f, "cost model: %.0f GB/s, %.2f us per launch, %d registers per thread\n",
+		plan->opt.bw_gbs, plan->opt.launch_us, plan->opt.reg_limit);
+	fprintf(f, "%d group%s, %d boundar%s\n", plan->ngroups, plan->ngroups == 1 ? "" : "s",
+		plan->nedges, plan->nedges == 1 ? "y" : "ies");
+	text_groups(&r);
+	text_edges(&r);
+	text_totals(&r);
+	text_memory(&r);
+}
+
+/* ------------------------------------------------------------- JSON */
+
+/* The length of the valid UTF-8 sequence at s, or 0. */
+static int utf8_len(const unsigned char *s)
+{
+	int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+
+	for (int k = 1; k < n; k++)
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+	if ((n == 3 && s[0] == 0xe0 && s[1] < 0xa0) || (n == 3 && s[0] == 0xed && s[1] >= 0xa0) ||
+	    (n == 4 && s[0] == 0xf0 && s[1] < 0x90) || (n == 4 && s[0] == 0xf4 && s[1] >= 0x90))
+		return 0;
+	return n;
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped;
+ * bytes that are not UTF-8 become U+FFFD, so the output always parses. */
+static void json_str(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+
+	fputc('"', f);
+	while (*p) {
+		int n;
+		if (*p == '"' || *p == '\\') {
+			fputc('\\', f);
+			fputc(*p++, f);
+		} else if (*p == '\n') {
+			fputs("\\n", f), p++;
+		} else if (*p == '\t') {
+			fputs("\\t", f), p++;
+		} else if (*p == '\r') {
+			fputs("\\r", f), p++;
+		} else if (*p < 0x20 || *p == 0x7f) {
+			fprintf(f, "\\u%04x", *p++);
+		} else if (*p < 0x80) {
+			fputc(*p++, f);
+		} else if ((n = utf8_len(p)) > 0) {
+			fwrite(p, 1, (size_t)n, f);
+			p += n;
+		} else {
+			fputs("\\ufffd", f), p++;
+		}
+	}
+	fputc('"', f);
+}
+
+/* A number of microseconds; JSON has no infinity. */
+static void json_us(FILE *f, double us)
+{
+	if (isfinite(us))
+		fprintf(f, "%.3f", us);
+	else
+		fputs("null", f);
+}
+
+static void json_ops(const Report *r, const FgGroup *gr)
+{
+	char type[256];
+
+	fputs("      \"ops\": [", r->f);
+	for (int k = 0; k < gr->nnodes; k++) {
+		const FgNode *n = &r->g->nodes[gr->nodes[k]];
+		fprintf(r->f, "%s\n        {\"op\": ", k ? "," : "");
+		json_str(r->f, fg_op_info[n->op].name);
+		fputs(", \"value\": ", r->f);
+		json_str(r->f, r->names[gr->nodes[k]]);
+		fputs(", \"type\": ", r->f);
+		json_str(r->f, fg_type_str(type, sizeof type, n->dt, &n->shape));
+		fprintf(r->f, ", \"line\": %d, \"col\": %d, \"composite\": ", n->loc.line, n->loc.col);
+		if (n->composite)
+			json_str(r->f, n->composite);
+		else
+			fputs("null", r->f);
+		fputc('}', r->f);
+	}
+	fputs(gr->nnodes ? "\n      ],\n" : "],\n", r->f);
+}
+
+static void json_values(const Report *r, const char *key, const int *ids, int n, int writes)
+{
+	fprintf(r->f, "      \"%s\": [", key);
+	for (int k = 0; k < n; k++) {
+		int id = ids[k];
+		fprintf(r->f, "%s\n        {\"value\": ", k ? "," : "");
+		json_str(r->f, r->names[id]);
+		fprintf(r->f, ", \"bytes\": %lld", (long long)fg_value_bytes(r->g, id));
+		if (writes) {
+			fputs(", \"reason\": ", r->f);
+			json_str(r->f, reason_name(r->plan->why[id]));
+			if (r->plan->offset && r->plan->offset[id] >= 0)
+				fprintf(r->f, ", \"offset\": %lld", (long long)r->plan->offset[id]);
+			else
+				fputs(", \"offset\": null", r->f);
+		}
+		fputc('}', r->f);
+	}
+	fputs(n ? "\n      ]" : "]", r->f);
+}
+
+static void json_group(const Report *r, int gi)
+{
+	const FgGroup *gr = &r->plan->groups[gi];
+
+	fprintf(r->f, "    {\n      \"id\": %d,\n      \"kind\": ", gi);
+	json_str(r->f, kind_name(gr->kind));
+	fputs(",\n      \"name\": ", r->f);
+	json_str(r->f, gr->name);
+	fputs(",\n      \"root\": ", r->f);
+	if (gr->root >= 0 && gr->root < r->g->nnodes)
+		json_str(r->f, r->names[gr->root]);
+	else
+		fputs("null", r->f);
+	fprintf(r->f, ",\n      \"launches\": %d,\n      \"est_us\": ", gr->cost.launches);
+	json_us(r->f, gr->cost.est_us);
+	fprintf(r->f, ",\n      \"est_regs\": %d,\n      \"bytes_read\": %lld,\n      \"bytes_written\": %lld,\n",
+		gr->est_regs, (long long)gr->bytes_read, (long long)gr->bytes_written);
+	json_ops(r, gr);
+	json_values(r, "reads", gr->reads, gr->nreads, 0);
+	fputs(",\n", r->f);
+	json_values(r, "writes", gr->writes, gr->nwrites, 1);
+	fputs("\n    }", r->f);
+}
+
+static void json_edges(const Report *r)
+{
+	const FgPlan *plan = r->plan;
+
+	fputs("  \"edges\": [", r->f);
+	for (int k = 0; k < plan->nedges; k++) {
+		const FgEdge *e = &plan->edges[k];
+		fprintf(r->f, "%s\n    {\"from\": %d, \"to\": %d, \"producer\": ", k ? "," : "", e->from, e->to);
+		json_str(r->f, r->names[e->producer]);
+		fputs(", \"consumer\": ", r->f);
+		json_str(r->f, r->names[e->consumer]);
+		fputs(", \"reason\": ", r->f);
+		json_str(r->f, reason_name(e->why));
+		fputs(", \"detail\": ", r->f);
+		json_str(r->f, e->detail);
+		fputc('}', r->f);
+	}
+	fputs(plan->nedges ? "\n  ],\n" : "],\n", r->f);
+}
+
+static void json_cost(FILE *f, const char *key, const FgCost *c, const char *end)
+{
+	fprintf(f, "    \"%s\": {\"bytes\": %lld, \"launches\": %d, \"est_us\": ", key, (long long)c->bytes,
+		c->launches);
+	json_us(f, c->est_us);
+	fprintf(f, "}%s\n", end);
+}
+
+void fg_report_json(FILE *f, const FgPlan *plan)
+{
+	Report r = report_open(f, plan);
+
+	fputs("{\n  \"graph\": ", f);
+	json_str(f, graph_name(r.g));
+	fputs(",\n  \"cost_model\": {\"bw_gbs\": ", f);
+	json_us(f, plan->opt.bw_gbs);
+	fputs(", \"launch_us\": ", f);
+	json_us(f, plan->opt.launch_us);
+	fprintf(f, ", \"reg_limit\": %d},\n  \"groups\": [", plan->opt.reg_limit);
+	for (int gi = 0; gi < plan->ngroups; gi++) {
+		fputs(gi ? ",\n" : "\n", f);
+		json_group(&r, gi);
+	}
+	fputs(plan->ngroups ? "\n  ],\n" : "],\n", f);
+	json_edges(&r);
+	fputs("  \"totals\": {\n", f);
+	json_cost(f, "fused", &plan->fused, ",");
+	json_cost(f, "unfused", &plan->unfused, "");
+	fprintf(f, "  },\n  \"memory\": {\"planned\": %s, \"planned_bytes\": %lld, \"naive_bytes\": %lld}\n}\n",
+		plan->offset ? "true" : "false", (long long)plan->planned_bytes, (long long)plan->naive_bytes);
+}
+
+/* -------------------------------------------------------------- DOT */
+
+/* Fill and border per group kind: pale enough for black text. */
+static const char *const kind_fill[FG_GROUP_COUNT] = {
+	[FG_GROUP_LOOP] = "#dbeafe",
+	[FG_GROUP_ROWREDUCE] = "#dcfce7",
+	[FG_GROUP_REDUCE] = "#fef3c7",
+	[FG_GROUP_GEMM] = "#f3e8ff",
+};
+static const char *const kind_border[FG_GROUP_COUNT] = {
+	[FG_GROUP_LOOP] = "#3b82f6",
+	[FG_GROUP_ROWREDUCE] = "#16a34a",
+	[FG_GROUP_REDUCE] = "#d97706",
+	[FG_GROUP_GEMM] = "#9333ea",
+};
+#define BOUNDARY_COLOR "#dc2626"
+
+/* Which groups hold each node: a node may be recomputed in several. */
+typedef struct Members {
+	int *first;             /* per node: its slice of `group` */
+	int *group;
+} Members;
+
+typedef struct Dot {
+	Report r;
+	Members m;
+	int *declared;          /* per node: a stand-alone DOT node was written */
+	const FgEdge **by_consumer; /* edges sorted by (to, consumer, producer) */
+} Dot;
+
+/* A DOT string: quotes and backslashes escaped, newlines as \n, other
+ * control characters as spaces. */
+static void dot_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const char *p = s ? s : ""; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p == '\n')
+			fputs("\\n", f);
+		else
+			fputc((unsigned char)*p < 0x20 ? ' ' : *p, f);
+	}
+	fputc('"', f);
+}
+
+static Members members_of(const FgPlan *plan)
+{
+	FgArena *a = plan->g->arena;
+	int n = plan->g->nnodes, total = 0;
+	Members m = {fg_arena_array(a, (size_t)n + 2, sizeof(int)), NULL};
+	int *fill = fg_arena_array(a, (size_t)n + 1, sizeof(int));
+
+	for (int gi = 0; gi < plan->ngroups; gi++)
+		for (int k = 0; k < plan->groups[gi].nnodes; k++)
+			m.first[plan->groups[gi].nodes[k] + 1]++;
+	for (int id = 0; id < n; id++)
+		m.first[id + 1] = (total += m.first[id + 1]);
+	m.group = fg_arena_array(a, (size_t)total + 1, sizeof(int));
+	for (int gi = 0; gi < plan->ngroups; gi++)
+		for (int k = 0; k < plan->groups[gi].nnodes; k++) {
+			int id = plan->groups[gi].nodes[k];
+			m.group[m.first[id] + fill[id]++] = gi;
+		}
+	return m;
+}
+
+static int is_member(const Members *m, int gi, int id)
+{
+	for (int k = m->first[id]; k < m->first[id + 1]; k++)
+		if (m->group[k] == gi)
+			return 1;
+	return 0;
+}
+
+static int is_source(const FgGraph *g, int id)
+{
+	return g->nodes[id].op == FG_OP_INPUT || g->nodes[id].op == FG_OP_PARAM;
+}
+
+static int edge_order(const void *a, const void *b)
+{
+	const FgEdge *x = *(const FgEdge *const *)a, *y = *(const FgEdge *const *)b;
+
+	if (x->to != y->to)
+		return x->to < y->to ? -1 : 1;
+	if (x->consumer != y->consumer)
+		return x->consumer < y->consumer ? -1 : 1;
+	return (x->producer > y->producer) - (x->producer < y->producer);
+}
+
+static int has_edge(const Dot *d, int to, int consumer, int producer)
+{
+	FgEdge key = {.producer = producer, .consumer = consumer, .to = to};
+	const FgEdge *kp = &key;
+
+	return bsearch(&kp, d->by_consumer, (size_t)d->r.plan->nedges, sizeof *d->by_consumer,
+		       edge_order) != NULL;
+}
+
+/* Prints the DOT node id where value id is in group gi, declaring a
+ * stand-alone node first when no group holds it (a plan may name a
+ * producer outside its home group). */
+static void dot_endpoint(Dot *d, int gi, int id, int declare_only)
+{
+	FILE *f = d->r.f;
+	const FgPlan *plan = d->r.plan;
+
+	if (is_source(d->r.g, id)) {
+		if (!declare_only)
+			fprintf(f, "\"in_%d\"", id);
+		return;
+	}
+	if (gi >= 0 && is_member(&d->m, gi, id)) {
+		if (!declare_only)
+			fprintf(f, "\"g%d_n%d\"", gi, id);
+		return;
+	}
+	if (plan->home && plan->home[id] >= 0 && is_member(&d->m, plan->home[id], id)) {
+		if (!declare_only)
+			fprintf(f, "\"g%d_n%d\"", plan->home[id], id);
+		return;
+	}
+	if (declare_only && !d->declared[id]) {
+		d->declared[id] = 1;
+		fprintf(f, "  \"v_%d\" [label=", id);
+		dot_str(f, d->r.names[id]);
+		fputs(", style=dashed];\n", f);
+	}
+	if (!declare_only)
+		fprintf(f, "\"v_%d\"", id);
+}
+
+static void dot_sources(const Dot *d)
+{
+	const FgGraph *g = d->r.g;
+	char type[256];
+
+	for (int k = 0; k < g->ninputs; k++) {
+		int id = g->inputs[k];
+		const FgNode *n = &g->nodes[id];
+		char *label = fg_arena_printf(g->arena, "%s\n%s", d->r.names[id],
+					      fg_type_str(type, sizeof type, n->dt, &n->shape));
+		fprintf(d->r.f, "  \"in_%d\" [label=", id);
+		dot_str(d->r.f, label);
+		fprintf(d->r.f, ", shape=box, style=\"filled%s\", fillcolor=\"#f3f4f6\"];\n",
+			n->op == FG_OP_PARAM ? ",dashed" : "");
+	}
+}
+
+static void dot_cluster(const Dot *d, int gi)
+{
+	FILE *f = d->r.f;
+	const FgPlan *plan = d->r.plan;
+	const FgGroup *gr = &plan->groups[gi];
+	unsigned kind = (unsigned)gr->kind < FG_GROUP_COUNT ? (unsigned)gr->kind : 0;
+	char *label = fg_arena_printf(plan->g->arena, "group %d: %s\n%s\n%d launch%s, est %.2f us", gi,
+				      kind_name(gr->kind), gr->name ? gr->name : "-", gr->cost.launches,
+				      gr->cost.launches == 1 ? "" : "es", gr->cost.est_us);
+
+	fprintf(f, "  subgraph cluster_%d {\n    label=", gi);
+	dot_str(f, label);
+	fprintf(f, ";\n    style=\"filled,rounded\"; fillcolor=\"%s\"; color=\"%s\";\n", kind_fill[kind],
+		kind_border[kind]);
+	for (int k = 0; k < gr->nnodes; k++) {
+		int id = gr->nodes[k];
+		if (d->r.g->nodes[id].op == FG_OP_CONST)
+			continue;
+		fprintf(f, "    \"g%d_n%d\" [label=", gi, id);
+		dot_str(f, fg_arena_printf(plan->g->arena, "%s = %s", d->r.names[id],
+					   fg_op_info[d->r.g->nodes[id].op].name));
+		fputs(plan->home && plan->home[id] == gi && plan->why[id] != FG_WHY_NONE ? ", peripheries=2" : "",
+		      f);
+		fputs("];\n", f);
+	}
+	fputs("  }\n", f);
+}
+
+/* The edges into group gi's members that no FgEdge explains: inside the
+ * group, from graph inputs, and (dashed) any other read. */
+static void dot_plain_edges(Dot *d, int gi)
+{
+	FILE *f = d->r.f;
+	const FgGroup *gr = &d->r.plan->groups[gi];
+
+	for (int k = 0; k < gr->nnodes; k++) {
+		const FgNode *n = &d->r.g->nodes[gr->nodes[k]];
+		for (int j = 0; j < n->nin; j++) {
+			int in = n->in[j];
+			int inside = is_member(&d->m, gi, in);
+			if (d->r.g->nodes[in].op == FG_OP_CONST)
+				continue;
+			if (!inside && !is_source(d->r.g, in) && has_edge(d, gi, gr->nodes[k], in))
+				continue;
+			dot_endpoint(d, gi, in, 1);
+			fputs("  ", f);
+			dot_endpoint(d, gi, in, 0);
+			fprintf(f, " -> \"g%d_n%d\"%s;\n", gi, gr->nodes[k],
+				inside || is_source(d->r.g, in) ? "" : " [style=dashed, color=\"#6b7280\"]");
+		}
+	}
+}
+
+static void dot_boundaries(Dot *d)
+{
+	FILE *f = d->r.f;
+
+	for (int k = 0; k < d->r.plan->nedges; k++) {
+		const FgEdge *e = &d->r.plan->edges[k];
+		dot_endpoint(d, e->from, e->producer, 1);
+		dot_endpoint(d, e->to, e->consumer, 1);
+		fputs("  ", f);
+		dot_endpoint(d, e->from, e->producer, 0);
+		fputs(" -> ", f);
+		dot_endpoint(d, e->to, e->consumer, 0);
+		fputs(" [label=", f);
+		dot_str(f, reason_name(e->why));
+		fputs(", tooltip=", f);
+		dot_str(f, e->detail);
+		fputs(", style=bold, penwidth=2, color=\"" BOUNDARY_COLOR "\", fontcolor=\"" BOUNDARY_COLOR "\"];\n",
+		      f);
+	}
+}
+
+static void dot_legend(FILE *f)
+{
+	fputs("  legend [shape=plaintext, label=<<table border=\"0\" cellborder=\"1\" cellspacing=\"0\" "
+	      "cellpadding=\"4\">\n    <tr><td><b>group kinds</b></td></tr>\n",
+	      f);
+	for (int k = 0; k < FG_GROUP_COUNT; k++)
+		fprintf(f, "    <tr><td bgcolor=\"%s\" color=\"%s\">%s</td></tr>\n", kind_fill[k], kind_border[k],
+			fg_group_kind_name[k]);
+	fputs("    <tr><td bgcolor=\"#f3f4f6\">input (param: dashed)</td></tr>\n"
+	      "    <tr><td>double border: written to memory</td></tr>\n"
+	      "    <tr><td><font color=\"" BOUNDARY_COLOR "\">red edge: boundary, with its reason</font></td></tr>\n"
+	      "  </table>>];\n",
+	      f);
+}
+
+void fg_report_dot(FILE *f, const FgPlan *plan)
+{
+	Dot d = {report_open(f, plan), members_of(plan), NULL, NULL};
+	FgArena *a = plan->g->arena;
+
+	d.declared = fg_arena_array(a, (size_t)plan->g->nnodes + 1, sizeof(int));
+	d.by_consumer = fg_arena_array(a, (size_t)plan->nedges + 1, sizeof *d.by_consumer);
+	for (int k = 0; k < plan->nedges; k++)
+		d.by_consumer[k] = &plan->edges[k];
+	qsort(d.by_consumer, (size_t)plan->nedges, sizeof *d.by_consumer, edge_order);
+
+	fputs("digraph ", f);
+	dot_str(f, graph_name(d.r.g));
+	fputs(" {\n  graph [fontname=\"Helvetica\", labelloc=t, label=", f);
+	dot_str(f, fg_arena_printf(a, "%s: %d groups, est %.2f us fused, %.2f us unfused", graph_name(d.r.g),
+				   plan->ngroups, plan->fused.est_us, plan->unfused.est_us));
+	fputs("];\n  node [fontname=\"Helvetica\", fontsize=10, shape=box, style=\"rounded,filled\", "
+	      "fillcolor=white];\n  edge [fontname=\"Helvetica\", fontsize=9];\n",
+	      f);
+	dot_sources(&d);
+	for (int gi = 0; gi < plan->ngroups; gi++)
+		dot_cluster(&d, gi);
+	for (int gi = 0; gi < plan->ngroups; gi++)
+		dot_plain_edges(&d, gi);
+	dot_boundaries(&d);
+	dot_legend(f);
+	fputs("}\n", f);
+}

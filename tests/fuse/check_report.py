@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Checks fgc's fusion report (JSON) for one .fg against its `# expect` lines.
+
+  # expect: groups=N kinds=a,b launches=N edges=N min-groups=N
+  # expect-edge: REASON          some boundary has this reason
+  # expect-write: VALUE REASON   VALUE is written for REASON
+  # expect-error: LINE:COL: TEXT fgc report fails with this located error
+
+Whatever the expectations, every report must be well formed: each write
+and each edge has one of the reasons of the contract, every group reads
+and writes something, and the totals add up.
+"""
+import json
+import subprocess
+import sys
+
+REASONS = {"output", "saved", "cross-block", "register-pressure", "fan-out", "user"}
+
+
+def fail(path, msg):
+    print(f"FAIL {path}: {msg}")
+    sys.exit(1)
+
+
+def expectations(path):
+    exp, edges, writes, error = {}, [], [], None
+    for line in open(path, encoding="utf-8", errors="replace"):
+        if line.startswith("# expect:"):
+            for item in line.split(":", 1)[1].split():
+                key, value = item.split("=")
+                exp[key] = value
+        elif line.startswith("# expect-edge:"):
+            edges.append(line.split(":", 1)[1].strip())
+        elif line.startswith("# expect-write:"):
+            writes.append(line.split(":", 1)[1].split())
+        elif line.startswith("# expect-error:"):
+            error = line.split(":", 1)[1].strip()
+    return exp, edges, writes, error
+
+
+def check_shape(path, r):
+    total = 0
+    for g in r["groups"]:
+        if not g["writes"]:
+            fail(path, f"group {g['id']} writes nothing")
+        for w in g["writes"]:
+            if w["reason"] not in REASONS:
+                fail(path, f"group {g['id']} writes {w['value']} for reason {w['reason']!r}")
+        total += g["launches"]
+    for e in r["edges"]:
+        if e["reason"] not in REASONS or not e.get("detail"):
+            fail(path, f"edge {e} lacks a reason or its numbers")
+    if total != r["totals"]["fused"]["launches"]:
+        fail(path, "group launches do not add up to the total")
+    if r["memory"]["planned_bytes"] > r["memory"]["naive_bytes"]:
+        fail(path, "the memory plan is larger than one buffer per value")
+
+
+def main():
+    fgc, path = sys.argv[1], sys.argv[2]
+    exp, edges, writes, error = expectations(path)
+    p = subprocess.run([fgc, "report", "--format", "json", path], capture_output=True, text=True)
+    if error:
+        where, text = error.split(": ", 1)
+        if p.returncode != 1 or f"{path}:{where}: error: " not in p.stderr or text not in p.stderr:
+            fail(path, f"wanted exit 1 and {where}: ...{text}, got {p.returncode}:\n{p.stderr}")
+        print(f"PASS {path}")
+        return
+    if p.returncode != 0:
+        fail(path, f"fgc report failed:\n{p.stderr}")
+    r = json.loads(p.stdout)
+    check_shape(path, r)
+    groups = r["groups"]
+    if "groups" in exp and len(groups) != int(exp["groups"]):
+        fail(path, f"{len(groups)} groups, wanted {exp['groups']}")
+    if "min-groups" in exp and len(groups) < int(exp["min-groups"]):
+        fail(path, f"{len(groups)} groups, wanted at least {exp['min-groups']}")
+    if "kinds" in exp and [g["kind"] for g in groups] != exp["kinds"].split(","):
+        fail(path, f"kinds {[g['kind'] for g in groups]}, wanted {exp['kinds']}")
+    if "launches" in exp and r["totals"]["fused"]["launches"] != int(exp["launches"]):
+        fail(path, f"{r['totals']['fused']['launches']} launches, wanted {exp['launches']}")
+    if "edges" in exp and len(r["edges"]) != int(exp["edges"]):
+        fail(path, f"{len(r['edges'])} boundaries, wanted {exp['edges']}")
+    for reason in edges:
+        if not any(e["reason"] == reason for e in r["edges"]):
+            fail(path, f"no boundary for reason {reason}: {[e['reason'] for e in r['edges']]}")
+    for value, reason in writes:
+        found = [w for g in groups for w in g["writes"] if w["value"] == value]
+        if not found or found[0]["reason"] != reason:
+            fail(path, f"{value} is not written for {reason}: {found}")
+    print(f"PASS {path}")
+
+
+main()

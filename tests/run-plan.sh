@@ -1,0 +1,46 @@
+#!/bin/bash
+# run-plan.sh FGC SOURCE_DIR BUILD_DIR - fusion plans checked on the CPU.
+# Every tests/golden/interp/*.fg, and every samples/*.fg at the sizes of
+# its `# test-dims: -D NAME=VALUE ...` line, runs as
+#   fgc verify FILE            (the fused plan)
+#   fgc verify --no-fuse FILE  (one group per op)
+# which executes the plan group by group in the reference interpreter,
+# rounding each value it writes to its dtype, and compares every output and
+# saved value with the op-by-op evaluation.  PASS when it exits 0.
+# One PASS/FAIL line per file and plan, then a total.
+set -u
+fgc=$1 src=$2 build=$3
+tmp=$(mktemp -d "${build%/}/plan.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+
+# check NAME FILE FLAGS...: one verdict for `fgc verify FLAGS FILE`.
+check() {
+	local name=$1 fg=$2 log=$tmp/log
+	shift 2
+	if "$fgc" verify "$@" "$fg" >"$log" 2>&1; then
+		echo "PASS $name"; pass=$((pass + 1))
+	else
+		echo "FAIL $name (exit $?)"; grep -v '^ok ' "$log" | sed 's/^/    /' | head -n 20
+		fail=$((fail + 1))
+	fi
+}
+
+for fg in "$src"/tests/golden/interp/*.fg "$src"/samples/*.fg; do
+	name=$(basename "$fg" .fg) dims=()
+	case $fg in
+	"$src"/samples/*)
+		name=samples/$name
+		read -ra dims < <(sed -n 's/^# test-dims://p' "$fg")
+		if [ "${#dims[@]}" -eq 0 ]; then
+			echo "FAIL $name: no '# test-dims:' line"; fail=$((fail + 1))
+			continue
+		fi
+		;;
+	esac
+	check "$name" "$fg" "${dims[@]}"
+	check "$name --no-fuse" "$fg" --no-fuse "${dims[@]}"
+done
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
