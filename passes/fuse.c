@@ -705,20 +705,20 @@ static void split_for_registers(Fuser *f, int gi)
  * earlier ones wrote. */
 static int cmp_root(const void *a, const void *b);
 
-static const char *kernel_name(Fuser *f, int gi, const BGroup *b)
+/* g3_rowreduce_softmax: the group's number, kind, and its last op (or
+ * the composite that op came from). */
+static const char *kernel_name(Fuser *f, int gi, const FgGroup *gr)
 {
-	const FgNode *r = node(f, b->root);
-	const char *what = r->composite ? r->composite : fg_op_info[r->op].name;
+	const char *what = "";
 
-	/* A gemm is named by its last epilogue op: g2_gemm_gelu. */
-	for (int k = 0; k < b->nodes.n; k++) {
-		const FgNode *n = node(f, b->nodes.v[k]);
+	for (int k = gr->nnodes - 1; k >= 0; k--) {
+		const FgNode *n = node(f, gr->nodes[k]);
 		if (n->op != FG_OP_CONST) {
 			what = n->composite ? n->composite : fg_op_info[n->op].name;
 			break;
 		}
 	}
-	return fg_arena_printf(f->a, "g%d_%s_%s", gi, fg_group_kind_name[b->kind], what);
+	return fg_arena_printf(f->a, "g%d_%s_%s", gi, fg_group_kind_name[gr->kind], what);
 }
 
 typedef struct Order {
@@ -801,6 +801,142 @@ static void finish_group(Fuser *f, FgGroup *out, const BGroup *b, int gi)
 	out->est_regs = estimate_regs(f, gi, sorted, ns);
 }
 
+/* Sibling fusion: loop group j over the same space as an earlier loop
+ * group i that reads a tensor i reads too is merged into i, which then
+ * reads it once.  Legal when everything j reads is ready by i's turn
+ * (an input, or written by a group before i) and the two fit in the
+ * register limit together; nodes both recompute are computed once. */
+static int siblings(Fuser *f, int i, int j)
+{
+	const FgPlan *plan = f->plan;
+	const FgGroup *a = &plan->groups[i], *b = &plan->groups[j];
+	int shared = 0;
+
+	if (a->kind != FG_GROUP_LOOP || b->kind != FG_GROUP_LOOP ||
+	    !fg_shape_eq(&node(f, a->root)->shape, &node(f, b->root)->shape) ||
+	    a->est_regs + b->est_regs - REGS_BASE > f->opt.reg_limit)
+		return 0;
+	int mark = ++f->stamp_now;
+	for (int k = 0; k < a->nreads; k++)
+		f->stamp[a->reads[k]] = mark;
+	for (int k = 0; k < b->nreads; k++) {
+		int r = b->reads[k];
+		if (!is_source(f, r) && plan->home[r] >= i)
+			return 0;
+		shared |= f->stamp[r] == mark;
+	}
+	return shared;
+}
+
+/* Sorted union of two sorted id lists. */
+static int *union_ids(Fuser *f, const int *x, int nx, const int *y, int ny, int *n)
+{
+	int *u = fg_arena_array(f->a, (size_t)(nx + ny) + 1, sizeof(int));
+	int i = 0, j = 0, k = 0;
+
+	while (i < nx || j < ny) {
+		int v = j >= ny || (i < nx && x[i] <= y[j]) ? x[i] : y[j];
+		i += i < nx && x[i] == v;
+		j += j < ny && y[j] == v;
+		u[k++] = v;
+	}
+	*n = k;
+	return u;
+}
+
+static void merge_into(Fuser *f, int i, int j)
+{
+	FgPlan *plan = f->plan;
+	FgGroup *a = &plan->groups[i], *b = &plan->groups[j];
+	int n;
+
+	a->nodes = union_ids(f, a->nodes, a->nnodes, b->nodes, b->nnodes, &n);
+	a->nnodes = n;
+	int *reads = fg_arena_array(f->a, (size_t)(a->nreads + b->nreads) + 1, sizeof(int));
+	int mark = ++f->stamp_now, nr = 0;
+	for (int k = 0; k < a->nreads + b->nreads; k++) {
+		int r = k < a->nreads ? a->reads[k] : b->reads[k - a->nreads];
+		if (f->stamp[r] != mark)
+			reads[nr++] = r;
+		f->stamp[r] = mark;
+	}
+	int *writes = fg_arena_array(f->a, (size_t)(a->nwrites + b->nwrites) + 1, sizeof(int));
+	memcpy(writes, a->writes, (size_t)a->nwrites * sizeof(int));
+	memcpy(writes + a->nwrites, b->writes, (size_t)b->nwrites * sizeof(int));
+	for (int k = 0; k < b->nwrites; k++)
+		plan->home[b->writes[k]] = i;
+	a->reads = reads;
+	a->nreads = nr;
+	a->writes = writes;
+	a->nwrites += b->nwrites;
+	a->root = a->root > b->root ? a->root : b->root;
+	a->est_regs += b->est_regs - REGS_BASE;
+	a->bytes_read = a->bytes_written = 0;
+	for (int k = 0; k < a->nreads; k++)
+		a->bytes_read += fg_value_bytes(f->g, a->reads[k]);
+	for (int k = 0; k < a->nwrites; k++)
+		a->bytes_written += fg_value_bytes(f->g, a->writes[k]);
+	a->cost.bytes = a->bytes_read + a->bytes_written;
+	a->cost.est_us = est_us(&f->opt, a->cost.bytes, a->cost.launches);
+	for (int k = 0; k < b->nnodes; k++) {
+		int *mv = f->memb[b->nodes[k]].v, w = 0;
+		for (int r = 0; r < f->memb[b->nodes[k]].n; r++) {     /* j becomes i, once */
+			int gid = mv[r] == j ? i : mv[r];
+			int dup = 0;
+			for (int q = 0; q < w; q++)
+				dup |= mv[q] == gid;
+			if (!dup)
+				mv[w++] = gid;
+		}
+		f->memb[b->nodes[k]].n = w;
+	}
+	b->nnodes = 0;          /* dead; compacted by merge_siblings */
+}
+
+static void merge_siblings(Fuser *f)
+{
+	FgPlan *plan = f->plan;
+	const FgGraph *g = f->g;
+	int *last_reader = fg_arena_array(f->a, (size_t)g->nnodes + 1, sizeof(int));
+	int *newid = fg_arena_array(f->a, (size_t)plan->ngroups + 1, sizeof(int));
+	int merged = 0;
+
+	for (int v = 0; v < g->nnodes; v++)
+		last_reader[v] = -1;
+	for (int j = 0; j < plan->ngroups; j++) {
+		FgGroup *b = &plan->groups[j];
+		int into = -1;
+		for (int k = 0; k < b->nreads && into < 0; k++) {
+			int i = last_reader[b->reads[k]];
+			if (i >= 0 && siblings(f, i, j))
+				into = i;
+		}
+		if (into >= 0) {
+			merge_into(f, into, j);
+			merged++;
+		}
+		int at = into >= 0 ? into : j;
+		if (plan->groups[at].kind == FG_GROUP_LOOP)
+			for (int k = 0; k < plan->groups[at].nreads; k++)
+				last_reader[plan->groups[at].reads[k]] = at;
+	}
+	if (!merged)
+		return;
+	int n = 0;
+	for (int j = 0; j < plan->ngroups; j++) {
+		newid[j] = plan->groups[j].nnodes ? n : -1;
+		if (plan->groups[j].nnodes)
+			plan->groups[n++] = plan->groups[j];
+	}
+	plan->ngroups = n;
+	for (int id = 0; id < g->nnodes; id++) {
+		if (plan->home[id] >= 0)
+			plan->home[id] = newid[plan->home[id]];
+		for (int k = 0; k < f->memb[id].n; k++)
+			f->memb[id].v[k] = newid[f->memb[id].v[k]];
+	}
+}
+
 /* Orders the groups, picks which group writes each value, and fills the
  * plan's groups, edges and totals. */
 static void finish(Fuser *f)
@@ -849,16 +985,19 @@ static void finish(Fuser *f)
 		old[i] = f->groups.v[order[i].gi];
 	plan->groups = fg_arena_array(f->a, (size_t)n + 1, sizeof(FgGroup));
 	plan->ngroups = n;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n; i++)
 		finish_group(f, &plan->groups[i], &old[i], i);
-		plan->groups[i].name = kernel_name(f, i, &old[i]);
+	if (!f->opt.no_fuse)
+		merge_siblings(f);
+	for (int i = 0; i < plan->ngroups; i++) {
+		plan->groups[i].name = kernel_name(f, i, &plan->groups[i]);
 		plan->fused.bytes += plan->groups[i].cost.bytes;
 		plan->fused.launches += plan->groups[i].cost.launches;
 	}
 	plan->fused.est_us = est_us(&f->opt, plan->fused.bytes, plan->fused.launches);
 	/* Edges: every operand a group reads that another group wrote. */
 	FG_VEC(FgEdge) edges = {0};
-	for (int gi = 0; gi < n; gi++) {
+	for (int gi = 0; gi < plan->ngroups; gi++) {
 		const FgGroup *gr = &plan->groups[gi];
 		for (int k = 0; k < gr->nnodes; k++) {
 			const FgNode *c = &g->nodes[gr->nodes[k]];

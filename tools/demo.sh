@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # The main job on one sample: build fgc (installing what is missing),
-# type-check the sample, print its IR after composite expansion, and run
-# it.  Until the CUDA backend lands, it runs on the reference interpreter
+# type-check the sample, print its fusion report, and run it.  Until the CUDA backend lands, it runs on the reference interpreter
 # (f64, small sizes) on every machine.
 # Usage: tools/demo.sh [SAMPLE.fg [-D NAME=VALUE ...]]
 set -euo pipefail
@@ -17,8 +16,8 @@ tools/setup.sh build
 fgc=build/fgc
 echo "== fgc check $sample"
 $fgc check "$sample"
-echo "== fgc check -d expand $sample ${dims[*]}"
-$fgc check -d expand "$sample" "${dims[@]}"
+echo "== fgc report $sample"
+$fgc report "$sample"
 out=out/$(basename "$sample" .fg)
 echo "== fgc run $sample ${dims[*]} --outputs $out (reference interpreter)"
 $fgc run "$sample" "${dims[@]}" --outputs "$out"
