@@ -60,7 +60,8 @@ static char *human_bytes(char *buf, size_t n, int64_t b)
 		snprintf(buf, n, "%lld B", (long long)b);
 		return buf;
 	}
-	while (u < 5 && fabs(v) >= 1024) {
+	/* 1023.96 KiB would print as 1024.0 KiB: promote it. */
+	while (u < 5 && fabs(v) >= 1023.95) {
 		v /= 1024;
 		u++;
 	}
@@ -130,7 +131,7 @@ static void text_ops(const Report *r, const FgGroup *gr)
 	}
 }
 
-/* One of a group's value lists: reads (why: NULL) or writes. */
+/* One of a group's value lists: reads, or writes with their reasons. */
 static void text_values(const Report *r, const char *label, const int *ids, int n, int wn, int wb,
 			int with_reason)
 {
@@ -222,24 +223,31 @@ static void ratio_str(char *buf, size_t n, double num, double den)
 		snprintf(buf, n, "-");
 }
 
+/* Fused and unfused side by side, with their ratio, columns as wide as
+ * their widest cell. */
 static void text_totals(const Report *r)
 {
+	static const char *const row[4] = {"totals", "bytes", "launches", "est time"};
 	const FgCost *fu = &r->plan->fused, *un = &r->plan->unfused;
-	char a[32], b[32], c[32];
+	char cell[4][3][32] = {{"fused", "unfused", "unfused/fused"}};
+	int w[3] = {0, 0, 0};
 
-	fprintf(r->f, "\ntotals      %-12s  %-12s  %s\n", "fused", "unfused", "unfused/fused");
-	human_bytes(a, sizeof a, fu->bytes);
-	human_bytes(b, sizeof b, un->bytes);
-	ratio_str(c, sizeof c, (double)un->bytes, (double)fu->bytes);
-	fprintf(r->f, "  bytes     %-12s  %-12s  %s\n", a, b, c);
-	snprintf(a, sizeof a, "%d", fu->launches);
-	snprintf(b, sizeof b, "%d", un->launches);
-	ratio_str(c, sizeof c, un->launches, fu->launches);
-	fprintf(r->f, "  launches  %-12s  %-12s  %s\n", a, b, c);
-	snprintf(a, sizeof a, "%.2f us", fu->est_us);
-	snprintf(b, sizeof b, "%.2f us", un->est_us);
-	ratio_str(c, sizeof c, un->est_us, fu->est_us);
-	fprintf(r->f, "  est time  %-12s  %-12s  %s\n", a, b, c);
+	human_bytes(cell[1][0], 32, fu->bytes);
+	human_bytes(cell[1][1], 32, un->bytes);
+	ratio_str(cell[1][2], 32, (double)un->bytes, (double)fu->bytes);
+	snprintf(cell[2][0], 32, "%d", fu->launches);
+	snprintf(cell[2][1], 32, "%d", un->launches);
+	ratio_str(cell[2][2], 32, un->launches, fu->launches);
+	snprintf(cell[3][0], 32, "%.2f us", fu->est_us);
+	snprintf(cell[3][1], 32, "%.2f us", un->est_us);
+	ratio_str(cell[3][2], 32, un->est_us, fu->est_us);
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 2; j++)
+			w[j] = max_int(w[j], (int)strlen(cell[i][j]));
+	fputc('\n', r->f);
+	for (int i = 0; i < 4; i++)
+		fprintf(r->f, "%s%-*s  %-*s  %-*s  %s\n", i ? "  " : "", i ? 8 : 10, row[i], w[0], cell[i][0],
+			w[1], cell[i][1], cell[i][2]);
 }
 
 static void text_memory(const Report *r)
@@ -269,7 +277,7 @@ void fg_report_text(FILE *f, const FgPlan *plan)
 	Report r = report_open(f, plan);
 
 	fprintf(f, "fusion report: graph %s\n", graph_name(r.g));
-	fprintf(f, "cost model: %.0f GB/s, %.2f us per launch, %d registers per thread\n",
+	fprintf(f, "cost model: %g GB/s, %g us per launch, %d registers per thread\n",
 		plan->opt.bw_gbs, plan->opt.launch_us, plan->opt.reg_limit);
 	fprintf(f, "%d group%s, %d boundar%s\n", plan->ngroups, plan->ngroups == 1 ? "" : "s",
 		plan->nedges, plan->nedges == 1 ? "y" : "ies");
@@ -295,43 +303,61 @@ static int utf8_len(const unsigned char *s)
 	return n;
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped;
- * bytes that are not UTF-8 become U+FFFD, so the output always parses. */
+/* Writes the character at p as JSON wants it; returns the bytes it
+ * took.  Bytes that are not UTF-8 become U+FFFD, so the output always
+ * parses. */
+static int json_char(FILE *f, const unsigned char *p)
+{
+	int n;
+
+	switch (*p) {
+	case '"':
+		fputs("\\\"", f);
+		return 1;
+	case '\\':
+		fputs("\\\\", f);
+		return 1;
+	case '\n':
+		fputs("\\n", f);
+		return 1;
+	case '\r':
+		fputs("\\r", f);
+		return 1;
+	case '\t':
+		fputs("\\t", f);
+		return 1;
+	}
+	if (*p < 0x20 || *p == 0x7f) {
+		fprintf(f, "\\u%04x", *p);
+		return 1;
+	}
+	if (*p < 0x80) {
+		fputc(*p, f);
+		return 1;
+	}
+	if ((n = utf8_len(p)) > 0) {
+		fwrite(p, 1, (size_t)n, f);
+		return n;
+	}
+	fputs("\\ufffd", f);
+	return 1;
+}
+
 static void json_str(FILE *f, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
 
 	fputc('"', f);
-	while (*p) {
-		int n;
-		if (*p == '"' || *p == '\\') {
-			fputc('\\', f);
-			fputc(*p++, f);
-		} else if (*p == '\n') {
-			fputs("\\n", f), p++;
-		} else if (*p == '\t') {
-			fputs("\\t", f), p++;
-		} else if (*p == '\r') {
-			fputs("\\r", f), p++;
-		} else if (*p < 0x20 || *p == 0x7f) {
-			fprintf(f, "\\u%04x", *p++);
-		} else if (*p < 0x80) {
-			fputc(*p++, f);
-		} else if ((n = utf8_len(p)) > 0) {
-			fwrite(p, 1, (size_t)n, f);
-			p += n;
-		} else {
-			fputs("\\ufffd", f), p++;
-		}
-	}
+	while (*p)
+		p += json_char(f, p);
 	fputc('"', f);
 }
 
-/* A number of microseconds; JSON has no infinity. */
-static void json_us(FILE *f, double us)
+/* A real number with a fixed number of decimals; JSON has no infinity. */
+static void json_real(FILE *f, double x)
 {
-	if (isfinite(us))
-		fprintf(f, "%.3f", us);
+	if (isfinite(x))
+		fprintf(f, "%.3f", x);
 	else
 		fputs("null", f);
 }
@@ -394,7 +420,7 @@ static void json_group(const Report *r, int gi)
 	else
 		fputs("null", r->f);
 	fprintf(r->f, ",\n      \"launches\": %d,\n      \"est_us\": ", gr->cost.launches);
-	json_us(r->f, gr->cost.est_us);
+	json_real(r->f, gr->cost.est_us);
 	fprintf(r->f, ",\n      \"est_regs\": %d,\n      \"bytes_read\": %lld,\n      \"bytes_written\": %lld,\n",
 		gr->est_regs, (long long)gr->bytes_read, (long long)gr->bytes_written);
 	json_ops(r, gr);
@@ -428,7 +454,7 @@ static void json_cost(FILE *f, const char *key, const FgCost *c, const char *end
 {
 	fprintf(f, "    \"%s\": {\"bytes\": %lld, \"launches\": %d, \"est_us\": ", key, (long long)c->bytes,
 		c->launches);
-	json_us(f, c->est_us);
+	json_real(f, c->est_us);
 	fprintf(f, "}%s\n", end);
 }
 
@@ -439,9 +465,9 @@ void fg_report_json(FILE *f, const FgPlan *plan)
 	fputs("{\n  \"graph\": ", f);
 	json_str(f, graph_name(r.g));
 	fputs(",\n  \"cost_model\": {\"bw_gbs\": ", f);
-	json_us(f, plan->opt.bw_gbs);
+	json_real(f, plan->opt.bw_gbs);
 	fputs(", \"launch_us\": ", f);
-	json_us(f, plan->opt.launch_us);
+	json_real(f, plan->opt.launch_us);
 	fprintf(f, ", \"reg_limit\": %d},\n  \"groups\": [", plan->opt.reg_limit);
 	for (int gi = 0; gi < plan->ngroups; gi++) {
 		fputs(gi ? ",\n" : "\n", f);
@@ -487,17 +513,30 @@ typedef struct Dot {
 } Dot;
 
 /* A DOT string: quotes and backslashes escaped, newlines as \n, other
- * control characters as spaces. */
+ * control characters as spaces, bytes that are not UTF-8 (which Graphviz
+ * warns about) as '?'. */
 static void dot_str(FILE *f, const char *s)
 {
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	int n;
+
 	fputc('"', f);
-	for (const char *p = s ? s : ""; *p; p++) {
+	for (; *p; p += n) {
+		n = 1;
 		if (*p == '"' || *p == '\\')
 			fprintf(f, "\\%c", *p);
 		else if (*p == '\n')
 			fputs("\\n", f);
-		else
-			fputc((unsigned char)*p < 0x20 ? ' ' : *p, f);
+		else if (*p < 0x20)
+			fputc(' ', f);
+		else if (*p < 0x80)
+			fputc(*p, f);
+		else if ((n = utf8_len(p)) > 0)
+			fwrite(p, 1, (size_t)n, f);
+		else {
+			fputc('?', f);
+			n = 1;
+		}
 	}
 	fputc('"', f);
 }
@@ -556,37 +595,31 @@ static int has_edge(const Dot *d, int to, int consumer, int producer)
 		       edge_order) != NULL;
 }
 
-/* Prints the DOT node id where value id is in group gi, declaring a
- * stand-alone node first when no group holds it (a plan may name a
- * producer outside its home group). */
-static void dot_endpoint(Dot *d, int gi, int id, int declare_only)
+/* The DOT node that stands for value id at an edge into or out of group
+ * gi, in buf: "in_ID" for inputs and params, "gG_nID" in gi or else in
+ * its home group, or a stand-alone "v_ID" when no group holds it (a plan
+ * may name a producer outside its home group), declared on first use.
+ * Call it before starting the edge's line. */
+static const char *dot_ref(Dot *d, int gi, int id, char *buf, size_t n)
 {
-	FILE *f = d->r.f;
 	const FgPlan *plan = d->r.plan;
 
-	if (is_source(d->r.g, id)) {
-		if (!declare_only)
-			fprintf(f, "\"in_%d\"", id);
-		return;
+	if (is_source(d->r.g, id))
+		snprintf(buf, n, "in_%d", id);
+	else if (gi >= 0 && is_member(&d->m, gi, id))
+		snprintf(buf, n, "g%d_n%d", gi, id);
+	else if (plan->home && plan->home[id] >= 0 && is_member(&d->m, plan->home[id], id))
+		snprintf(buf, n, "g%d_n%d", plan->home[id], id);
+	else {
+		snprintf(buf, n, "v_%d", id);
+		if (!d->declared[id]) {
+			d->declared[id] = 1;
+			fprintf(d->r.f, "  \"%s\" [label=", buf);
+			dot_str(d->r.f, d->r.names[id]);
+			fputs(", style=dashed];\n", d->r.f);
+		}
 	}
-	if (gi >= 0 && is_member(&d->m, gi, id)) {
-		if (!declare_only)
-			fprintf(f, "\"g%d_n%d\"", gi, id);
-		return;
-	}
-	if (plan->home && plan->home[id] >= 0 && is_member(&d->m, plan->home[id], id)) {
-		if (!declare_only)
-			fprintf(f, "\"g%d_n%d\"", plan->home[id], id);
-		return;
-	}
-	if (declare_only && !d->declared[id]) {
-		d->declared[id] = 1;
-		fprintf(f, "  \"v_%d\" [label=", id);
-		dot_str(f, d->r.names[id]);
-		fputs(", style=dashed];\n", f);
-	}
-	if (!declare_only)
-		fprintf(f, "\"v_%d\"", id);
+	return buf;
 }
 
 static void dot_sources(const Dot *d)
@@ -638,23 +671,19 @@ static void dot_cluster(const Dot *d, int gi)
  * group, from graph inputs, and (dashed) any other read. */
 static void dot_plain_edges(Dot *d, int gi)
 {
-	FILE *f = d->r.f;
 	const FgGroup *gr = &d->r.plan->groups[gi];
+	char from[48];
 
 	for (int k = 0; k < gr->nnodes; k++) {
 		const FgNode *n = &d->r.g->nodes[gr->nodes[k]];
 		for (int j = 0; j < n->nin; j++) {
 			int in = n->in[j];
-			int inside = is_member(&d->m, gi, in);
-			if (d->r.g->nodes[in].op == FG_OP_CONST)
+			int plain = is_member(&d->m, gi, in) || is_source(d->r.g, in);
+			if (d->r.g->nodes[in].op == FG_OP_CONST || (!plain && has_edge(d, gi, gr->nodes[k], in)))
 				continue;
-			if (!inside && !is_source(d->r.g, in) && has_edge(d, gi, gr->nodes[k], in))
-				continue;
-			dot_endpoint(d, gi, in, 1);
-			fputs("  ", f);
-			dot_endpoint(d, gi, in, 0);
-			fprintf(f, " -> \"g%d_n%d\"%s;\n", gi, gr->nodes[k],
-				inside || is_source(d->r.g, in) ? "" : " [style=dashed, color=\"#6b7280\"]");
+			dot_ref(d, gi, in, from, sizeof from);
+			fprintf(d->r.f, "  \"%s\" -> \"g%d_n%d\"%s;\n", from, gi, gr->nodes[k],
+				plain ? "" : " [style=dashed, color=\"#6b7280\"]");
 		}
 	}
 }
@@ -662,16 +691,13 @@ static void dot_plain_edges(Dot *d, int gi)
 static void dot_boundaries(Dot *d)
 {
 	FILE *f = d->r.f;
+	char from[48], to[48];
 
 	for (int k = 0; k < d->r.plan->nedges; k++) {
 		const FgEdge *e = &d->r.plan->edges[k];
-		dot_endpoint(d, e->from, e->producer, 1);
-		dot_endpoint(d, e->to, e->consumer, 1);
-		fputs("  ", f);
-		dot_endpoint(d, e->from, e->producer, 0);
-		fputs(" -> ", f);
-		dot_endpoint(d, e->to, e->consumer, 0);
-		fputs(" [label=", f);
+		dot_ref(d, e->from, e->producer, from, sizeof from);
+		dot_ref(d, e->to, e->consumer, to, sizeof to);
+		fprintf(f, "  \"%s\" -> \"%s\" [label=", from, to);
 		dot_str(f, reason_name(e->why));
 		fputs(", tooltip=", f);
 		dot_str(f, e->detail);

@@ -381,6 +381,7 @@ START_TEST(json_names_groups_edges_and_reasons)
 	/* The escapes themselves, byte for byte. */
 	assert_has(json, "\"detail\": \"say \\\"hi\\\"\\\\ back\\nslash\\ttab\\u0001 end\"");
 	ck_assert_int_eq(count(json, "\"reason\": \"cross-block\""), 3);
+	free(json);
 	fix_free(f);
 }
 END_TEST
@@ -438,13 +439,14 @@ START_TEST(text_shows_groups_ops_and_io)
 	fg_pass_memplan(&f->plan);
 	text = render(fg_report_text, &f->plan);
 	assert_has(text, "fusion report: graph rep\n");
-	assert_has(text, "cost model: 4300 GB/s, 3.00 us per launch, 128 registers per thread\n");
+	assert_has(text, "cost model: 4300 GB/s, 3 us per launch, 128 registers per thread\n");
 	assert_has(text, "\ngroup 0  gemm       g0_gemm_matmul  (1 launch, est 4.25 us, est regs 30)\n");
 	assert_has(text, "\ngroup 1  rowreduce  g1_rowreduce_softmax  (1 launch, est 3.06 us, est regs 32)\n");
 	assert_has(text, "\n  h  matmul  f32[4,8]  4:7\n");
 	assert_has(text, "  y   div  f32[4,8]  5:7  (from softmax)\n");
 	assert_has(text, "\n  reads:   x  128 B\n           w  256 B\n  writes:  h  128 B  cross-block\n");
 	assert_has(text, "\n  reads:   h  128 B\n  writes:  y  128 B  output\n");
+	free(text);
 	fix_free(f);
 }
 END_TEST
@@ -479,10 +481,10 @@ START_TEST(text_totals_and_memory)
 	free(text);
 	fg_pass_memplan(&f->plan);
 	text = render(fg_report_text, &f->plan);
-	assert_has(text, "\ntotals      fused         unfused       unfused/fused\n"
-			 "  bytes     768 B         2.0 KiB       2.67x\n"
-			 "  launches  2             6             3.00x\n"
-			 "  est time  7.31 us       18.50 us      2.53x\n");
+	assert_has(text, "\ntotals      fused    unfused   unfused/fused\n"
+			 "  bytes     768 B    2.0 KiB   2.67x\n"
+			 "  launches  2        6         3.00x\n"
+			 "  est time  7.31 us  18.50 us  2.53x\n");
 	/* h and y are both live in group 1: nothing to share. */
 	assert_has(text, "\n  planned   512 B  (512 bytes)\n"
 			 "  naive     512 B  (512 bytes: one buffer per value)\n"
@@ -502,7 +504,7 @@ START_TEST(big_numbers_in_human_units)
 	f->plan.fused.bytes = 3 * 1024 * 1024 + 512 * 1024;
 	f->plan.unfused.bytes = (int64_t)5 << 30;
 	text = render(fg_report_text, &f->plan);
-	assert_has(text, "  bytes     3.5 MiB       5.0 GiB       1462.86x\n");
+	assert_has(text, "  bytes     3.5 MiB  5.0 GiB   1462.86x\n");
 	free(text);
 	fix_free(f);
 }
@@ -533,6 +535,23 @@ START_TEST(dot_clusters_and_boundaries)
 	assert_has(dot, want);
 	/* A legend, with each kind's fill. */
 	assert_has(dot, ">rowreduce</td>");
+	check_dot_renders(dot);
+	free(dot);
+	fix_free(f);
+}
+END_TEST
+
+START_TEST(dot_renders_any_detail)
+{
+	/* Control characters, a lone continuation byte, a cut sequence: the
+	 * tooltip stays one valid UTF-8 line, so Graphviz says nothing. */
+	Fix *f = hand_plan();
+	char *dot;
+
+	f->plan.edges[1].detail = "a\x01" "b\x80" "c\xe2\x82 d\r\n\"q\" \xe2\x86\x92";
+	dot = render(fg_report_dot, &f->plan);
+	check_dot_syntax(dot, 2);
+	assert_has(dot, "tooltip=\"a b?c?? d \\n\\\"q\\\" \xe2\x86\x92\"");
 	check_dot_renders(dot);
 	free(dot);
 	fix_free(f);
@@ -642,6 +661,7 @@ static Suite *report_suite(void)
 	tcase_add_test(t, text_totals_and_memory);
 	tcase_add_test(t, big_numbers_in_human_units);
 	tcase_add_test(t, dot_clusters_and_boundaries);
+	tcase_add_test(t, dot_renders_any_detail);
 	tcase_add_test(t, partitioner_plans);
 	tcase_add_test(t, reports_are_deterministic);
 	suite_add_tcase(s, t);
