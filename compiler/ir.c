@@ -1055,7 +1055,8 @@ static Val build_expr(Builder *b, const FgExpr *root)
 		Val v;
 		if (e->kind == FG_EX_CALL) {
 			b->vals.n -= e->nargs;
-			v = build_call(b, e, b->vals.v + b->vals.n);
+			/* concat() has no operands, and vals may be empty. */
+			v = build_call(b, e, e->nargs ? b->vals.v + b->vals.n : NULL);
 		} else {
 			v = build_leaf(b, e);
 		}
