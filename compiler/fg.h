@@ -602,8 +602,12 @@ typedef struct FgPlan {
  * fuse { } block that cannot be one group; returns the error count. */
 int fg_pass_fuse(const FgGraph *g, const FgFuseOptions *o, FgPlan *plan, FgDiag *d);
 void fg_fuse_defaults(FgFuseOptions *o);
+/* Byte counts saturate at FG_BYTES_MAX (4 EiB): a tensor may hold 2^62
+ * elements, so its bytes, and sums of them, can pass int64. */
+#define FG_BYTES_MAX ((int64_t)1 << 62)
 /* Bytes of one value in memory. */
 int64_t fg_value_bytes(const FgGraph *g, int id);
+int64_t fg_bytes_add(int64_t a, int64_t b);
 
 /* ------------------------------------------------------ passes/memplan.c */
 
@@ -629,6 +633,23 @@ void fg_extract_group(const FgPlan *plan, int gi, FgGraph *out);
  * with the op-by-op result (tolerances of testing.md).  0 when they agree;
  * 1 after reporting the differences. */
 int fg_plan_verify(const FgPlan *plan, uint64_t seed, FgDiag *d);
+
+/* ------------------------------------------------------ compiler/cuda.c */
+
+typedef struct FgCudaOptions {
+	const char *out;        /* -o OUT: writes OUT.cu, and OUT with build */
+	const char *source;     /* the .fg path, named in the file's header */
+	const char *arch;       /* --arch, for build: sm_90a when NULL */
+	int build;              /* --build: run nvcc on OUT.cu and the runtime */
+} FgCudaOptions;
+
+/* Writes plan as one CUDA C++ file: a kernel per group, the program table
+ * and fg_program_run() (runtime/fgrt_program.h).  Returns the number of
+ * groups it cannot compile, each reported through d. */
+int fg_cuda_emit(FILE *f, const FgPlan *plan, const char *source, FgDiag *d);
+/* fgc compile: writes o->out.cu (nothing on failure), then builds o->out
+ * with nvcc when o->build.  0, or 1 after reporting the error. */
+int fg_cuda_compile(const FgPlan *plan, const FgCudaOptions *o, FgDiag *d);
 
 /* ---------------------------------------------------- compiler/interp.c */
 

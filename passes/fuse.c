@@ -87,7 +87,14 @@ void fg_fuse_defaults(FgFuseOptions *o)
 
 int64_t fg_value_bytes(const FgGraph *g, int id)
 {
-	return fg_shape_numel(&g->nodes[id].shape) * fg_dtype_size[g->nodes[id].dt];
+	int64_t n = fg_shape_numel(&g->nodes[id].shape);
+
+	return n > FG_BYTES_MAX / fg_dtype_size[g->nodes[id].dt] ? FG_BYTES_MAX : n * fg_dtype_size[g->nodes[id].dt];
+}
+
+int64_t fg_bytes_add(int64_t a, int64_t b)
+{
+	return a >= FG_BYTES_MAX - b ? FG_BYTES_MAX : a + b;
 }
 
 static double est_us(const FgFuseOptions *o, int64_t bytes, int launches)
@@ -370,13 +377,13 @@ static int64_t recompute_reads(const Fuser *f, int gi, int p)
 			if (dup || node(f, o)->op == FG_OP_CONST)
 				continue;
 			if (nseen == 64)
-				return INT64_MAX / 4;
+				return FG_BYTES_MAX;
 			seen[nseen++] = o;
 			FgOpClass c = cls(f, o);
 			if ((c == FG_CLASS_EW || c == FG_CLASS_LAYOUT) && !in_group(f, o, gi))
 				stack[nstack++] = o;    /* nstack <= nseen + 1 */
 			else if (!group_reads(f, gi, o) && !in_group(f, o, gi))
-				bytes += fg_value_bytes(f->g, o);
+				bytes = fg_bytes_add(bytes, fg_value_bytes(f->g, o));
 		}
 	}
 	return bytes;
@@ -474,9 +481,9 @@ static void place(Fuser *f, int p)
 			refuse(f, p, why, detail);
 			return;
 		}
-		recompute += recompute_reads(f, cg[k], p);
+		recompute = fg_bytes_add(recompute, recompute_reads(f, cg[k], p));
 	}
-	int64_t store = bytes * (1 + ncg);
+	int64_t store = bytes > FG_BYTES_MAX / (1 + ncg) ? FG_BYTES_MAX : bytes * (1 + ncg);
 	int in_fuse_block = n->fuse_block >= 0;
 	int heavy = heavy_source(f, p, 4);
 	if (heavy >= 0 && !in_fuse_block) {
@@ -787,10 +794,10 @@ static void finish_group(Fuser *f, FgGroup *out, const BGroup *b, int gi)
 	out->writes = writes.v;
 	out->nwrites = writes.n;
 	for (int k = 0; k < reads.n; k++)
-		out->bytes_read += fg_value_bytes(g, reads.v[k]);
+		out->bytes_read = fg_bytes_add(out->bytes_read, fg_value_bytes(g, reads.v[k]));
 	for (int k = 0; k < writes.n; k++)
-		out->bytes_written += fg_value_bytes(g, writes.v[k]);
-	out->cost.bytes = out->bytes_read + out->bytes_written;
+		out->bytes_written = fg_bytes_add(out->bytes_written, fg_value_bytes(g, writes.v[k]));
+	out->cost.bytes = fg_bytes_add(out->bytes_read, out->bytes_written);
 	out->cost.launches = b->full ? 2 : 1;
 	out->cost.est_us = est_us(&f->opt, out->cost.bytes, out->cost.launches);
 	int *sorted = fg_arena_array(f->a, (size_t)nmembers + 1, sizeof(int));
@@ -873,10 +880,10 @@ static void merge_into(Fuser *f, int i, int j)
 	a->est_regs += b->est_regs - REGS_BASE;
 	a->bytes_read = a->bytes_written = 0;
 	for (int k = 0; k < a->nreads; k++)
-		a->bytes_read += fg_value_bytes(f->g, a->reads[k]);
+		a->bytes_read = fg_bytes_add(a->bytes_read, fg_value_bytes(f->g, a->reads[k]));
 	for (int k = 0; k < a->nwrites; k++)
-		a->bytes_written += fg_value_bytes(f->g, a->writes[k]);
-	a->cost.bytes = a->bytes_read + a->bytes_written;
+		a->bytes_written = fg_bytes_add(a->bytes_written, fg_value_bytes(f->g, a->writes[k]));
+	a->cost.bytes = fg_bytes_add(a->bytes_read, a->bytes_written);
 	a->cost.est_us = est_us(&f->opt, a->cost.bytes, a->cost.launches);
 	for (int k = 0; k < b->nnodes; k++) {
 		int *mv = f->memb[b->nodes[k]].v, w = 0;
@@ -991,7 +998,7 @@ static void finish(Fuser *f)
 		merge_siblings(f);
 	for (int i = 0; i < plan->ngroups; i++) {
 		plan->groups[i].name = kernel_name(f, i, &plan->groups[i]);
-		plan->fused.bytes += plan->groups[i].cost.bytes;
+		plan->fused.bytes = fg_bytes_add(plan->fused.bytes, plan->groups[i].cost.bytes);
 		plan->fused.launches += plan->groups[i].cost.launches;
 	}
 	plan->fused.est_us = est_us(&f->opt, plan->fused.bytes, plan->fused.launches);
@@ -1030,13 +1037,13 @@ static FgCost unfused_cost(const Fuser *f)
 		const FgNode *n = &g->nodes[i];
 		if (is_source(f, i) || !f->live[i])
 			continue;
-		c.bytes += fg_value_bytes(g, i);
+		c.bytes = fg_bytes_add(c.bytes, fg_value_bytes(g, i));
 		for (int k = 0; k < n->nin; k++) {
 			int dup = 0;
 			for (int j = 0; j < k; j++)
 				dup |= n->in[j] == n->in[k];
 			if (!dup && g->nodes[n->in[k]].op != FG_OP_CONST)
-				c.bytes += fg_value_bytes(g, n->in[k]);
+				c.bytes = fg_bytes_add(c.bytes, fg_value_bytes(g, n->in[k]));
 		}
 		c.launches++;
 		/* A reduction over all axes takes two kernels, as fused. */

@@ -357,7 +357,13 @@ void fg_pass_memplan(FgPlan *plan)
 	find_values(&p, slot);
 	find_lifetimes(&p, slot);
 	for (int i = 0; i < p.nv; i++)
-		plan->naive_bytes += p.v[i].size;
+		plan->naive_bytes = fg_bytes_add(plan->naive_bytes, p.v[i].size);
+	if (plan->naive_bytes >= FG_BYTES_MAX) {
+		/* Past 4 EiB no device holds it and the sums below would
+		 * overflow: leave it unplanned. */
+		plan->planned_bytes = plan->naive_bytes;
+		return;
+	}
 	qsort(p.v, (size_t)p.nv, sizeof *p.v, lasting_first);
 	nlasting = place_lasting(&p);
 	tree_init(&p);
