@@ -368,30 +368,6 @@ out:
 
 /* ------------------------------------------------------------ comparison */
 
-/* testing.md, "Tolerances": f32 with the transcendental rtol throughout;
- * the RMSE gate where rmse_gate() says. */
-static FgrtTol tolerance(FgDtype dt, int rmse)
-{
-	FgrtTol t = {0, 0, 0, 0};
-
-	switch (dt) {
-	case FG_DT_F32:
-		t = (FgrtTol){1e-5, 1e-5, 2, 0x1p-24};
-		break;
-	case FG_DT_F16:
-		t = (FgrtTol){1e-3, 1e-5, 3, 0x1p-11};
-		break;
-	case FG_DT_BF16:
-		t = (FgrtTol){1.6e-2, 1e-5, 3, 0x1p-8};
-		break;
-	default:
-		return t; /* i32, bool: exact */
-	}
-	if (!rmse)
-		t.rmse_m = 0;
-	return t;
-}
-
 /* A float value some group reads back from memory, rounded there. */
 static int read_back(const Verify *v, int id)
 {
@@ -461,7 +437,7 @@ static int compare(Verify *v, int id, const char *prefix, const double *ref)
 	const FgNode *n = &v->g->nodes[id];
 	int64_t cnt = fg_shape_numel(&n->shape);
 	double *rounded = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *rounded);
-	FgrtTol t = tolerance(n->dt, v->rmse[id]);
+	FgrtTol t = fgrt_tolerance(fg_dtype_name[n->dt], v->rmse[id]);
 	FgrtCheck c;
 	char label[512];
 

@@ -28,6 +28,7 @@
 #include "fgrt.h"
 
 #include <math.h>
+#include <string.h>
 
 /* How far element (a, e) is outside the elementwise gate: <= 0 inside,
  * +inf for a non-finite mismatch.  NAN when both are the same non-finite
@@ -130,4 +131,19 @@ void fgrt_check(const double *actual, const double *expected,
 			  &specials_ok, &rms_e);
 		res->ok = res->nbad == 0;
 	}
+}
+
+FgrtTol fgrt_tolerance(const char *dtype, int rmse)
+{
+	FgrtTol t = {0, 0, 0, 0};
+
+	if (strcmp(dtype, "f32") == 0)
+		t = (FgrtTol){1e-5, 1e-5, 2, 0x1p-24};
+	else if (strcmp(dtype, "f16") == 0)
+		t = (FgrtTol){1e-3, 1e-5, 3, 0x1p-11};
+	else if (strcmp(dtype, "bf16") == 0)
+		t = (FgrtTol){1.6e-2, 1e-5, 3, 0x1p-8};
+	if (!rmse)
+		t.rmse_m = 0;
+	return t;
 }

@@ -102,6 +102,11 @@ typedef struct FgrtCheck {
 				 * elementwise mode */
 } FgrtCheck;
 
+/* The tolerances of testing.md for a dtype named as in .fg ("f16"):
+ * f32 with the transcendental rtol, the RMSE gate when rmse is set (for
+ * values downstream of a reduction or matmul), exact for i32 and bool. */
+FgrtTol fgrt_tolerance(const char *dtype, int rmse);
+
 /* actual and expected are numel doubles; expected_rounded may be NULL
  * (then the RMSE gate uses expected itself).  In RMSE mode NaN/Inf
  * positions are matched against expected_rounded, since a finite
