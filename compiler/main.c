@@ -28,6 +28,9 @@ typedef struct Options {
 	const char *file;
 	const char *inputs, *outputs;
 	const char *format;           /* report: text, json, dot */
+	const char *out;              /* compile: -o OUT (writes OUT.cu) */
+	const char *arch;             /* compile: --arch for --build */
+	int build;                    /* compile: --build runs nvcc */
 	int group;                    /* extract: the group, or -1 */
 	uint64_t seed;
 	FgFuseOptions fuse;
@@ -45,6 +48,8 @@ static const char usage[] =
 	"  extract model.fg --group N                   group N as a standalone .fg\n"
 	"  verify  model.fg                             run the plan group by group on the\n"
 	"                                               interpreter against the op-by-op result\n"
+	"  compile model.fg -o OUT [--build]            write OUT.cu: one CUDA kernel per group and\n"
+	"                                               the program table; --build also runs nvcc\n"
 	"\n"
 	"options:\n"
 	"  -D NAME=VALUE    bind a symbolic dimension\n"
@@ -52,6 +57,9 @@ static const char usage[] =
 	"  --inputs DIR     (run) read NAME.npy for each input and param; missing ones are drawn\n"
 	"  --outputs DIR    (run) write NAME.npy per output and saved.NAME.npy per @save value\n"
 	"  --seed S         (run, verify) seed for inputs that are drawn (default 0)\n"
+	"  -o OUT           (compile) write OUT.cu, and the binary OUT with --build\n"
+	"  --build          (compile) build OUT with nvcc ($NVCC, else nvcc) and the runtime\n"
+	"  --arch SM        (compile) the GPU for --build (default sm_90a)\n"
 	"  --no-fuse        one group per op: the unfused baseline\n"
 	"  --bw GBS         cost model: device bandwidth in GB/s (default 4300)\n"
 	"  --launch-us US   cost model: cost of one kernel launch in us (default 3)\n"
@@ -150,6 +158,10 @@ static int apply_flag(FgArena *a, Options *o, const char *arg, const char *v)
 		o->inputs = v;
 	} else if (strcmp(arg, "--outputs") == 0) {
 		o->outputs = v;
+	} else if (strcmp(arg, "-o") == 0) {
+		o->out = v;
+	} else if (strcmp(arg, "--arch") == 0) {
+		o->arch = v;
 	} else if (strcmp(arg, "--format") == 0) {
 		if (strcmp(v, "text") != 0 && strcmp(v, "json") != 0 && strcmp(v, "dot") != 0)
 			return usage_error("--format %s: expected text, json or dot", v);
@@ -177,6 +189,7 @@ static int apply_flag(FgArena *a, Options *o, const char *arg, const char *v)
 
 static const char *const value_flags[] = {
 	"-D", "-d", "--inputs", "--outputs", "--seed", "--format", "--group", "--bw", "--launch-us", "--reg-limit",
+	"-o", "--arch",
 };
 
 static int parse_args(FgArena *a, int argc, char **argv, Options *o)
@@ -193,6 +206,9 @@ static int parse_args(FgArena *a, int argc, char **argv, Options *o)
 			v = arg + 2;
 		} else if (strcmp(arg, "--no-fuse") == 0) {
 			o->fuse.no_fuse = 1;
+			continue;
+		} else if (strcmp(arg, "--build") == 0) {
+			o->build = 1;
 			continue;
 		} else if (arg[0] == '-' && arg[1]) {
 			return usage_error("unknown option '%s'", arg);
@@ -262,6 +278,10 @@ static int command(int cmd, const Options *o, FgGraph *g, FgDiag *d)
 		else
 			fg_report_dot(stdout, &plan);
 		return 0;
+	case 5: {
+		FgCudaOptions co = {o->out, o->file, o->arch, o->build};
+		return fg_cuda_compile(&plan, &co, d);
+	}
 	case 3:
 		if (o->group >= plan.ngroups) {
 			fg_error(d, (FgLoc){0, 0}, "--group %d: the plan has %d groups (0 to %d)", o->group,
@@ -301,13 +321,13 @@ int main(int argc, char **argv)
 		fputs(usage, stderr);
 		goto out;
 	}
-	static const char *const commands[] = {"check", "run", "report", "extract", "verify"};
+	static const char *const commands[] = {"check", "run", "report", "extract", "verify", "compile"};
 	int cmd = -1;
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		if (strcmp(o.command, commands[i]) == 0)
 			cmd = i;
 	if (cmd < 0) {
-		usage_error("unknown command '%s'; expected check, run, report, extract or verify", o.command);
+		usage_error("unknown command '%s'; expected check, run, report, extract, verify or compile", o.command);
 		goto out;
 	}
 	if (!o.file) {
@@ -320,6 +340,14 @@ int main(int argc, char **argv)
 	}
 	if (cmd != 1 && (o.inputs || o.outputs)) {
 		usage_error("--inputs and --outputs belong to 'run', not '%s'", o.command);
+		goto out;
+	}
+	if (cmd == 5 && !o.out) {
+		usage_error("'compile' needs -o OUT%s", "");
+		goto out;
+	}
+	if (cmd != 5 && (o.out || o.build || o.arch)) {
+		usage_error("-o, --build and --arch belong to 'compile', not '%s'", o.command);
 		goto out;
 	}
 	if (cmd == 3 && o.group < 0) {

@@ -139,6 +139,27 @@ static int all_axes(const FgShape *in, uint32_t ax)
 	return ax == (in->rank ? (1u << in->rank) - 1 : 0);
 }
 
+/* Whether reduction n's result, broadcast NumPy-style over its input's
+ * shape, lines up with the rows it reduced: its shape must be the input's
+ * with the reduced axes set to 1 (keepdims), or that without leading 1s.
+ * sum(x, axis=-1, keepdims=false) of an [8,8] x broadcasts along the
+ * columns instead, so element (i, j) would need row j's sum. */
+static int broadcasts_back(const FgNode *n, const FgShape *in)
+{
+	FgShape kept = *in;
+
+	for (int i = 0; i < kept.rank; i++)
+		if (n->a.red.axes & (1u << i))
+			kept.d[i] = 1;
+	for (int i = 1; i <= n->shape.rank; i++)
+		if (n->shape.d[n->shape.rank - i] != kept.d[kept.rank - i])
+			return 0;
+	for (int i = n->shape.rank + 1; i <= kept.rank; i++)
+		if (kept.d[kept.rank - i] != 1)
+			return 0;
+	return 1;
+}
+
 static int in_group(const Fuser *f, int id, int gi)
 {
 	for (int k = 0; k < f->memb[id].n; k++)
@@ -315,11 +336,16 @@ static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
 		uint32_t ax = n->a.red.axes;
 		if (b->kind == FG_GROUP_LOOP && fg_shape_eq(&n->shape, &b->space))
 			return 1;       /* epilogue on the reduced shape */
-		if (b->kind == FG_GROUP_LOOP && row_axes(in, ax) && fg_shape_eq(in, &b->space))
+		int back = broadcasts_back(n, in);
+		if (b->kind == FG_GROUP_LOOP && row_axes(in, ax) && fg_shape_eq(in, &b->space) && back)
 			return 1;       /* broadcast back over its own rows */
-		if (b->kind == FG_GROUP_ROWREDUCE && ax == b->red_axes && fg_shape_eq(in, &b->space))
+		if (b->kind == FG_GROUP_ROWREDUCE && ax == b->red_axes && fg_shape_eq(in, &b->space) && back)
 			return 1;       /* another reduction over the same rows */
-		if (all_axes(in, ax))
+		if (!back && !all_axes(in, ax))
+			*detail = fg_arena_printf(f->a, "%s's result %s broadcasts across the rows it reduced, so "
+						  "each element needs another row's value, computed by another block",
+						  fg_op_info[n->op].name, type_str(f, p));
+		else if (all_axes(in, ax))
 			*detail = fg_arena_printf(f->a, "%s reduces all axes: every block of the %s group needs "
 						  "the total, and there is no grid-wide barrier",
 						  fg_op_info[n->op].name, kind);

@@ -1,0 +1,2147 @@
+/*
+ * cuda.c - the CUDA backend: writes a fusion plan as one CUDA C++ file,
+ * one __global__ kernel per group (two for a reduction over all axes),
+ * then the program table and fg_program_run(), which the host runtime
+ * (runtime/fgrt_host.cu, contract in runtime/fgrt_program.h) calls.
+ *
+ * How a kernel computes its values.  A group is a cone of elementwise and
+ * layout ops (plus reductions, or a matmul); every value it writes is
+ * computed per element by gen(), which evaluates a node at an index (an
+ * Ix: one C expression per coordinate, and the C-order flat index when it
+ * is known) by evaluating its operands at the indices the op maps it to:
+ * broadcasting drops and zeroes coordinates, transpose permutes them,
+ * slice offsets one, reshape goes through the flat index, concat reads
+ * every operand at a clamped index and selects.  A value already computed
+ * at the same index is reused (memo); a value reached at two indices is
+ * computed twice, which is always correct.  Operands outside the group are
+ * loaded from memory, converted to the compute type (f32 for the float
+ * dtypes and bool, int for i32); values are rounded to their dtype only
+ * where they are stored.
+ *
+ * Scopes.  Kernel text is built in nested scopes (0: the kernel's top, 1:
+ * a loop over elements or rows, 2: the loop inside a row or over reduced
+ * elements).  Each computed value goes to the outermost scope whose
+ * variables it uses, so a load of a scalar lands before the loops and a
+ * row's mean and rsqrt land between the row's passes, without any special
+ * case.  Coordinates are defined eagerly and dropped when their scope
+ * closes if no line uses them, so a plain elementwise kernel never
+ * divides.
+ *
+ * Writes.  A written value whose shape broadcasts into the group's space
+ * is stored by the threads whose broadcast coordinates are 0 (each element
+ * exactly once); a loop group's other writes (a side output behind a
+ * transpose) get a loop of their own over their own shape.  Row and column
+ * reductions store values of the reduced shape once per row or column.
+ *
+ * Invariants: the output depends on the plan alone (no addresses, no hash
+ * order), so the same model gives the same bytes; everything is allocated
+ * from the graph's arena.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fg.h"
+#include "fgrt_philox.h"
+
+#define MAXLV 4                 /* scope levels */
+#define LOOP_BLOCK 256          /* threads per block of loop and reduce kernels */
+#define MAX_GRID (1 << 20)      /* blocks of a grid-stride loop */
+#define FULL_BLOCKS 1024        /* partials of a reduction over all axes */
+
+/* ------------------------------------------------------------- text */
+
+static char *vfmt(FgArena *a, const char *fmt, va_list ap)
+{
+	va_list aq;
+	va_copy(aq, ap);
+	int n = vsnprintf(NULL, 0, fmt, aq);
+	va_end(aq);
+	FG_ASSERT(n >= 0);
+	char *s = fg_arena_alloc(a, (size_t)n + 1);
+	vsnprintf(s, (size_t)n + 1, fmt, ap);
+	return s;
+}
+
+static char *fmt(FgArena *a, const char *f, ...) FG_PRINTF(2, 3);
+static char *fmt(FgArena *a, const char *f, ...)
+{
+	va_list ap;
+	va_start(ap, f);
+	char *s = vfmt(a, f, ap);
+	va_end(ap);
+	return s;
+}
+
+static int is_ident_char(char c)
+{
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* Whether s needs no parentheses inside a larger expression: a name, a
+ * number without sign, a call, or one parenthesized whole. */
+static int simple(const char *s)
+{
+	size_t n = strlen(s), i = 0;
+	int depth = 0;
+	if (n == 0)
+		return 0;
+	if (s[0] >= '0' && s[0] <= '9')     /* a number: 1e-05f */
+		return strspn(s, "0123456789abcdefxABCDEFX.+-ul") == n;
+	while (i < n && (is_ident_char(s[i]) || s[i] == '.'))
+		i++;
+	if (i == n)
+		return 1;
+	if (s[i] != '(' || s[n - 1] != ')')
+		return 0;
+	for (size_t j = i; j < n; j++) {
+		if (s[j] == '(')
+			depth++;
+		else if (s[j] == ')' && --depth == 0 && j != n - 1)
+			return 0;
+	}
+	return 1;
+}
+
+static const char *paren(FgArena *a, const char *s)
+{
+	return simple(s) ? s : fmt(a, "(%s)", s);
+}
+
+/* s as the body of a C string literal. */
+static const char *c_string(FgArena *a, const char *s)
+{
+	char *out = fg_arena_alloc(a, 4 * strlen(s) + 1), *o = out;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			o += sprintf(o, "\\%c", c);
+		else if (c < 32 || c >= 127)
+			o += sprintf(o, "\\%03o", c);
+		else
+			*o++ = (char)c;
+	}
+	*o = '\0';
+	return out;
+}
+
+/* s with every star-slash broken, to sit inside a C comment. */
+static const char *in_comment(FgArena *a, const char *s)
+{
+	char *out = fg_arena_alloc(a, 2 * strlen(s) + 1), *o = out;
+	for (; *s; s++) {
+		*o++ = *s;
+		if (s[0] == '*' && s[1] == '/')
+			*o++ = ' ';
+	}
+	*o = '\0';
+	return out;
+}
+
+/* Whether identifier id occurs in s as a whole token. */
+static int uses(const char *s, const char *id)
+{
+	size_t n = strlen(id);
+	for (const char *p = strstr(s, id); p; p = strstr(p + 1, id))
+		if ((p == s || !is_ident_char(p[-1])) && !is_ident_char(p[n]))
+			return 1;
+	return 0;
+}
+
+/* ----------------------------------------------------------- dtypes */
+
+static const char *ctype(FgDtype dt)
+{
+	return dt == FG_DT_I32 ? "int" : "float";
+}
+
+static const char *stype(FgDtype dt)
+{
+	static const char *const t[FG_DT_COUNT] = {
+		[FG_DT_F32] = "float", [FG_DT_F16] = "__half", [FG_DT_BF16] = "__nv_bfloat16",
+		[FG_DT_I32] = "int", [FG_DT_BOOL] = "unsigned char",
+	};
+	return t[dt];
+}
+
+static const char *rt_dtype(FgDtype dt)
+{
+	static const char *const t[FG_DT_COUNT] = {
+		[FG_DT_F32] = "FGRT_F32", [FG_DT_F16] = "FGRT_F16", [FG_DT_BF16] = "FGRT_BF16",
+		[FG_DT_I32] = "FGRT_I32", [FG_DT_BOOL] = "FGRT_BOOL",
+	};
+	return t[dt];
+}
+
+/* A number as a literal of compute type ctype(dt), parenthesized when
+ * negative. */
+static const char *literal(FgArena *a, FgDtype dt, double v)
+{
+	if (isnan(v))
+		return "CUDART_NAN_F";
+	if (isinf(v))
+		return v > 0 ? "CUDART_INF_F" : "(-CUDART_INF_F)";
+	if (dt == FG_DT_BOOL)
+		return v != 0 ? "1.0f" : "0.0f";
+	if (dt == FG_DT_I32 && v == floor(v) && fabs(v) < 2147483648.0) {
+		long long i = (long long)v;
+		return i < 0 ? fmt(a, "(%lld)", i) : fmt(a, "%lld", i);
+	}
+	char buf[64];
+	snprintf(buf, sizeof buf, "%.9g", v);
+	if (!strpbrk(buf, ".en"))
+		strcat(buf, ".0");
+	return v < 0 || (v == 0 && signbit(v)) ? fmt(a, "(%sf)", buf) : fmt(a, "%sf", buf);
+}
+
+/* ---------------------------------------------------------- shapes */
+
+static int fits(const FgShape *s, const FgShape *space)
+{
+	FgShape r;
+	return fg_shape_broadcast(s, space, &r) == 0 && fg_shape_eq(&r, space);
+}
+
+static const char *shape_str(FgArena *a, FgDtype dt, const FgShape *s)
+{
+	char buf[256];
+	return fg_arena_strdup(a, fg_type_str(buf, sizeof buf, dt, s));
+}
+
+/* ------------------------------------------------------ the emitter */
+
+typedef struct Line {
+	const char *text;       /* without indentation or newline */
+	const char *def;        /* a removable definition: the name it defines */
+} Line;
+typedef FG_VEC(Line) Lines;
+
+typedef struct Val {
+	const char *e;          /* a variable or a literal */
+	int lv;                 /* the scope it is defined in */
+} Val;
+
+/* An index into a value of shape s (rank s.rank): coordinates as C
+ * expressions ("0" on every unit dim), each with its scope level, and the
+ * C-order flat index when known. */
+typedef struct Ix {
+	int rank;
+	const char *c[FG_MAX_RANK];
+	int lv[FG_MAX_RANK];
+	const char *lin;
+	int lin_lv;
+} Ix;
+
+typedef struct Memo {
+	int id;
+	const char *key;
+	Val v;
+} Memo;
+
+typedef struct Name {
+	const char *s;
+	int lv;
+} Name;
+
+typedef struct Cached {         /* coordinates already derived from a flat index */
+	const char *lin;
+	FgShape s;
+	Ix ix;
+	int lv;
+} Cached;
+
+typedef struct Red {            /* a reduction of the kernel */
+	int id;
+	const char *acc;        /* its accumulator */
+	const char *var;        /* its value, once reduced (NULL before) */
+	int lv;
+	Ix at;                  /* the one index of its result a thread sees */
+	int pass;               /* rowreduce: the pass that computes it */
+} Red;
+
+typedef struct Param {
+	const char *decl;       /* const float *__restrict__ t_x */
+	const char *arg;        /* what the host passes: t_x */
+} Param;
+
+typedef struct Emit Emit;
+
+typedef struct Kern {
+	Emit *E;
+	FgArena *a;
+	const FgGraph *g;
+	const FgPlan *plan;
+	int gi;
+	const FgGroup *gr;
+	const char *idx;        /* the index type: int or int64_t */
+	int depth;
+	Lines lines[MAXLV];
+	FG_VEC(Memo) memo;
+	FG_VEC(Name) names;
+	FG_VEC(Cached) cache;
+	FG_VEC(Red) reds;
+	unsigned char *used;    /* per read (index in gr->reads): loaded */
+	int mm;                 /* gemm epilogue: the matmul, read from scratch */
+	int failed;
+} Kern;
+
+typedef struct Launch {
+	const char *kernel;
+	int group;
+	int64_t grid, block;
+} Launch;
+
+struct Emit {
+	FgArena *a;
+	const FgGraph *g;
+	const FgPlan *plan;
+	FgDiag *d;
+	FILE *f;
+	int *member;            /* per node: group index + 1 while its group is emitted */
+	int *tensor;            /* per node: its entry in the tensor table, or -1 */
+	int ntensors;
+	FG_VEC(int) tensors;    /* the table: node ids */
+	FG_VEC(Launch) launches;
+	FG_VEC(const char *) run;       /* fg_program_run's body */
+	FG_VEC(const char *) gemms;     /* FgrtGemm definitions */
+	int64_t scratch;
+	int errors;
+};
+
+static void kern_error(Kern *k, int id, const char *fmt_, ...) FG_PRINTF(3, 4);
+static void kern_error(Kern *k, int id, const char *fmt_, ...)
+{
+	va_list ap;
+	va_start(ap, fmt_);
+	char *msg = vfmt(k->a, fmt_, ap);
+	va_end(ap);
+	if (!k->failed)
+		fg_error(k->E->d, id >= 0 ? k->g->nodes[id].loc : (FgLoc){0, 0},
+			 "cannot compile group %d (%s) to CUDA yet: %s", k->gi, k->gr->name, msg);
+	k->failed = 1;
+}
+
+/* Appends a line to scope lv; def names the variable of a removable
+ * definition (dropped when its scope closes if nothing uses it). */
+static void kline(Kern *k, int lv, const char *def, const char *f, ...) FG_PRINTF(4, 5);
+static void kline(Kern *k, int lv, const char *def, const char *f, ...)
+{
+	va_list ap;
+	FG_ASSERT(lv >= 0 && lv <= k->depth);
+	va_start(ap, f);
+	Line l = {vfmt(k->a, f, ap), def};
+	va_end(ap);
+	fg_vec_push(k->a, &k->lines[lv], l);
+}
+
+/* A variable name not in use, based on base. */
+static const char *fresh(Kern *k, int lv, const char *base)
+{
+	const char *s = base;
+	for (int n = 2;; n++) {
+		int taken = 0;
+		for (int i = 0; i < k->names.n && !taken; i++)
+			taken = strcmp(k->names.v[i].s, s) == 0;
+		if (!taken)
+			break;
+		s = fmt(k->a, "%s_%d", base, n);
+	}
+	Name nm = {s, lv};
+	fg_vec_push(k->a, &k->names, nm);
+	return s;
+}
+
+static void drop_unused(Kern *k, Lines *ls);
+
+static void kopen(Kern *k)
+{
+	FG_ASSERT(k->depth + 1 < MAXLV);
+	k->depth++;
+	k->lines[k->depth].n = 0;
+}
+
+/* Closes the innermost scope into its parent as `head { lines }`; what
+ * was defined in it is forgotten. */
+static void kclose(Kern *k, const char *head)
+{
+	int L = k->depth;
+	int n = 0;
+	for (int i = 0; i < k->memo.n; i++)
+		if (k->memo.v[i].v.lv < L)
+			k->memo.v[n++] = k->memo.v[i];
+	k->memo.n = n;
+	n = 0;
+	for (int i = 0; i < k->names.n; i++)
+		if (k->names.v[i].lv < L)
+			k->names.v[n++] = k->names.v[i];
+	k->names.n = n;
+	n = 0;
+	for (int i = 0; i < k->cache.n; i++)
+		if (k->cache.v[i].lv < L)
+			k->cache.v[n++] = k->cache.v[i];
+	k->cache.n = n;
+	/* a scope's definitions are used inside it or nowhere */
+	drop_unused(k, &k->lines[L]);
+	k->depth--;
+	kline(k, L - 1, NULL, "%s {", head);
+	for (int i = 0; i < k->lines[L].n; i++) {
+		Line l = {fmt(k->a, "\t%s", k->lines[L].v[i].text), NULL};
+		fg_vec_push(k->a, &k->lines[L - 1], l);
+	}
+	kline(k, L - 1, NULL, "}");
+	k->lines[L].n = 0;
+}
+
+/* Drops removable definitions nothing uses, until none is left. */
+static void drop_unused(Kern *k, Lines *ls)
+{
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (int i = 0; i < ls->n; i++) {
+			if (!ls->v[i].def)
+				continue;
+			int used = 0;
+			for (int j = 0; j < ls->n && !used; j++)
+				used = j != i && uses(ls->v[j].text, ls->v[i].def);
+			if (!used) {
+				memmove(&ls->v[i], &ls->v[i + 1], (size_t)(ls->n - i - 1) * sizeof(Line));
+				ls->n--;
+				i--;
+				changed = 1;
+			}
+		}
+	}
+	(void)k;
+}
+
+/* ---------------------------------------------------------- indices */
+
+static const FgShape *shape_of(const Kern *k, int id)
+{
+	return &k->g->nodes[id].shape;
+}
+
+static int64_t numel(const FgShape *s)
+{
+	return fg_shape_numel(s);
+}
+
+/* The coordinates of flat index lin (scope lv) in shape s, as removable
+ * definitions named prefix0, prefix1...; a shape with one dim above 1
+ * needs none. */
+static Ix ix_from_lin(Kern *k, const FgShape *s, const char *lin, int lv, const char *prefix)
+{
+	Ix x;
+	int nonunit = 0;
+	memset(&x, 0, sizeof x);
+	x.rank = s->rank;
+	x.lin = lin;
+	x.lin_lv = lv;
+	for (int i = 0; i < s->rank; i++)
+		nonunit += s->d[i] > 1;
+	int64_t inner = 1;
+	int first = -1;
+	for (int i = 0; i < s->rank; i++)
+		if (s->d[i] > 1 && first < 0)
+			first = i;
+	const char *pl = paren(k->a, lin);
+	for (int i = s->rank - 1; i >= 0; i--) {
+		x.c[i] = "0";
+		x.lv[i] = 0;
+		if (s->d[i] == 1)
+			continue;
+		x.lv[i] = lv;
+		if (nonunit == 1) {
+			x.c[i] = lin;
+		} else {
+			const char *name = fresh(k, lv, fmt(k->a, "%s%d", prefix, i));
+			if (i == first)
+				kline(k, lv, name, "const %s %s = %s / %lld;", k->idx, name, pl, (long long)inner);
+			else if (inner == 1)
+				kline(k, lv, name, "const %s %s = %s %% %lld;", k->idx, name, pl, (long long)s->d[i]);
+			else
+				kline(k, lv, name, "const %s %s = %s / %lld %% %lld;", k->idx, name, pl,
+				      (long long)inner, (long long)s->d[i]);
+			x.c[i] = name;
+		}
+		inner *= s->d[i];
+	}
+	Cached c = {lin, *s, x, lv};
+	fg_vec_push(k->a, &k->cache, c);
+	return x;
+}
+
+/* The flat index of x in shape s, as an expression. */
+static const char *ix_linear(Kern *k, const Ix *x, const FgShape *s)
+{
+	if (x->lin)
+		return x->lin;
+	const char *e = NULL;
+	int64_t stride = 1;
+	for (int i = s->rank - 1; i >= 0; i--) {
+		if (s->d[i] > 1 && strcmp(x->c[i], "0") != 0) {
+			const char *t = stride == 1 ? x->c[i] : fmt(k->a, "%s * %lld", paren(k->a, x->c[i]), (long long)stride);
+			e = e ? fmt(k->a, "%s + %s", t, e) : t;
+		}
+		stride *= s->d[i];
+	}
+	return e ? e : "0";
+}
+
+/* The scope level ix_linear's expression needs. */
+static int ix_level(const Ix *x, const FgShape *s)
+{
+	if (x->lin)
+		return x->lin_lv;
+	int lv = 0;
+	for (int i = 0; i < s->rank; i++)
+		if (s->d[i] > 1 && strcmp(x->c[i], "0") != 0 && x->lv[i] > lv)
+			lv = x->lv[i];
+	return lv;
+}
+
+/* NumPy broadcasting: the index into operand shape to that element fs of
+ * x reads. */
+static Ix ix_bcast(const Ix *x, const FgShape *fs, const FgShape *to)
+{
+	Ix y;
+	int lead = fs->rank - to->rank;
+	FG_ASSERT(lead >= 0);
+	memset(&y, 0, sizeof y);
+	y.rank = to->rank;
+	for (int j = 0; j < to->rank; j++) {
+		if (to->d[j] == 1) {
+			y.c[j] = "0";
+			y.lv[j] = 0;
+		} else {
+			y.c[j] = x->c[j + lead];
+			y.lv[j] = x->lv[j + lead];
+		}
+	}
+	if (fg_shape_eq(fs, to)) {
+		y.lin = x->lin;
+		y.lin_lv = x->lin_lv;
+	} else if (numel(to) == 1) {
+		y.lin = "0";
+		y.lin_lv = 0;
+	}
+	return y;
+}
+
+/* The condition under which the thread at x (in space fs) writes the
+ * element of a value of shape to that it sees: every coordinate that
+ * broadcasting drops is 0.  NULL: always. */
+static const char *write_cond(Kern *k, const Ix *x, const FgShape *fs, const FgShape *to)
+{
+	int lead = fs->rank - to->rank;
+	const char *e = NULL;
+	if (numel(to) == 1 && x->lin && numel(fs) > 1)
+		return fmt(k->a, "%s == 0", x->lin);
+	for (int i = 0; i < fs->rank; i++) {
+		int j = i - lead;
+		if (fs->d[i] == 1 || (j >= 0 && to->d[j] != 1) || strcmp(x->c[i], "0") == 0)
+			continue;
+		const char *t = fmt(k->a, "%s == 0", x->c[i]);
+		e = e ? fmt(k->a, "%s && %s", e, t) : t;
+	}
+	return e;
+}
+
+/* The operand index of a reshape from `from` (shape fs) to shape ts: the
+ * flat index is the same; coordinates are copied when the two shapes
+ * differ only in unit dims, else derived from the flat index. */
+static Ix ix_reshape(Kern *k, const Ix *x, const FgShape *fs, const FgShape *ts)
+{
+	int a[FG_MAX_RANK], b[FG_MAX_RANK], na = 0, nb = 0, same;
+	for (int i = 0; i < fs->rank; i++)
+		if (fs->d[i] > 1)
+			a[na++] = i;
+	for (int i = 0; i < ts->rank; i++)
+		if (ts->d[i] > 1)
+			b[nb++] = i;
+	same = na == nb;
+	for (int i = 0; same && i < na; i++)
+		same = fs->d[a[i]] == ts->d[b[i]];
+	if (same) {
+		Ix y;
+		memset(&y, 0, sizeof y);
+		y.rank = ts->rank;
+		for (int i = 0; i < ts->rank; i++)
+			y.c[i] = "0";
+		for (int i = 0; i < na; i++) {
+			y.c[b[i]] = x->c[a[i]];
+			y.lv[b[i]] = x->lv[a[i]];
+		}
+		y.lin = x->lin;
+		y.lin_lv = x->lin_lv;
+		return y;
+	}
+	const char *lin = ix_linear(k, x, fs);
+	int lv = ix_level(x, fs);
+	for (int i = k->cache.n - 1; i >= 0; i--)
+		if (strcmp(k->cache.v[i].lin, lin) == 0 && fg_shape_eq(&k->cache.v[i].s, ts))
+			return k->cache.v[i].ix;
+	if (!simple(lin)) {
+		const char *name = fresh(k, lv, "l");
+		kline(k, lv, name, "const %s %s = %s;", k->idx, name, lin);
+		lin = name;
+	}
+	return ix_from_lin(k, ts, lin, lv, fmt(k->a, "%s_", lin));
+}
+
+/* ------------------------------------------------------- generation */
+
+static int is_member(const Kern *k, int id)
+{
+	return k->E->member[id] == k->gi + 1 && id != k->mm;
+}
+
+static const char *tensor_param(const Kern *k, int id)
+{
+	return fmt(k->a, "t_%s", k->plan->names[id]);
+}
+
+static const char *memo_key(Kern *k, int id, const Ix *x)
+{
+	size_t len = 16;
+	for (int i = 0; i < x->rank; i++)
+		len += strlen(x->c[i]) + 1;
+	char *s = fg_arena_alloc(k->a, len);
+	char *p = s;
+	p += sprintf(p, "%d:", id);
+	for (int i = 0; i < x->rank; i++)
+		p += sprintf(p, "%s,", x->c[i]);
+	(void)p;
+	return s;
+}
+
+static Val gen(Kern *k, int id, const Ix *x);
+
+/* A new variable of node id's compute type holding expr, in scope lv. */
+static Val define(Kern *k, int id, int lv, const char *expr)
+{
+	const FgNode *n = &k->g->nodes[id];
+	const char *v = fresh(k, lv, fmt(k->a, "v_%s", k->plan->names[id]));
+	kline(k, lv, NULL, "const %s %s = %s;", ctype(n->dt), v, expr);
+	return (Val){v, lv};
+}
+
+/* Loads node id (a read of the group, or the gemm's result) at x. */
+static Val load(Kern *k, int id, const Ix *x)
+{
+	const FgShape *s = shape_of(k, id);
+	const char *p;
+	if (id == k->mm) {
+		p = fmt(k->a, "mm_%s", k->plan->names[id]);
+	} else {
+		p = tensor_param(k, id);
+		int found = 0;
+		for (int r = 0; r < k->gr->nreads; r++)
+			if (k->gr->reads[r] == id) {
+				k->used[r] = 1;
+				found = 1;
+			}
+		if (!found) {
+			kern_error(k, id, "'%s' is neither computed by the group nor read by it",
+				   k->plan->names[id]);
+			return (Val){"0", 0};
+		}
+	}
+	int lv = ix_level(x, s);
+	const FgNode *n = &k->g->nodes[id];
+	const char *v = fresh(k, lv, fmt(k->a, "v_%s", k->plan->names[id]));
+	kline(k, lv, NULL, "const %s %s = fg_read(%s[%s]);", ctype(n->dt), v, p, ix_linear(k, x, s));
+	return (Val){v, lv};
+}
+
+/* The op's CUDA expression (FG_OPS' cuda column) with a, b, c replaced by
+ * the operands' expressions. */
+static const char *subst(FgArena *a, const char *t, const Val *ops, int nops)
+{
+	size_t cap = strlen(t) + 1;
+	for (int i = 0; i < nops; i++)
+		cap += 4 * (strlen(ops[i].e) + 2);
+	char *out = fg_arena_alloc(a, cap), *o = out;
+	while (*t) {
+		if (is_ident_char(*t)) {
+			const char *s = t;
+			while (is_ident_char(*t))
+				t++;
+			size_t n = (size_t)(t - s);
+			int which = n == 1 && s[0] >= 'a' && s[0] <= 'c' ? s[0] - 'a' : -1;
+			if (which >= 0 && which < nops) {
+				const char *e = paren(a, ops[which].e);
+				size_t m = strlen(e);
+				memcpy(o, e, m);
+				o += m;
+			} else {
+				memcpy(o, s, n);
+				o += n;
+			}
+		} else {
+			*o++ = *t++;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+static const char *cast_expr(Kern *k, FgDtype to, FgDtype from, const char *a)
+{
+	int fromint = from == FG_DT_I32;
+	a = paren(k->a, a);
+	switch (to) {
+	case FG_DT_F32:
+		return fromint ? fmt(k->a, "(float)%s", a) : a;
+	case FG_DT_F16:
+		return fmt(k->a, fromint ? "fg_round_f16((float)%s)" : "fg_round_f16(%s)", a);
+	case FG_DT_BF16:
+		return fmt(k->a, fromint ? "fg_round_bf16((float)%s)" : "fg_round_bf16(%s)", a);
+	case FG_DT_I32:
+		return fromint ? a : fmt(k->a, "fg_cast_i32(%s)", a);
+	default:
+		return fmt(k->a, fromint ? "(%s != 0 ? 1.0f : 0.0f)" : "(%s != 0.0f ? 1.0f : 0.0f)", a);
+	}
+}
+
+static Val gen_ew(Kern *k, int id, const Ix *x)
+{
+	const FgNode *n = &k->g->nodes[id];
+	Val ops[3];
+	int lv = 0;
+	FG_ASSERT(n->nin >= 1 && n->nin <= 3);
+	for (int j = 0; j < n->nin; j++) {
+		Ix y = ix_bcast(x, &n->shape, shape_of(k, n->in[j]));
+		ops[j] = gen(k, n->in[j], &y);
+		if (ops[j].lv > lv)
+			lv = ops[j].lv;
+	}
+	const char *e;
+	switch (n->op) {
+	case FG_OP_IDENTITY:
+		return ops[0];
+	case FG_OP_CAST:
+		e = cast_expr(k, n->dt, k->g->nodes[n->in[0]].dt, ops[0].e);
+		break;
+	case FG_OP_DROPOUT: {
+		/* The mask of element i (C order of this node): Philox of
+		 * (seed, i), as the interpreter draws it. */
+		uint64_t thr = fgrt_dropout_threshold(n->a.drop.p);
+		int ilv = ix_level(x, &n->shape);
+		if (ilv > lv)
+			lv = ilv;
+		e = fmt(k->a, "fgrt_dropout_keep(%lluull, (uint64_t)%s, %lluull) ? %s / %s : 0.0f",
+			(unsigned long long)n->a.drop.seed, paren(k->a, ix_linear(k, x, &n->shape)),
+			(unsigned long long)thr, paren(k->a, ops[0].e), literal(k->a, FG_DT_F32, 1.0 - n->a.drop.p));
+		break;
+	}
+	case FG_OP_ABS:
+		if (n->dt == FG_DT_I32) {
+			e = fmt(k->a, "abs(%s)", ops[0].e);
+			break;
+		}
+		/* fall through */
+	default:
+		e = subst(k->a, fg_op_info[n->op].cuda, ops, n->nin);
+		break;
+	}
+	return define(k, id, lv, e);
+}
+
+static Val gen_concat(Kern *k, int id, const Ix *x)
+{
+	const FgNode *n = &k->g->nodes[id];
+	int ax = n->a.axis;
+	const char *c = x->c[ax];
+	int64_t off = 0;
+	Val v[64] = {{0}};
+	int64_t offs[64] = {0};
+	int lv = x->lv[ax];
+	if (n->nin > 64) {
+		kern_error(k, id, "concat of more than 64 operands");
+		return (Val){"0", 0};
+	}
+	for (int j = 0; j < n->nin; j++) {
+		const FgShape *s = shape_of(k, n->in[j]);
+		Ix y = *x;
+		y.lin = NULL;
+		if (s->d[ax] == 1) {
+			y.c[ax] = "0";
+			y.lv[ax] = 0;
+		} else {
+			const char *shifted = off ? fmt(k->a, "%s - %lld", paren(k->a, c), (long long)off) : c;
+			y.c[ax] = fmt(k->a, "fg_clamp<%s>(%s, %lld)", k->idx, shifted, (long long)(s->d[ax] - 1));
+		}
+		offs[j] = off;
+		off += s->d[ax];
+		v[j] = gen(k, n->in[j], &y);
+		if (v[j].lv > lv)
+			lv = v[j].lv;
+	}
+	if (n->nin == 1)
+		return v[0];
+	const char *e = v[n->nin - 1].e;
+	for (int j = n->nin - 2; j >= 0; j--)
+		e = fmt(k->a, "%s < %lld ? %s : %s", paren(k->a, c), (long long)offs[j + 1], v[j].e, e);
+	return define(k, id, lv, e);
+}
+
+static Val gen_layout(Kern *k, int id, const Ix *x)
+{
+	const FgNode *n = &k->g->nodes[id];
+	const FgShape *in = shape_of(k, n->in[0]);
+	Ix y;
+	memset(&y, 0, sizeof y);
+	y.rank = in->rank;
+	switch (n->op) {
+	case FG_OP_TRANSPOSE: {
+		int ident = 1;
+		for (int i = 0; i < n->shape.rank; i++) {
+			y.c[n->a.perm[i]] = x->c[i];
+			y.lv[n->a.perm[i]] = x->lv[i];
+			ident &= n->a.perm[i] == i;
+		}
+		if (ident) {
+			y.lin = x->lin;
+			y.lin_lv = x->lin_lv;
+		}
+		break;
+	}
+	case FG_OP_SLICE: {
+		int ax = n->a.slice.axis;
+		long long st = (long long)n->a.slice.start;
+		y = *x;
+		y.lin = NULL;
+		if (st != 0)
+			y.c[ax] = strcmp(x->c[ax], "0") == 0 ? fmt(k->a, "%lld", st)
+							      : fmt(k->a, "%s + %lld", paren(k->a, x->c[ax]), st);
+		break;
+	}
+	case FG_OP_RESHAPE:
+		y = ix_reshape(k, x, &n->shape, in);
+		break;
+	case FG_OP_BROADCAST_TO:
+		y = ix_bcast(x, &n->shape, in);
+		break;
+	case FG_OP_CONCAT:
+		return gen_concat(k, id, x);
+	default:
+		fg_die("gen_layout: %s", fg_op_info[n->op].name);
+	}
+	return gen(k, n->in[0], &y);
+}
+
+/* A reduction's value: the thread's own row (or column, or total); any
+ * other element would need another block's work. */
+static Val gen_reduce(Kern *k, int id, const Ix *x)
+{
+	const FgShape *s = shape_of(k, id);
+	for (int i = 0; i < k->reds.n; i++) {
+		Red *r = &k->reds.v[i];
+		if (r->id != id)
+			continue;
+		if (!r->var)
+			fg_die("reduction %s used before it is computed", k->plan->names[id]);
+		for (int d = 0; d < s->rank; d++)
+			if (s->d[d] > 1 && strcmp(x->c[d], r->at.c[d]) != 0) {
+				kern_error(k, id, "'%s' is needed at an element this thread does not reduce "
+					   "(a reduced value broadcast across its own rows)", k->plan->names[id]);
+				return (Val){"0", 0};
+			}
+		return (Val){r->var, r->lv};
+	}
+	kern_error(k, id, "reduction '%s' is not the group's own", k->plan->names[id]);
+	return (Val){"0", 0};
+}
+
+/* Node id's value at index x (of its own shape). */
+static Val gen(Kern *k, int id, const Ix *x)
+{
+	const FgNode *n = &k->g->nodes[id];
+	if (k->failed)
+		return (Val){"0", 0};
+	if (n->op == FG_OP_CONST)
+		return (Val){literal(k->a, n->dt, n->a.value), 0};
+	const char *key = memo_key(k, id, x);
+	for (int i = k->memo.n - 1; i >= 0; i--)
+		if (k->memo.v[i].id == id && strcmp(k->memo.v[i].key, key) == 0)
+			return k->memo.v[i].v;
+	Val v;
+	if (!is_member(k, id)) {
+		v = load(k, id, x);
+	} else {
+		switch (fg_op_info[n->op].cls) {
+		case FG_CLASS_EW:
+			v = gen_ew(k, id, x);
+			break;
+		case FG_CLASS_LAYOUT:
+			v = gen_layout(k, id, x);
+			break;
+		case FG_CLASS_REDUCE:
+			v = gen_reduce(k, id, x);
+			break;
+		default:
+			kern_error(k, id, "%s inside a %s group", fg_op_info[n->op].name,
+				   fg_group_kind_name[k->gr->kind]);
+			return (Val){"0", 0};
+		}
+	}
+	Memo m = {id, key, v};
+	fg_vec_push(k->a, &k->memo, m);
+	return v;
+}
+
+static const char *store_fn(FgDtype dt)
+{
+	static const char *const t[FG_DT_COUNT] = {
+		[FG_DT_F32] = "fg_to_f32", [FG_DT_F16] = "fg_to_f16", [FG_DT_BF16] = "fg_to_bf16",
+		[FG_DT_I32] = "fg_to_i32", [FG_DT_BOOL] = "fg_to_bool",
+	};
+	return t[dt];
+}
+
+/* Stores written value w at index x of its shape, when cond holds. */
+static void store(Kern *k, int w, const Ix *x, const char *cond, const char *extra_cond)
+{
+	Val v = gen(k, w, x);
+	const FgNode *n = &k->g->nodes[w];
+	const char *c = cond;
+	if (extra_cond)
+		c = c ? fmt(k->a, "%s && %s", extra_cond, c) : extra_cond;
+	const char *st = fmt(k->a, "%s[%s] = %s(%s);", tensor_param(k, w), ix_linear(k, x, &n->shape),
+			     store_fn(n->dt), v.e);
+	if (c)
+		kline(k, k->depth, NULL, "if (%s)", c), kline(k, k->depth, NULL, "\t%s", st);
+	else
+		kline(k, k->depth, NULL, "%s", st);
+}
+
+/* ------------------------------------------------------- kernels */
+
+static void kern_init(Kern *k, Emit *E, int gi)
+{
+	memset(k, 0, sizeof *k);
+	k->E = E;
+	k->a = E->a;
+	k->g = E->g;
+	k->plan = E->plan;
+	k->gi = gi;
+	k->gr = &E->plan->groups[gi];
+	k->mm = -1;
+	k->used = fg_arena_alloc(E->a, (size_t)k->gr->nreads + 1);
+	int64_t big = 0;
+	for (int i = 0; i < k->gr->nnodes; i++) {
+		const FgNode *n = &E->g->nodes[k->gr->nodes[i]];
+		big = numel(&n->shape) > big ? numel(&n->shape) : big;
+		for (int j = 0; j < n->nin; j++)
+			big = numel(shape_of(k, n->in[j])) > big ? numel(shape_of(k, n->in[j])) : big;
+	}
+	/* 32-bit indices while every index and a grid stride stay below 2^31 */
+	k->idx = big + ((int64_t)MAX_GRID * LOOP_BLOCK) < INT32_MAX ? "int" : "int64_t";
+	for (int i = 0; i < k->gr->nnodes; i++)
+		E->member[k->gr->nodes[i]] = gi + 1;
+}
+
+static void kern_done(Kern *k)
+{
+	for (int i = 0; i < k->gr->nnodes; i++)
+		k->E->member[k->gr->nodes[i]] = 0;
+}
+
+/* The comment above a group's kernel: its kind and space, then each op
+ * with its operands, type and source location, in aligned columns. */
+static void emit_comment(Emit *E, int gi, const char *what)
+{
+	const FgGroup *gr = &E->plan->groups[gi];
+	const char *src = in_comment(E->a, E->d->src ? E->d->src->name : "");
+	const char **col[3];
+	int w[3] = {0, 0, 0}, nrow = 0;
+	for (int c = 0; c < 3; c++)
+		col[c] = fg_arena_array(E->a, (size_t)gr->nnodes + 1, sizeof(char *));
+	for (int i = 0; i < gr->nnodes; i++) {
+		int id = gr->nodes[i];
+		const FgNode *n = &E->g->nodes[id];
+		if (n->op == FG_OP_CONST)
+			continue;
+		const char *ops = "";
+		for (int j = 0; j < n->nin; j++) {
+			const FgNode *o = &E->g->nodes[n->in[j]];
+			const char *s = o->op == FG_OP_CONST ? fmt(E->a, "%.9g", o->a.value) : E->plan->names[n->in[j]];
+			ops = fmt(E->a, "%s%s%s", ops, j ? ", " : "", s);
+		}
+		col[0][nrow] = fmt(E->a, "%s = %s(%s)", E->plan->names[id], fg_op_info[n->op].name, ops);
+		col[1][nrow] = shape_str(E->a, n->dt, &n->shape);
+		col[2][nrow] = fmt(E->a, "%s:%d:%d%s%s%s", src, n->loc.line, n->loc.col, n->composite ? "  (from " : "",
+				   n->composite ? n->composite : "", n->composite ? ")" : "");
+		for (int c = 0; c < 2; c++)
+			w[c] = (int)strlen(col[c][nrow]) > w[c] ? (int)strlen(col[c][nrow]) : w[c];
+		nrow++;
+	}
+	fprintf(E->f, "/*\n * %s: %s\n", gr->name, what);
+	for (int r = 0; r < nrow; r++)
+		fprintf(E->f, " *   %-*s  %-*s  %s\n", w[0], col[0][r], w[1], col[1][r], col[2][r]);
+	fprintf(E->f, " * reads:");
+	for (int i = 0; i < gr->nreads; i++)
+		fprintf(E->f, " %s", E->plan->names[gr->reads[i]]);
+	fprintf(E->f, "%s\n * writes:", gr->nreads ? "" : " nothing");
+	for (int i = 0; i < gr->nwrites; i++)
+		fprintf(E->f, " %s (%s)", E->plan->names[gr->writes[i]], fg_reason_name[E->plan->why[gr->writes[i]]]);
+	fprintf(E->f, "\n */\n");
+}
+
+/* Prints a kernel: signature from the reads it used and its writes, body
+ * from scope 0.  Returns the host's argument list. */
+static const char *emit_kernel(Kern *k, const char *name, int block, const Param *extra, int nextra,
+			       int with_writes)
+{
+	FG_VEC(Param) ps = {0};
+	for (int i = 0; i < nextra; i++)
+		fg_vec_push(k->a, &ps, extra[i]);
+	for (int r = 0; r < k->gr->nreads; r++) {
+		int id = k->gr->reads[r];
+		if (!k->used[r])
+			continue;
+		Param p = {fmt(k->a, "const %s *__restrict__ %s", stype(k->g->nodes[id].dt), tensor_param(k, id)),
+			   tensor_param(k, id)};
+		fg_vec_push(k->a, &ps, p);
+	}
+	for (int w = 0; with_writes && w < k->gr->nwrites; w++) {
+		int id = k->gr->writes[w];
+		Param p = {fmt(k->a, "%s *__restrict__ %s", stype(k->g->nodes[id].dt), tensor_param(k, id)),
+			   tensor_param(k, id)};
+		fg_vec_push(k->a, &ps, p);
+	}
+	drop_unused(k, &k->lines[0]);
+	FILE *f = k->E->f;
+	fprintf(f, "__global__ void __launch_bounds__(%d)\n%s(", block, name);
+	const char *args = "";
+	for (int i = 0; i < ps.n; i++) {
+		fprintf(f, "%s%s", i ? ",\n\t" : "", ps.v[i].decl);
+		args = fmt(k->a, "%s%s%s", args, i ? ", " : "", ps.v[i].arg);
+	}
+	fprintf(f, ")\n{\n");
+	for (int i = 0; i < k->lines[0].n; i++)
+		fprintf(f, "\t%s\n", k->lines[0].v[i].text);
+	fprintf(f, "}\n\n");
+	return args;
+}
+
+static void add_launch(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *args)
+{
+	Launch l = {kernel, gi, grid, block};
+	fg_vec_push(E->a, &E->launches, l);
+	if (block > 0) {
+		fg_vec_push(E->a, &E->run, fmt(E->a, "%s<<<%lld, %lld, 0, ctx->stream>>>(%s);", kernel,
+					      (long long)grid, (long long)block, args));
+	}
+	fg_vec_push(E->a, &E->run, fmt(E->a, "fgrt_launched(ctx, %d);", E->launches.n - 1));
+}
+
+static int64_t grid_for(int64_t n, int64_t block)
+{
+	int64_t g = (n + block - 1) / block;
+	return g < 1 ? 1 : g > MAX_GRID ? MAX_GRID : g;
+}
+
+/* A grid-stride loop head over n elements with index variable v. */
+static const char *stride_loop(Kern *k, const char *v, int64_t n)
+{
+	if (strcmp(k->idx, "int") == 0)
+		return fmt(k->a, "for (int %s = blockIdx.x * blockDim.x + threadIdx.x; %s < %lld; %s += gridDim.x * blockDim.x)",
+			   v, v, (long long)n, v);
+	return fmt(k->a, "for (int64_t %s = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; %s < %lld; "
+		   "%s += (int64_t)gridDim.x * blockDim.x)", v, v, (long long)n, v);
+}
+
+/* The group's last member: every other member flows into it. */
+static int sink(const Kern *k)
+{
+	int s = -1;
+	for (int i = 0; i < k->gr->nnodes; i++)
+		if (k->g->nodes[k->gr->nodes[i]].op != FG_OP_CONST && is_member(k, k->gr->nodes[i]))
+			s = k->gr->nodes[i];
+	return s < 0 ? k->gr->root : s;
+}
+
+/* A loop kernel over the shape of `space`: writes that fit it in one
+ * grid-stride loop, each other write in a loop of its own.  Also the
+ * epilogue of a gemm (k->mm read from scratch). */
+static void emit_loop(Emit *E, Kern *k, int space_id, const Param *extra, int nextra)
+{
+	const FgShape *S = shape_of(k, space_id);
+	int64_t N = numel(S);
+
+	kopen(k);
+	Ix root = ix_from_lin(k, S, "i", 1, "i");
+	for (int w = 0; w < k->gr->nwrites; w++) {
+		int id = k->gr->writes[w];
+		const FgShape *ws = shape_of(k, id);
+		if (!fits(ws, S))
+			continue;
+		Ix y = ix_bcast(&root, S, ws);
+		store(k, id, &y, write_cond(k, &root, S, ws), NULL);
+	}
+	kclose(k, stride_loop(k, "i", N));
+	int64_t biggest = N;
+	for (int w = 0; w < k->gr->nwrites; w++) {
+		int id = k->gr->writes[w];
+		const FgShape *ws = shape_of(k, id);
+		if (fits(ws, S))
+			continue;
+		kopen(k);
+		Ix own_ix = ix_from_lin(k, ws, "i", 1, "i");
+		store(k, id, &own_ix, NULL, NULL);
+		kclose(k, stride_loop(k, "i", numel(ws)));
+		biggest = numel(ws) > biggest ? numel(ws) : biggest;
+	}
+	if (k->failed)
+		return;
+	const char *args = emit_kernel(k, k->gr->name, LOOP_BLOCK, extra, nextra, 1);
+	add_launch(E, k->gr->name, k->gi, grid_for(biggest, LOOP_BLOCK), LOOP_BLOCK, args);
+}
+
+/* ------------------------------------------------------- reductions */
+
+typedef struct RedInfo {
+	FgShape S;              /* the reductions' input shape: the space */
+	uint32_t axes;          /* reduced axes of S */
+	FgShape kept, red;      /* S's kept and reduced dims, in order */
+	int64_t nkept, nred;
+} RedInfo;
+
+static const char *acc_type(const Kern *k, const FgNode *n)
+{
+	if (n->dt == FG_DT_I32)
+		return n->op == FG_OP_SUM ? "long long" : "int";
+	/* Column and full sums run long serial chains: f64 keeps them
+	 * within the RMSE gate whatever the length. */
+	if (k->gr->kind == FG_GROUP_REDUCE && (n->op == FG_OP_SUM || n->op == FG_OP_MEAN))
+		return "double";
+	return "float";
+}
+
+static const char *acc_init(const FgNode *n)
+{
+	int i32 = n->dt == FG_DT_I32;
+	switch (n->op) {
+	case FG_OP_MAX:
+		return i32 ? "INT_MIN" : "-CUDART_INF_F";
+	case FG_OP_MIN:
+		return i32 ? "INT_MAX" : "CUDART_INF_F";
+	default:
+		return "0";
+	}
+}
+
+static const char *red_functor(const FgNode *n)
+{
+	return n->op == FG_OP_MAX ? "FgMax()" : n->op == FG_OP_MIN ? "FgMin()" : "FgSum()";
+}
+
+/* acc = acc (op) v */
+static const char *red_step(Kern *k, const FgNode *n, const char *acc, const char *v)
+{
+	switch (n->op) {
+	case FG_OP_MAX:
+		return fmt(k->a, "%s = fg_maximum(%s, (%s)%s);", acc, acc, acc_type(k, n), paren(k->a, v));
+	case FG_OP_MIN:
+		return fmt(k->a, "%s = fg_minimum(%s, (%s)%s);", acc, acc, acc_type(k, n), paren(k->a, v));
+	default:
+		return fmt(k->a, "%s += %s;", acc, v);
+	}
+}
+
+/* The reduced value from the final accumulator: a mean divides, an i32
+ * sum saturates, a float sum in f64 narrows. */
+static const char *red_final(Kern *k, const FgNode *n, const char *acc, int64_t count)
+{
+	if (n->dt == FG_DT_I32)
+		return n->op == FG_OP_SUM ? fmt(k->a, "fg_cast_i32(%s)", acc) : acc;
+	if (n->op == FG_OP_MEAN && strcmp(acc_type(k, n), "float") == 0)
+		return fmt(k->a, "%s / %lld.0f", acc, (long long)count);
+	if (n->op == FG_OP_MEAN)
+		return fmt(k->a, "(float)(%s / %lld.0)", acc, (long long)count);
+	return strcmp(acc_type(k, n), "float") == 0 ? acc : fmt(k->a, "(float)%s", acc);
+}
+
+static int is_reduction(const Kern *k, int id)
+{
+	return fg_op_info[k->g->nodes[id].op].cls == FG_CLASS_REDUCE && is_member(k, id);
+}
+
+/* Fills ri from the group's first reduction; -1 when it has none. */
+static int red_info(Kern *k, RedInfo *ri)
+{
+	int first = -1;
+	for (int i = 0; i < k->gr->nnodes && first < 0; i++)
+		if (is_reduction(k, k->gr->nodes[i]))
+			first = k->gr->nodes[i];
+	if (first < 0)
+		return -1;
+	const FgNode *r = &k->g->nodes[first];
+	memset(ri, 0, sizeof *ri);
+	ri->S = *shape_of(k, r->in[0]);
+	ri->axes = r->a.red.axes;
+	ri->nkept = ri->nred = 1;
+	for (int i = 0; i < ri->S.rank; i++) {
+		if (ri->axes >> i & 1) {
+			ri->red.d[ri->red.rank++] = ri->S.d[i];
+			ri->nred *= ri->S.d[i];
+		} else {
+			ri->kept.d[ri->kept.rank++] = ri->S.d[i];
+			ri->nkept *= ri->S.d[i];
+		}
+	}
+	for (int i = 0; i < k->gr->nnodes; i++) {
+		int id = k->gr->nodes[i];
+		const FgNode *n = &k->g->nodes[id];
+		if (is_reduction(k, id) &&
+		    (n->a.red.axes != ri->axes || !fg_shape_eq(shape_of(k, n->in[0]), &ri->S)))
+			kern_error(k, id, "reductions over different axes or shapes in one group");
+	}
+	return first;
+}
+
+/* A space index from kept coordinates kc and reduced coordinates rc. */
+static Ix merge_ix(const RedInfo *ri, const Ix *kc, const Ix *rc, const char *lin, int lin_lv)
+{
+	Ix x;
+	int a = 0, b = 0;
+	memset(&x, 0, sizeof x);
+	x.rank = ri->S.rank;
+	for (int i = 0; i < ri->S.rank; i++) {
+		if (ri->axes >> i & 1) {
+			x.c[i] = rc->c[b];
+			x.lv[i] = rc->lv[b++];
+		} else {
+			x.c[i] = kc->c[a];
+			x.lv[i] = kc->lv[a++];
+		}
+	}
+	x.lin = lin;
+	x.lin_lv = lin_lv;
+	return x;
+}
+
+/* The index a thread sees of reduction id's result, from kept coords kc
+ * (flat index lin over the kept dims). */
+static Ix result_ix(const Kern *k, const RedInfo *ri, int id, const Ix *kc, const char *lin, int lv)
+{
+	const FgNode *n = &k->g->nodes[id];
+	Ix x;
+	int a = 0;
+	memset(&x, 0, sizeof x);
+	x.rank = n->shape.rank;
+	for (int i = 0, o = 0; i < ri->S.rank; i++) {
+		if (ri->axes >> i & 1) {
+			if (n->a.red.keepdims)
+				x.c[o++] = "0";
+		} else {
+			x.c[o] = kc->c[a];
+			x.lv[o++] = kc->lv[a++];
+		}
+	}
+	x.lin = lin;
+	x.lin_lv = lv;
+	return x;
+}
+
+/* Per member: whether it depends on one of the group's reductions. */
+static unsigned char *after_reduction(Kern *k)
+{
+	unsigned char *dep = fg_arena_alloc(k->a, (size_t)k->g->nnodes + 1);
+	for (int i = 0; i < k->gr->nnodes; i++) {
+		int id = k->gr->nodes[i];
+		const FgNode *n = &k->g->nodes[id];
+		if (!is_member(k, id))
+			continue;
+		dep[id] = is_reduction(k, id);
+		for (int j = 0; j < n->nin; j++)
+			dep[id] |= dep[n->in[j]];
+	}
+	return dep;
+}
+
+/* Where a write of a reduction group goes: 'R' once per row or column
+ * (its shape fits a reduction's result), 'S' per element of the space,
+ * 0 when neither. */
+static int write_place(const Kern *k, const RedInfo *ri, int first, const unsigned char *dep, int w)
+{
+	const FgShape *ws = shape_of(k, w);
+	int fr = fits(ws, shape_of(k, first)), fs = fits(ws, &ri->S);
+	if (fr && (dep[w] || !fs))
+		return 'R';
+	if (fs && !dep[w])
+		return 'S';
+	if (fs && numel(ws) == numel(&ri->S))
+		return 'S';
+	return 0;
+}
+
+static void declare_reds(Kern *k, int lv, int pass, const int *passes)
+{
+	for (int i = 0; i < k->reds.n; i++) {
+		Red *r = &k->reds.v[i];
+		if (passes && passes[i] != pass)
+			continue;
+		const FgNode *n = &k->g->nodes[r->id];
+		r->acc = fresh(k, lv, fmt(k->a, "acc_%s", k->plan->names[r->id]));
+		kline(k, lv, NULL, "%s %s = %s;", acc_type(k, n), r->acc, acc_init(n));
+	}
+}
+
+/* Accumulates the reductions of `pass` (all when passes is NULL) at
+ * space index x, in the current scope. */
+static void accumulate(Kern *k, const Ix *x, int pass, const int *passes)
+{
+	for (int i = 0; i < k->reds.n; i++) {
+		Red *r = &k->reds.v[i];
+		if (passes && passes[i] != pass)
+			continue;
+		const FgNode *n = &k->g->nodes[r->id];
+		Val v = gen(k, n->in[0], x);    /* its input is the space */
+		kline(k, k->depth, NULL, "%s", red_step(k, n, r->acc, v.e));
+	}
+}
+
+static void collect_reds(Kern *k)
+{
+	for (int i = 0; i < k->gr->nnodes; i++) {
+		int id = k->gr->nodes[i];
+		if (!is_reduction(k, id))
+			continue;
+		Red r;
+		memset(&r, 0, sizeof r);
+		r.id = id;
+		fg_vec_push(k->a, &k->reds, r);
+	}
+}
+
+static const char *row_desc(Emit *E, const RedInfo *ri, const char *how)
+{
+	return fmt(E->a, "%lld %s of %lld over %s; %s", (long long)ri->nkept,
+		   ri->nkept == 1 ? "row" : "rows", (long long)ri->nred,
+		   shape_str(E->a, FG_DT_F32, &ri->S) + 3, how);
+}
+
+/* One block per row: each pass streams the row once for the reductions
+ * whose inputs are ready (softmax: max, then sum), a last pass computes
+ * and stores the epilogue. */
+static void emit_rowreduce(Emit *E, Kern *k)
+{
+	RedInfo ri;
+	int first = red_info(k, &ri);
+	if (first < 0 || k->failed) {
+		if (first < 0)
+			kern_error(k, -1, "a row reduction group without a reduction");
+		return;
+	}
+	collect_reds(k);
+	/* pass of each reduction: one more than the reductions its input needs */
+	int *passes = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof(int));
+	int *need = fg_arena_array(k->a, (size_t)k->g->nnodes + 1, sizeof(int));
+	int npass = 0;
+	for (int i = 0; i < k->gr->nnodes; i++) {
+		int id = k->gr->nodes[i];
+		const FgNode *n = &k->g->nodes[id];
+		if (!is_member(k, id))
+			continue;
+		int m = 0;
+		for (int j = 0; j < n->nin; j++)
+			m = need[n->in[j]] > m ? need[n->in[j]] : m;
+		need[id] = m;
+		for (int r = 0; r < k->reds.n; r++)
+			if (k->reds.v[r].id == id) {
+				passes[r] = m + 1;
+				need[id] = m + 1;
+				npass = m + 1 > npass ? m + 1 : npass;
+			}
+	}
+	int block = 32;
+	while (block < 1024 && block * 8 < ri.nred)
+		block *= 2;
+	unsigned char *dep = after_reduction(k);
+
+	kopen(k);       /* 1: a row */
+	Ix kc = ix_from_lin(k, &ri.kept, "row", 1, "r");
+	for (int r = 0; r < k->reds.n; r++) {
+		k->reds.v[r].at = result_ix(k, &ri, k->reds.v[r].id, &kc, "row", 1);
+		k->reds.v[r].lv = 1;
+	}
+	const char *jloop = fmt(k->a, "for (%s j = threadIdx.x; j < %lld; j += blockDim.x)", k->idx, (long long)ri.nred);
+	for (int p = 1; p <= npass; p++) {
+		kline(k, 1, NULL, "/* pass %d */", p);
+		declare_reds(k, 1, p, passes);
+		kopen(k);
+		Ix rc = ix_from_lin(k, &ri.red, "j", 2, "j");
+		const char *i = fresh(k, 2, "i");
+		kline(k, 2, i, "const %s %s = row * %lld + j;", k->idx, i, (long long)ri.nred);
+		Ix x = merge_ix(&ri, &kc, &rc, i, 2);
+		accumulate(k, &x, p, passes);
+		kclose(k, jloop);
+		for (int r = 0; r < k->reds.n; r++) {
+			Red *rd = &k->reds.v[r];
+			if (passes[r] != p)
+				continue;
+			const FgNode *n = &k->g->nodes[rd->id];
+			kline(k, 1, NULL, "%s = fg_block_reduce(%s, %s);", rd->acc, rd->acc, red_functor(n));
+			rd->var = fresh(k, 1, fmt(k->a, "v_%s", k->plan->names[rd->id]));
+			kline(k, 1, NULL, "const %s %s = %s;", ctype(n->dt), rd->var, red_final(k, n, rd->acc, ri.nred));
+		}
+	}
+	/* once per row: values of the reduced shape */
+	for (int w = 0; w < k->gr->nwrites; w++) {
+		int id = k->gr->writes[w];
+		int where = write_place(k, &ri, first, dep, id);
+		if (where == 'R') {
+			Ix rx = result_ix(k, &ri, first, &kc, "row", 1);
+			Ix y = ix_bcast(&rx, shape_of(k, first), shape_of(k, id));
+			store(k, id, &y, write_cond(k, &rx, shape_of(k, first), shape_of(k, id)), "threadIdx.x == 0");
+		} else if (where == 0) {
+			kern_error(k, id, "'%s' %s is written, but it fits neither the rows nor the reduced shape",
+				   k->plan->names[id], shape_str(k->a, k->g->nodes[id].dt, shape_of(k, id)));
+		}
+	}
+	/* the epilogue: values of the row's elements */
+	int any = 0;
+	for (int w = 0; w < k->gr->nwrites; w++)
+		any |= write_place(k, &ri, first, dep, k->gr->writes[w]) == 'S';
+	if (any) {
+		kline(k, 1, NULL, "/* epilogue */");
+		kopen(k);
+		Ix rc = ix_from_lin(k, &ri.red, "j", 2, "j");
+		const char *i = fresh(k, 2, "i");
+		kline(k, 2, i, "const %s %s = row * %lld + j;", k->idx, i, (long long)ri.nred);
+		Ix x = merge_ix(&ri, &kc, &rc, i, 2);
+		for (int w = 0; w < k->gr->nwrites; w++) {
+			int id = k->gr->writes[w];
+			if (write_place(k, &ri, first, dep, id) != 'S')
+				continue;
+			Ix y = ix_bcast(&x, &ri.S, shape_of(k, id));
+			store(k, id, &y, write_cond(k, &x, &ri.S, shape_of(k, id)), NULL);
+		}
+		kclose(k, jloop);
+	}
+	kclose(k, fmt(k->a, "for (%s row = blockIdx.x; row < %lld; row += gridDim.x)", k->idx, (long long)ri.nkept));
+	if (k->failed)
+		return;
+	int64_t grid = ri.nkept < INT32_MAX ? ri.nkept : INT32_MAX;
+	emit_comment(E, k->gi, row_desc(E, &ri, "one block per row"));
+	const char *args = emit_kernel(k, k->gr->name, block, NULL, 0, 1);
+	add_launch(E, k->gr->name, k->gi, grid, block, args);
+}
+
+/* Other axes: one thread per element of the result, looping over the
+ * reduced elements in order (coalesced across threads for a column
+ * reduction: neighbouring threads read neighbouring columns). */
+static void emit_reduce_cols(Emit *E, Kern *k, const RedInfo *ri, int first, const unsigned char *dep)
+{
+	kopen(k);       /* 1: an element of the result */
+	Ix kc = ix_from_lin(k, &ri->kept, "o", 1, "o");
+	k->reds.v[0].at = result_ix(k, ri, first, &kc, "o", 1);
+	k->reds.v[0].lv = 1;
+	declare_reds(k, 1, 0, NULL);
+	kopen(k);       /* 2: a reduced element */
+	Ix rc = ix_from_lin(k, &ri->red, "r", 2, "r");
+	Ix x = merge_ix(ri, &kc, &rc, NULL, 0);
+	accumulate(k, &x, 0, NULL);
+	for (int w = 0; w < k->gr->nwrites; w++) {
+		int id = k->gr->writes[w];
+		if (write_place(k, ri, first, dep, id) != 'S')
+			continue;
+		Ix y = ix_bcast(&x, &ri->S, shape_of(k, id));
+		store(k, id, &y, write_cond(k, &x, &ri->S, shape_of(k, id)), NULL);
+	}
+	kclose(k, fmt(k->a, "for (%s r = 0; r < %lld; r++)", k->idx, (long long)ri->nred));
+	Red *rd = &k->reds.v[0];
+	const FgNode *n = &k->g->nodes[rd->id];
+	rd->var = fresh(k, 1, fmt(k->a, "v_%s", k->plan->names[rd->id]));
+	kline(k, 1, NULL, "const %s %s = %s;", ctype(n->dt), rd->var, red_final(k, n, rd->acc, ri->nred));
+	for (int w = 0; w < k->gr->nwrites; w++) {
+		int id = k->gr->writes[w];
+		int where = write_place(k, ri, first, dep, id);
+		if (where == 'R') {
+			Ix y = ix_bcast(&rd->at, shape_of(k, first), shape_of(k, id));
+			store(k, id, &y, write_cond(k, &rd->at, shape_of(k, first), shape_of(k, id)), NULL);
+		} else if (where == 0) {
+			kern_error(k, id, "'%s' is written, but it fits neither the reduction's input nor its result",
+				   k->plan->names[id]);
+		}
+	}
+	kclose(k, stride_loop(k, "o", ri->nkept));
+	if (k->failed)
+		return;
+	emit_comment(E, k->gi, fmt(E->a, "reduce %s over axes 0x%x to %lld elements; a thread per element",
+				   shape_str(E->a, FG_DT_F32, &ri->S) + 3, (unsigned)ri->axes, (long long)ri->nkept));
+	const char *args = emit_kernel(k, k->gr->name, LOOP_BLOCK, NULL, 0, 1);
+	add_launch(E, k->gr->name, k->gi, grid_for(ri->nkept, LOOP_BLOCK), LOOP_BLOCK, args);
+}
+
+/* All axes, in two launches: FULL_BLOCKS blocks each reduce a strided
+ * share into a partial in scratch, then one block reduces the partials in
+ * order and runs the epilogue.  The same partials every run: the result
+ * does not depend on timing. */
+static void emit_reduce_all(Emit *E, Kern *k, const RedInfo *ri, int first, const unsigned char *dep)
+{
+	Red *rd = &k->reds.v[0];
+	const FgNode *n = &k->g->nodes[rd->id];
+	int64_t N = numel(&ri->S);
+	int64_t nb = grid_for(N, LOOP_BLOCK);
+	const char *acct = acc_type(k, n);
+	if (nb > FULL_BLOCKS)
+		nb = FULL_BLOCKS;
+	int64_t scratch = nb * 8;
+	if (scratch > E->scratch)
+		E->scratch = scratch;
+	const char *pname = fmt(k->a, "%s_partial", k->gr->name);
+	Param part_out = {fmt(k->a, "%s *__restrict__ partial", acct), fmt(k->a, "(%s *)ctx->scratch", acct)};
+	Param part_in = {fmt(k->a, "const %s *__restrict__ partial", acct), part_out.arg};
+
+	/* stage 1 */
+	declare_reds(k, 0, 0, NULL);
+	kopen(k);
+	Ix x = ix_from_lin(k, &ri->S, "i", 1, "i");
+	accumulate(k, &x, 0, NULL);
+	for (int w = 0; w < k->gr->nwrites; w++) {
+		int id = k->gr->writes[w];
+		if (write_place(k, ri, first, dep, id) != 'S')
+			continue;
+		Ix y = ix_bcast(&x, &ri->S, shape_of(k, id));
+		store(k, id, &y, write_cond(k, &x, &ri->S, shape_of(k, id)), NULL);
+	}
+	kclose(k, stride_loop(k, "i", N));
+	kline(k, 0, NULL, "%s = fg_block_reduce(%s, %s);", rd->acc, rd->acc, red_functor(n));
+	kline(k, 0, NULL, "if (threadIdx.x == 0)");
+	kline(k, 0, NULL, "\tpartial[blockIdx.x] = %s;", rd->acc);
+	if (k->failed)
+		return;
+	emit_comment(E, k->gi, fmt(E->a, "reduce all of %s, stage 1 of 2: %lld partials into scratch",
+				   shape_str(E->a, FG_DT_F32, &ri->S) + 3, (long long)nb));
+	int any_s = 0;
+	for (int w = 0; w < k->gr->nwrites; w++)
+		any_s |= write_place(k, ri, first, dep, k->gr->writes[w]) == 'S';
+	const char *args = emit_kernel(k, pname, LOOP_BLOCK, &part_out, 1, any_s);
+	add_launch(E, pname, k->gi, nb, LOOP_BLOCK, args);
+
+	/* stage 2: a fresh kernel */
+	Kern k2;
+	kern_init(&k2, E, k->gi);
+	collect_reds(&k2);
+	Red *r2 = &k2.reds.v[0];
+	memset(&r2->at, 0, sizeof r2->at);
+	r2->at.rank = n->shape.rank;
+	for (int i = 0; i < r2->at.rank; i++)
+		r2->at.c[i] = "0";
+	r2->at.lin = "0";
+	r2->lv = 0;
+	declare_reds(&k2, 0, 0, NULL);
+	kline(&k2, 0, NULL, "for (int b = threadIdx.x; b < %lld; b += blockDim.x)", (long long)nb);
+	kline(&k2, 0, NULL, "\t%s", red_step(&k2, n, r2->acc, "partial[b]"));
+	kline(&k2, 0, NULL, "%s = fg_block_reduce(%s, %s);", r2->acc, r2->acc, red_functor(n));
+	r2->var = fresh(&k2, 0, fmt(k2.a, "v_%s", k2.plan->names[r2->id]));
+	kline(&k2, 0, NULL, "const %s %s = %s;", ctype(n->dt), r2->var, red_final(&k2, n, r2->acc, N));
+	for (int w = 0; w < k2.gr->nwrites; w++) {
+		int id = k2.gr->writes[w];
+		int where = write_place(&k2, ri, first, dep, id);
+		if (where == 'R') {
+			Ix y = ix_bcast(&r2->at, shape_of(&k2, first), shape_of(&k2, id));
+			store(&k2, id, &y, NULL, "threadIdx.x == 0");
+		} else if (where == 0) {
+			kern_error(&k2, id, "'%s' is written, but it fits neither the reduction's input nor its result",
+				   k2.plan->names[id]);
+		}
+	}
+	k->failed |= k2.failed;
+	if (k2.failed)
+		return;
+	fprintf(E->f, "/* %s, stage 2 of 2: one block reduces the partials in order, then the epilogue */\n",
+		k->gr->name);
+	const char *args2 = emit_kernel(&k2, k->gr->name, LOOP_BLOCK, &part_in, 1, 1);
+	add_launch(E, k->gr->name, k->gi, 1, LOOP_BLOCK, args2);
+}
+
+static void emit_reduce(Emit *E, Kern *k)
+{
+	RedInfo ri;
+	int first = red_info(k, &ri);
+	if (first < 0 || k->failed) {
+		if (first < 0)
+			kern_error(k, -1, "a reduction group without a reduction");
+		return;
+	}
+	collect_reds(k);
+	if (k->reds.n != 1) {
+		kern_error(k, first, "%d reductions in one reduce group", k->reds.n);
+		return;
+	}
+	unsigned char *dep = after_reduction(k);
+	if (ri.nkept == 1)
+		emit_reduce_all(E, k, &ri, first, dep);
+	else
+		emit_reduce_cols(E, k, &ri, first, dep);
+}
+
+/* -------------------------------------------------------------- gemm */
+
+/* The stored operand behind matmul operand `id`: transposes of the last
+ * two axes inside the group are read as a layout flag. */
+static int gemm_operand(Kern *k, int id, int *trans)
+{
+	*trans = 0;
+	while (is_member(k, id) && k->g->nodes[id].op == FG_OP_TRANSPOSE) {
+		const FgNode *n = &k->g->nodes[id];
+		int r = n->shape.rank;
+		for (int i = 0; i < r - 2; i++)
+			if (n->a.perm[i] != i)
+				kern_error(k, id, "a transpose of batch axes as a matmul operand");
+		if (n->a.perm[r - 2] != r - 1)
+			kern_error(k, id, "a transpose that keeps the last two axes as a matmul operand");
+		*trans ^= 1;
+		id = n->in[0];
+	}
+	if (is_member(k, id))
+		kern_error(k, id, "matmul operand '%s' is computed inside the gemm group", k->plan->names[id]);
+	return id;
+}
+
+/* Batch strides of an operand of shape s (matrices of mat elements)
+ * against the output's batch dims bn[0..nb). */
+static void batch_strides(const FgShape *s, int nb, const int64_t *bn, int64_t mat, int64_t *st)
+{
+	int sb = s->rank - 2;
+	int64_t acc = mat;
+	for (int i = nb - 1; i >= 0; i--) {
+		int j = i - (nb - sb);
+		if (j < 0 || s->d[j] == 1) {
+			st[i] = 0;
+			if (j >= 0)
+				acc *= s->d[j];
+			continue;
+		}
+		FG_ASSERT(s->d[j] == bn[i]);
+		st[i] = acc;
+		acc *= s->d[j];
+	}
+}
+
+/* An i32 matmul, which cuBLASLt does not take: one thread per output
+ * element sums its products in 64 bits, saturates into i32 scratch, and
+ * the epilogue kernel reads it from there. */
+static void emit_matmul_i32(Emit *E, Kern *k, int mm, int A, int ta, int B, int tb, const int64_t *sa,
+			    const int64_t *sb)
+{
+	const FgNode *n = &k->g->nodes[mm];
+	const FgShape *os = &n->shape;
+	const FgShape *as = shape_of(k, n->in[0]), *bs = shape_of(k, n->in[1]);
+	int nb = os->rank - 2;
+	int64_t M = as->d[as->rank - 2], K = as->d[as->rank - 1], N = bs->d[bs->rank - 1];
+	int64_t scratch = numel(os) * 4;
+	const char *name = fmt(k->a, "%s_matmul", k->gr->name);
+	Kern m;
+	kern_init(&m, E, k->gi);
+	kopen(&m);
+	Ix o = ix_from_lin(&m, os, "o", 1, "o");
+	const char *ea = "", *eb = "";
+	for (int i = 0; i < nb; i++) {
+		if (sa[i])
+			ea = fmt(k->a, "%s%s * %lld + ", ea, paren(k->a, o.c[i]), (long long)sa[i]);
+		if (sb[i])
+			eb = fmt(k->a, "%s%s * %lld + ", eb, paren(k->a, o.c[i]), (long long)sb[i]);
+	}
+	const char *row = paren(k->a, o.c[nb]), *col = paren(k->a, o.c[nb + 1]);
+	kline(&m, 1, NULL, "const %s a0 = %s%s * %lld;", m.idx, ea, row, (long long)(ta ? 1 : K));
+	kline(&m, 1, NULL, "const %s b0 = %s%s * %lld;", m.idx, eb, col, (long long)(tb ? K : 1));
+	kline(&m, 1, NULL, "long long acc = 0;");
+	kline(&m, 1, NULL, "for (%s kk = 0; kk < %lld; kk++)", m.idx, (long long)K);
+	kline(&m, 1, NULL, "\tacc += (long long)t_%s[a0 + kk * %lld] * t_%s[b0 + kk * %lld];", k->plan->names[A],
+	      (long long)(ta ? M : 1), k->plan->names[B], (long long)(tb ? 1 : N));
+	kline(&m, 1, NULL, "mm[o] = fg_cast_i32(acc);");
+	kclose(&m, stride_loop(&m, "o", numel(os)));
+	Param ps[3] = {
+		{"int *__restrict__ mm", "(int *)ctx->scratch"},
+		{fmt(k->a, "const int *__restrict__ t_%s", k->plan->names[A]), fmt(k->a, "t_%s", k->plan->names[A])},
+		{fmt(k->a, "const int *__restrict__ t_%s", k->plan->names[B]), fmt(k->a, "t_%s", k->plan->names[B])},
+	};
+	if (scratch > E->scratch)
+		E->scratch = scratch;
+	emit_comment(E, k->gi, fmt(E->a, "gemm: %s = matmul(%s%s, %s%s) in i32, a thread per element into scratch "
+				   "(%s), then the epilogue (%s)", k->plan->names[mm], k->plan->names[A], ta ? "^T" : "",
+				   k->plan->names[B], tb ? "^T" : "", name, k->gr->name));
+	if (m.failed) {
+		k->failed = 1;
+		return;
+	}
+	const char *args = emit_kernel(&m, name, LOOP_BLOCK, ps, 3, 0);
+	add_launch(E, name, k->gi, grid_for(numel(os), LOOP_BLOCK), LOOP_BLOCK, args);
+	k->mm = mm;
+	Param acc = {fmt(k->a, "const int *__restrict__ mm_%s", k->plan->names[mm]), "(const int *)ctx->scratch"};
+	emit_loop(E, k, sink(k), &acc, 1);
+}
+
+static void emit_gemm(Emit *E, Kern *k)
+{
+	int mm = -1;
+	for (int i = 0; i < k->gr->nnodes; i++)
+		if (k->g->nodes[k->gr->nodes[i]].op == FG_OP_MATMUL && is_member(k, k->gr->nodes[i]))
+			mm = mm < 0 ? k->gr->nodes[i] : -2;
+	if (mm < 0) {
+		kern_error(k, -1, "a gemm group needs exactly one matmul");
+		return;
+	}
+	const FgNode *n = &k->g->nodes[mm];
+	int ta, tb;
+	int A = gemm_operand(k, n->in[0], &ta), B = gemm_operand(k, n->in[1], &tb);
+	if (k->failed)
+		return;
+	const FgShape *as = shape_of(k, n->in[0]), *bs = shape_of(k, n->in[1]), *os = &n->shape;
+	int nb = os->rank - 2;
+	int64_t M = as->d[as->rank - 2], K = as->d[as->rank - 1], N = bs->d[bs->rank - 1];
+	int64_t st[3][FG_MAX_RANK], cnt[FG_MAX_RANK];
+	batch_strides(as, nb, os->d, M * K, st[0]);
+	batch_strides(bs, nb, os->d, K * N, st[1]);
+	batch_strides(os, nb, os->d, M * N, st[2]);
+	/* merge batch dims, innermost first, where every stride allows */
+	int nd = 0;
+	int64_t ms[3][FG_MAX_RANK];
+	for (int i = nb - 1; i >= 0; i--) {
+		if (os->d[i] == 1)
+			continue;
+		if (nd > 0) {
+			int ok = 1;
+			for (int t = 0; t < 3; t++)
+				ok &= st[t][i] == ms[t][nd - 1] * cnt[nd - 1];
+			if (ok) {
+				cnt[nd - 1] *= os->d[i];
+				continue;
+			}
+		}
+		cnt[nd] = os->d[i];
+		for (int t = 0; t < 3; t++)
+			ms[t][nd] = st[t][i];
+		nd++;
+	}
+	/* ms[.][0] is the innermost: cuBLASLt's strided batch */
+	int direct = 1;
+	for (int i = 0; i < k->gr->nnodes; i++) {
+		int id = k->gr->nodes[i];
+		const FgNode *m = &k->g->nodes[id];
+		if (id == mm || m->op == FG_OP_CONST || !is_member(k, id))
+			continue;
+		int opside = 0;
+		for (int id2 = n->in[0]; is_member(k, id2) && k->g->nodes[id2].op == FG_OP_TRANSPOSE; id2 = k->g->nodes[id2].in[0])
+			opside |= id2 == id;
+		for (int id2 = n->in[1]; is_member(k, id2) && k->g->nodes[id2].op == FG_OP_TRANSPOSE; id2 = k->g->nodes[id2].in[0])
+			opside |= id2 == id;
+		if (!opside)
+			direct = 0;
+	}
+	direct &= E->plan->home[mm] == k->gi;
+	if (n->dt == FG_DT_I32) {
+		emit_matmul_i32(E, k, mm, A, ta, B, tb, st[0], st[1]);
+		return;
+	}
+	int slot = E->gemms.n;
+	const char *outer_n = "", *outer_a = "", *outer_b = "", *outer_d = "";
+	for (int i = nd - 1; i >= 1; i--) {
+		const char *sep = i == nd - 1 ? "" : ", ";
+		outer_n = fmt(k->a, "%s%s%lld", outer_n, sep, (long long)cnt[i]);
+		outer_a = fmt(k->a, "%s%s%lld", outer_a, sep, (long long)ms[0][i]);
+		outer_b = fmt(k->a, "%s%s%lld", outer_b, sep, (long long)ms[1][i]);
+		outer_d = fmt(k->a, "%s%s%lld", outer_d, sep, (long long)ms[2][i]);
+	}
+	const char *def = fmt(k->a,
+		"/* %s: %s = matmul(%s%s, %s%s) */\n"
+		"static const FgrtGemm fg_gemm_%d = {\n"
+		"\t%s, %s,\t/* operands, result */\n"
+		"\t%lld, %lld, %lld,\t/* m, n, k */\n"
+		"\t%d, %d,\t/* A, B stored transposed */\n"
+		"\t%lld, %lld, %lld, %lld,\t/* batch and its strides */\n"
+		"\t%d, {%s}, {%s}, {%s}, {%s},\t/* outer batch dims */\n"
+		"};\n",
+		k->gr->name, k->plan->names[mm], k->plan->names[A], ta ? "^T" : "", k->plan->names[B], tb ? "^T" : "",
+		slot, rt_dtype(k->g->nodes[A].dt), direct ? rt_dtype(n->dt) : "FGRT_F32",
+		(long long)M, (long long)N, (long long)K, ta, tb,
+		(long long)(nd ? cnt[0] : 1), (long long)(nd ? ms[0][0] : 0), (long long)(nd ? ms[1][0] : 0),
+		(long long)(nd ? ms[2][0] : 0), nd > 1 ? nd - 1 : 0, outer_n, outer_a, outer_b, outer_d);
+	fg_vec_push(E->a, &E->gemms, def);
+	/* the operands' own tensors */
+	const char *pa = fmt(k->a, "t_%s", k->plan->names[A]), *pb = fmt(k->a, "t_%s", k->plan->names[B]);
+	if (direct) {
+		fg_vec_push(E->a, &E->run, fmt(E->a, "fgrt_gemm(ctx, %d, &fg_gemm_%d, %s, %s, t_%s);", slot, slot, pa, pb,
+					      k->plan->names[mm]));
+		add_launch(E, "cublasLt", k->gi, 0, 0, NULL);
+		emit_comment(E, k->gi, fmt(E->a, "gemm on cuBLASLt (fg_gemm_%d), straight into %s; no epilogue kernel",
+					   slot, k->plan->names[mm]));
+		fprintf(E->f, "\n");
+		return;
+	}
+	int64_t scratch = numel(os) * 4;
+	if (scratch > E->scratch)
+		E->scratch = scratch;
+	fg_vec_push(E->a, &E->run, fmt(E->a, "fgrt_gemm(ctx, %d, &fg_gemm_%d, %s, %s, ctx->scratch);", slot, slot,
+				      pa, pb));
+	add_launch(E, "cublasLt", k->gi, 0, 0, NULL);
+	k->mm = mm;
+	Param acc = {fmt(k->a, "const float *__restrict__ mm_%s", k->plan->names[mm]), "(const float *)ctx->scratch"};
+	int s = sink(k);
+	emit_comment(E, k->gi, fmt(E->a, "gemm: %s = matmul on cuBLASLt (fg_gemm_%d) into scratch as f32, "
+				   "then this epilogue over %s", k->plan->names[mm], slot,
+				   shape_str(E->a, k->g->nodes[s].dt, shape_of(k, s))));
+	emit_loop(E, k, s, &acc, 1);
+}
+
+/* ------------------------------------------------------------ groups */
+
+static void emit_group(Emit *E, int gi)
+{
+	Kern k;
+	kern_init(&k, E, gi);
+	const FgGroup *gr = k.gr;
+	switch (gr->kind) {
+	case FG_GROUP_LOOP: {
+		int s = sink(&k);
+		emit_comment(E, gi, fmt(E->a, "loop over %s", shape_str(E->a, E->g->nodes[s].dt, shape_of(&k, s))));
+		emit_loop(E, &k, s, NULL, 0);
+		break;
+	}
+	case FG_GROUP_ROWREDUCE:
+		emit_rowreduce(E, &k);
+		break;
+	case FG_GROUP_REDUCE:
+		emit_reduce(E, &k);
+		break;
+	case FG_GROUP_GEMM:
+		emit_gemm(E, &k);
+		break;
+	default:
+		fg_die("group kind %d", (int)gr->kind);
+	}
+	if (k.failed)
+		E->errors++;
+	kern_done(&k);
+}
+
+/* --------------------------------------------------------- the table */
+
+/* Which of testing.md's gates checks each value: the RMSE gate for values
+ * fed by a reduction or a matmul, or by a float value the plan stores and
+ * reads back (rounded once more than the reference), as fg_plan_verify
+ * decides; else the elementwise one. */
+static void rmse_gates(Emit *E, unsigned char *rmse)
+{
+	const FgGraph *g = E->g;
+	const FgPlan *plan = E->plan;
+	unsigned char *read_back = fg_arena_alloc(E->a, (size_t)g->nnodes + 1);
+	for (int gi = 0; gi < plan->ngroups; gi++)
+		for (int r = 0; r < plan->groups[gi].nreads; r++) {
+			int id = plan->groups[gi].reads[r];
+			FgOp op = g->nodes[id].op;
+			read_back[id] = op != FG_OP_INPUT && op != FG_OP_PARAM && fg_dtype_is_float(g->nodes[id].dt);
+		}
+	for (int id = 0; id < g->nnodes; id++) {
+		const FgNode *n = &g->nodes[id];
+		FgOpClass c = fg_op_info[n->op].cls;
+		rmse[id] = c == FG_CLASS_REDUCE || c == FG_CLASS_MATMUL;
+		for (int j = 0; j < n->nin; j++)
+			rmse[id] |= rmse[n->in[j]] | read_back[n->in[j]];
+	}
+}
+
+static void emit_tensors(Emit *E)
+{
+	const FgGraph *g = E->g;
+	unsigned char *rmse = fg_arena_alloc(E->a, (size_t)g->nnodes + 1);
+	rmse_gates(E, rmse);
+	fprintf(E->f, "/* ------------------------------------------------------------ the program */\n\n");
+	fprintf(E->f, "/* name, dtype, rank, shape, role, arena offset, --check by the RMSE gate */\n");
+	fprintf(E->f, "static const FgrtTensor fg_tensors[] = {\n");
+	for (int t = 0; t < E->tensors.n; t++) {
+		int id = E->tensors.v[t];
+		const FgNode *n = &g->nodes[id];
+		const char *role = "";
+		unsigned roles = 0;
+		if (n->op == FG_OP_INPUT)
+			roles |= 1;
+		if (n->op == FG_OP_PARAM)
+			roles |= 2;
+		if (n->flags & FG_NF_OUTPUT)
+			roles |= 4;
+		if (n->flags & FG_NF_SAVED)
+			roles |= 8;
+		if (!roles)
+			roles = 16;
+		static const char *const rn[] = {"FGRT_INPUT", "FGRT_PARAM", "FGRT_OUTPUT", "FGRT_SAVED",
+						 "FGRT_INTERMEDIATE"};
+		for (int b = 0; b < 5; b++)
+			if (roles >> b & 1)
+				role = fmt(E->a, "%s%s%s", role, *role ? " | " : "", rn[b]);
+		const char *shape = "";
+		for (int i = 0; i < n->shape.rank; i++)
+			shape = fmt(E->a, "%s%s%lld", shape, i ? ", " : "", (long long)n->shape.d[i]);
+		int64_t off = E->plan->offset ? E->plan->offset[id] : -1;
+		fprintf(E->f, "\t{\"%s\", %s, %d, {%s}, %s, %lld, %d},\n", E->plan->names[id], rt_dtype(n->dt),
+			n->shape.rank, shape, role, (long long)(n->op == FG_OP_INPUT || n->op == FG_OP_PARAM ? -1 : off),
+			rmse[id]);
+	}
+	fprintf(E->f, "};\n\n");
+}
+
+static void emit_program(Emit *E, const char *source)
+{
+	emit_tensors(E);
+	fprintf(E->f, "/* kernel, group, grid, block: in launch order */\n");
+	fprintf(E->f, "static const FgrtLaunch fg_launches[] = {\n");
+	for (int i = 0; i < E->launches.n; i++) {
+		const Launch *l = &E->launches.v[i];
+		fprintf(E->f, "\t{\"%s\", %d, %lld, %lld},\n", l->kernel, l->group, (long long)l->grid, (long long)l->block);
+	}
+	if (E->launches.n == 0)
+		fprintf(E->f, "\t{\"none\", -1, 0, 0},\n");
+	fprintf(E->f, "};\n\n");
+	for (int i = 0; i < E->gemms.n; i++)
+		fprintf(E->f, "%s\n", E->gemms.v[i]);
+	fprintf(E->f, "extern const FgrtProgram fg_program = {\n");
+	fprintf(E->f, "\t\"%s\", \"%s\",\n", E->g->name, c_string(E->a, source));
+	fprintf(E->f, "\tfg_tensors, %d, %d,\n", E->tensors.n, E->g->ninputs);
+	fprintf(E->f, "\tfg_launches, %d, %d, %d,\n", E->launches.n, E->plan->ngroups, E->gemms.n);
+	fprintf(E->f, "\t%lld, %lld,\t/* arena and scratch bytes */\n};\n\n", (long long)E->plan->planned_bytes,
+		(long long)E->scratch);
+	fprintf(E->f, "void fg_program_run(FgrtContext *ctx)\n{\n");
+	for (int t = 0; t < E->tensors.n; t++) {
+		int id = E->tensors.v[t];
+		const char *ty = stype(E->g->nodes[id].dt);
+		fprintf(E->f, "\t%s *t_%s = (%s *)ctx->ptr[%d];\n", ty, E->plan->names[id], ty, t);
+	}
+	for (int i = 0; i < E->run.n; i++)
+		fprintf(E->f, "\t%s\n", E->run.v[i]);
+	fprintf(E->f, "}\n");
+}
+
+static void emit_header(Emit *E, const char *source)
+{
+	const FgGraph *g = E->g;
+	fprintf(E->f, "/*\n * %s.cu - graph %s from %s, written by `fgc compile`; do not edit.\n", g->name, g->name,
+		in_comment(E->a, source));
+	if (g->nsyms) {
+		fprintf(E->f, " * dims:");
+		for (int i = 0; i < g->nsyms; i++)
+			fprintf(E->f, " %s=%lld", g->syms[i].name, (long long)g->syms[i].value);
+		fprintf(E->f, "\n");
+	}
+	fprintf(E->f, " * %d %s%s; arena %lld bytes.  Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a\n"
+		" * -I runtime this.cu runtime/fgrt_host.cu runtime/npy.c runtime/half.c runtime/check.c -lcublasLt\n */\n",
+		E->plan->ngroups, E->plan->ngroups == 1 ? "group" : "groups",
+		E->plan->opt.no_fuse ? " (--no-fuse: one per op)" : "",
+		(long long)E->plan->planned_bytes);
+	fprintf(E->f, "#include \"fg_device.cuh\"\n\n");
+}
+
+int fg_cuda_emit(FILE *f, const FgPlan *plan, const char *source, FgDiag *d)
+{
+	Emit E;
+	const FgGraph *g = plan->g;
+	memset(&E, 0, sizeof E);
+	E.a = g->arena;
+	E.g = g;
+	E.plan = plan;
+	E.d = d;
+	E.f = f;
+	E.member = fg_arena_array(E.a, (size_t)g->nnodes + 1, sizeof(int));
+	E.tensor = fg_arena_array(E.a, (size_t)g->nnodes + 1, sizeof(int));
+	for (int id = 0; id < g->nnodes; id++)
+		E.tensor[id] = -1;
+	for (int k = 0; k < g->ninputs; k++) {
+		E.tensor[g->inputs[k]] = E.tensors.n;
+		fg_vec_push(E.a, &E.tensors, g->inputs[k]);
+	}
+	for (int id = 0; id < g->nnodes; id++) {
+		if (E.tensor[id] >= 0 || !plan->offset || plan->offset[id] < 0)
+			continue;
+		E.tensor[id] = E.tensors.n;
+		fg_vec_push(E.a, &E.tensors, id);
+	}
+	emit_header(&E, source);
+	for (int gi = 0; gi < plan->ngroups; gi++)
+		emit_group(&E, gi);
+	emit_program(&E, source);
+	return E.errors;
+}
+
+/* ----------------------------------------------------- fgc compile */
+
+/* mkdir -p of the directory part of path. */
+static int make_parent(FgDiag *d, const char *path)
+{
+	char *p = strdup(path);
+	int rc = 0;
+	if (!p)
+		return -1;
+	char *slash = strrchr(p, '/');
+	if (slash && slash != p) {
+		*slash = '\0';
+		for (char *q = p + 1; rc == 0; q++) {
+			if (*q != '/' && *q != '\0')
+				continue;
+			char c = *q;
+			*q = '\0';
+			if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+				fg_error(d, (FgLoc){0, 0}, "cannot create directory '%s': %s", p, strerror(errno));
+				rc = -1;
+			}
+			*q = c;
+			if (c == '\0')
+				break;
+		}
+	}
+	free(p);
+	return rc;
+}
+
+static int file_exists(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0;
+}
+
+/* The runtime's folder: $FGC_RUNTIME, else runtime/ beside the folder of
+ * the fgc binary (build/fgc -> runtime/), else ./runtime. */
+static char *runtime_dir(void)
+{
+	const char *env = getenv("FGC_RUNTIME");
+	char buf[4096];
+	if (env && *env)
+		return strdup(env);
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 32);
+	if (n > 0) {
+		buf[n] = '\0';
+		for (int up = 0; up < 3; up++) {
+			char *s = strrchr(buf, '/');
+			if (!s)
+				break;
+			*s = '\0';
+			char probe[4200];
+			snprintf(probe, sizeof probe, "%s/runtime/fg_device.cuh", buf);
+			if (file_exists(probe)) {
+				strcat(buf, "/runtime");
+				return strdup(buf);
+			}
+		}
+	}
+	return strdup("runtime");
+}
+
+/* Runs argv, waits; its exit status, or -1. */
+static int run_command(char *const *argv)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		execvp(argv[0], argv);
+		fprintf(stderr, "fgc: error: cannot run '%s': %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Whether name is an executable in a folder of $PATH. */
+static int on_path(const char *name)
+{
+	const char *path = getenv("PATH");
+	char buf[4200];
+	while (path && *path) {
+		size_t n = strcspn(path, ":");
+		snprintf(buf, sizeof buf, "%.*s/%s", (int)n, path, name);
+		if (n > 0 && access(buf, X_OK) == 0)
+			return 1;
+		path += n + (path[n] == ':');
+	}
+	return 0;
+}
+
+static int arch_ok(const char *arch)
+{
+	size_t n = strlen(arch);
+	return strncmp(arch, "sm_", 3) == 0 && n >= 5 && n <= 8 && strspn(arch + 3, "0123456789") >= 2 &&
+	       strspn(arch + 3, "0123456789af") == n - 3;
+}
+
+static int build(const FgCudaOptions *o, const char *cu, FgDiag *d)
+{
+	char *rt = runtime_dir();
+	const char *arch = o->arch ? o->arch : "sm_90a";
+	const char *nvcc = getenv("NVCC");
+	char gencode[128], inc[4200], host[4200], npy[4200], half[4200], check[4200];
+	if (!nvcc || !*nvcc)
+		nvcc = on_path("nvcc") || !file_exists("/usr/local/cuda/bin/nvcc") ? "nvcc" : "/usr/local/cuda/bin/nvcc";
+	snprintf(gencode, sizeof gencode, "-gencode=arch=compute_%s,code=%s", arch + 3, arch);
+	snprintf(inc, sizeof inc, "-I%s", rt);
+	snprintf(host, sizeof host, "%s/fgrt_host.cu", rt);
+	snprintf(npy, sizeof npy, "%s/npy.c", rt);
+	snprintf(half, sizeof half, "%s/half.c", rt);
+	snprintf(check, sizeof check, "%s/check.c", rt);
+	if (!file_exists(host)) {
+		fg_error(d, (FgLoc){0, 0}, "cannot find the runtime at '%s' (set FGC_RUNTIME to fgc's runtime/ folder)", rt);
+		free(rt);
+		return 1;
+	}
+	char *argv[] = {(char *)nvcc, "-O3", gencode, inc, "-o", (char *)o->out, (char *)cu, host, npy, half, check,
+			"-lcublasLt", NULL};
+	int rc = run_command(argv);
+	free(rt);
+	if (rc != 0) {
+		fg_error(d, (FgLoc){0, 0}, "nvcc failed (status %d) building '%s'", rc, o->out);
+		return 1;
+	}
+	return 0;
+}
+
+int fg_cuda_compile(const FgPlan *plan, const FgCudaOptions *o, FgDiag *d)
+{
+	size_t len = strlen(o->out);
+	char *cu = malloc(len + 4), *tmp = malloc(len + 40);
+	int rc = 1;
+	FILE *f = NULL;
+	if (!cu || !tmp)
+		goto out;
+	if (o->build && o->arch && !arch_ok(o->arch)) {
+		fg_error(d, (FgLoc){0, 0}, "--arch %s: expected sm_NN or sm_NNa (sm_90a, sm_100a)", o->arch);
+		goto out;
+	}
+	snprintf(cu, len + 4, "%s.cu", o->out);
+	snprintf(tmp, len + 40, "%s.cu.tmp.%ld", o->out, (long)getpid());
+	if (make_parent(d, cu) != 0)
+		goto out;
+	f = fopen(tmp, "w");
+	if (!f) {
+		fg_error(d, (FgLoc){0, 0}, "cannot write '%s': %s", cu, strerror(errno));
+		goto out;
+	}
+	int errors = fg_cuda_emit(f, plan, o->source ? o->source : "", d);
+	int bad = ferror(f);
+	if (fclose(f) != 0 || bad) {
+		fg_error(d, (FgLoc){0, 0}, "cannot write '%s'", cu);
+		errors++;
+	}
+	f = NULL;
+	if (errors || rename(tmp, cu) != 0) {
+		if (!errors)
+			fg_error(d, (FgLoc){0, 0}, "cannot write '%s': %s", cu, strerror(errno));
+		remove(tmp);
+		goto out;
+	}
+	rc = o->build ? build(o, cu, d) : 0;
+out:
+	free(cu);
+	free(tmp);
+	return rc;
+}

@@ -1,0 +1,136 @@
+/*
+ * fg_device.cuh - what every kernel fgc generates includes: the device
+ * forms of the ops whose CUDA expression (FG_OPS' cuda column) is more
+ * than one operator, the loads and stores of each storage dtype, index
+ * helpers, and the block-wide reduction the row and column kernels share.
+ *
+ * Semantics follow the reference interpreter (compiler/interp.c), in f32:
+ * relu, maximum and minimum propagate NaN as PyTorch does; gelu is the exact
+ * erf form; silu is x / (1 + e^-x), so -1000 gives -0 and not NaN.  Values
+ * of dtype f16 and bf16 live in registers as float and are rounded once, by
+ * fg_to_f16 / fg_to_bf16, where they are stored; bool lives as float 0 or 1
+ * and is stored as one byte 0 or 1; i32 lives as int.
+ *
+ * fg_block_reduce is deterministic: for a given block size each thread's
+ * partial is combined in the same order every run.  blockDim.x must be a
+ * multiple of 32, at most 1024, and every thread of the block must call it.
+ */
+#ifndef FG_DEVICE_CUH
+#define FG_DEVICE_CUH
+
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <math_constants.h>
+#include <stdint.h>
+
+#include "fgrt_philox.h"
+#include "fgrt_program.h"
+
+#define FG_DEV static __device__ __forceinline__
+
+/* ------------------------------------------------------------ the ops */
+
+FG_DEV float fg_sigmoid(float a) { return 1.0f / (1.0f + expf(-a)); }
+FG_DEV float fg_relu(float a) { return a < 0.0f ? 0.0f : a; }  /* NaN stays */
+FG_DEV int fg_relu(int a) { return a < 0 ? 0 : a; }
+FG_DEV float fg_gelu(float a) { return 0.5f * a * (1.0f + erff(a * 0.70710678118654752f)); }
+FG_DEV float fg_gelu_tanh(float a)
+{
+	const float k = 0.79788456080286536f; /* sqrt(2 / pi) */
+	return 0.5f * a * (1.0f + tanhf(k * (a + 0.044715f * a * a * a)));
+}
+FG_DEV float fg_silu(float a) { return a / (1.0f + expf(-a)); }
+
+/* NaN in, NaN out, whichever side it is on. */
+FG_DEV float fg_maximum(float a, float b) { return a != a ? a : b != b ? b : a > b ? a : b; }
+FG_DEV float fg_minimum(float a, float b) { return a != a ? a : b != b ? b : a < b ? a : b; }
+FG_DEV double fg_maximum(double a, double b) { return a != a ? a : b != b ? b : a > b ? a : b; }
+FG_DEV double fg_minimum(double a, double b) { return a != a ? a : b != b ? b : a < b ? a : b; }
+FG_DEV int fg_maximum(int a, int b) { return a > b ? a : b; }
+FG_DEV int fg_minimum(int a, int b) { return a < b ? a : b; }
+FG_DEV long long fg_maximum(long long a, long long b) { return a > b ? a : b; }
+FG_DEV long long fg_minimum(long long a, long long b) { return a < b ? a : b; }
+
+/* cast(x, dtype=...): rounded the way a store to that dtype rounds. */
+FG_DEV float fg_round_f16(float a) { return __half2float(__float2half_rn(a)); }
+FG_DEV float fg_round_bf16(float a) { return __bfloat162float(__float2bfloat16_rn(a)); }
+/* Toward zero, saturating, NaN to 0: the interpreter's i32 rounding. */
+FG_DEV int fg_cast_i32(float a)
+{
+	if (a != a)
+		return 0;
+	if (a >= 2147483647.0f)
+		return 2147483647;
+	if (a <= -2147483648.0f)
+		return (int)(-2147483647 - 1);
+	return (int)a;
+}
+FG_DEV int fg_cast_i32(long long a)
+{
+	return a > 2147483647LL ? 2147483647 : a < -2147483648LL ? (int)(-2147483647 - 1) : (int)a;
+}
+
+/* ----------------------------------------------- loads and stores */
+
+/* A stored element as the value a kernel computes with. */
+FG_DEV float fg_read(float x) { return x; }
+FG_DEV float fg_read(__half x) { return __half2float(x); }
+FG_DEV float fg_read(__nv_bfloat16 x) { return __bfloat162float(x); }
+FG_DEV float fg_read(unsigned char x) { return x ? 1.0f : 0.0f; }
+FG_DEV int fg_read(int x) { return x; }
+
+/* A computed value as the element its dtype stores: rounded once. */
+FG_DEV float fg_to_f32(float v) { return v; }
+FG_DEV __half fg_to_f16(float v) { return __float2half_rn(v); }
+FG_DEV __nv_bfloat16 fg_to_bf16(float v) { return __float2bfloat16_rn(v); }
+FG_DEV int fg_to_i32(int v) { return v; }
+FG_DEV unsigned char fg_to_bool(float v) { return v != 0.0f; }
+
+/* ------------------------------------------------------------ indices */
+
+/* v clamped to [0, hi]: concat reads each operand at a clamped index and
+ * selects, so that every load stays inside its tensor. */
+template <typename I>
+FG_DEV I fg_clamp(I v, I hi) { return v < 0 ? (I)0 : v > hi ? hi : v; }
+
+/* --------------------------------------------------------- reductions */
+
+struct FgSum {
+	template <typename T> __device__ T operator()(T a, T b) const { return a + b; }
+};
+struct FgMax {
+	template <typename T> __device__ T operator()(T a, T b) const { return fg_maximum(a, b); }
+};
+struct FgMin {
+	template <typename T> __device__ T operator()(T a, T b) const { return fg_minimum(a, b); }
+};
+
+/* Combines every thread's v with op and returns the result to all of
+ * them: a butterfly within each warp, then thread 0 over the warps'
+ * results in warp order.  The __syncthreads() on entry lets a block call
+ * it again right after the previous call returned. */
+template <typename T, typename Op>
+static __device__ __forceinline__ T fg_block_reduce(T v, Op op)
+{
+	__shared__ T part[32];
+	__shared__ T result;
+	const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+
+	for (int o = 16; o > 0; o >>= 1)
+		v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+	__syncthreads();
+	if (lane == 0)
+		part[warp] = v;
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		T w = part[0];
+		for (unsigned k = 1; k < (blockDim.x + 31u) >> 5; k++)
+			w = op(w, part[k]);
+		result = w;
+	}
+	__syncthreads();
+	return result;
+}
+
+#endif

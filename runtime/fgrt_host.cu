@@ -1,0 +1,774 @@
+/*
+ * fgrt_host.cu - the host side of every binary `fgc compile` builds: main(),
+ * the device memory, the inputs, the launches, the outputs, --check and
+ * --bench.  It is linked with one generated model.cu, which provides
+ * fg_program (the tables) and fg_program_run() (fgrt_program.h), and with
+ * npy.c, half.c and check.c.
+ *
+ *   model [--inputs DIR] [--outputs DIR] [--seed S] [--check DIR] [--bench N]
+ *
+ * Inputs are read from DIR/NAME.npy with the interpreter's rules (the
+ * exact declared shape, the dtype's file type: <f4 for f32 and bf16, <f2,
+ * <i4, |b1), or drawn from the seed exactly as `fgc run` draws them (the
+ * Philox input stream of fgrt_philox.h, weights scaled by 1/sqrt(fan-in)),
+ * so a binary and the interpreter given the same seed see the same bits.
+ * Outputs and saved values are written as NAME.npy and saved.NAME.npy in
+ * the same file types.  --check compares each with DIR's golden file
+ * under the tolerance the compiler put in the tensor table (testing.md),
+ * one verdict line each, and exits 1 when any fails.  --bench times the
+ * whole program with CUDA events, the median of N runs after warm-up, and
+ * each launch the same way.
+ *
+ * Invariants: every CUDA and cuBLASLt call is checked, and a failure stops
+ * the program with the file, line, call and error string; device memory is
+ * one arena of the planned size, one scratch buffer and one buffer per
+ * input, all freed before exit.
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include "fgrt.h"
+#include "fgrt_philox.h"
+#include "fgrt_program.h"
+
+/* ---------------------------------------------------------------- errors */
+
+static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "%s: error: ", fg_program.graph);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static void cuda_check(cudaError_t e, const char *call, const char *file, int line)
+{
+	if (e != cudaSuccess)
+		die("%s:%d: %s: %s (%s)", file, line, call, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+static void lt_check(cublasStatus_t s, const char *call, const char *file, int line)
+{
+	if (s != CUBLAS_STATUS_SUCCESS)
+		die("%s:%d: %s: %s (%s)", file, line, call, cublasLtGetStatusString(s), cublasLtGetStatusName(s));
+}
+
+#define CUDA(call) cuda_check((call), #call, __FILE__, __LINE__)
+#define LT(call) lt_check((call), #call, __FILE__, __LINE__)
+
+/* ---------------------------------------------------------------- dtypes */
+
+static const char *const dtype_name[] = {"f32", "f16", "bf16", "i32", "bool"};
+static const size_t dtype_size[] = {4, 2, 2, 4, 1};
+/* The .npy type each dtype travels as (bf16 as float values). */
+static const FgrtNpyType storage[] = {FGRT_NPY_F4, FGRT_NPY_F2, FGRT_NPY_F4, FGRT_NPY_I4, FGRT_NPY_B1};
+
+static int64_t numel(const FgrtTensor *t)
+{
+	int64_t n = 1;
+	for (int i = 0; i < t->rank; i++)
+		n *= t->shape[i];
+	return n;
+}
+
+static size_t nbytes(const FgrtTensor *t)
+{
+	return (size_t)numel(t) * dtype_size[t->dtype];
+}
+
+static const char *role_name(const FgrtTensor *t)
+{
+	return t->role & FGRT_PARAM ? "param" : t->role & FGRT_INPUT ? "input" : "value";
+}
+
+/* "f32[4096,1024]" */
+static char *type_str(char *buf, size_t n, const FgrtTensor *t)
+{
+	size_t at = (size_t)snprintf(buf, n, "%s[", dtype_name[t->dtype]);
+	for (int i = 0; i < t->rank && at < n; i++)
+		at += (size_t)snprintf(buf + at, n - at, "%s%lld", i ? "," : "", (long long)t->shape[i]);
+	if (at < n)
+		snprintf(buf + at, n - at, "]");
+	return buf;
+}
+
+/* Element i of host data in the dtype's device layout, as a double. */
+static double element(const FgrtTensor *t, const void *data, int64_t i)
+{
+	switch (t->dtype) {
+	case FGRT_F32:
+		return ((const float *)data)[i];
+	case FGRT_F16:
+		return fgrt_f16_to_f64(((const uint16_t *)data)[i]);
+	case FGRT_BF16:
+		return fgrt_bf16_to_f64(((const uint16_t *)data)[i]);
+	case FGRT_I32:
+		return ((const int32_t *)data)[i];
+	default:
+		return ((const unsigned char *)data)[i] != 0;
+	}
+}
+
+/* ----------------------------------------------------------------- paths */
+
+static char *path_of(const char *dir, const char *prefix, const char *name)
+{
+	size_t n = strlen(dir) + strlen(prefix) + strlen(name) + 6;
+	char *p = (char *)malloc(n);
+	if (!p)
+		die("out of memory");
+	snprintf(p, n, "%s/%s%s.npy", dir, prefix, name);
+	return p;
+}
+
+static void make_dirs(const char *dir)
+{
+	char *p = strdup(dir);
+	if (!p)
+		die("out of memory");
+	for (char *q = p + 1;; q++) {
+		if (*q != '/' && *q != '\0')
+			continue;
+		char c = *q;
+		*q = '\0';
+		if (mkdir(p, 0777) != 0 && errno != EEXIST)
+			die("cannot create directory '%s': %s", p, strerror(errno));
+		*q = c;
+		if (!c)
+			break;
+	}
+	struct stat st;
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		die("cannot write outputs to '%s': not a directory", dir);
+	free(p);
+}
+
+/* --------------------------------------------------------------- inputs */
+
+/* Reads path as tensor t's file and converts it to t's device layout in
+ * out.  Same rules as `fgc run`: exact shape, the dtype's file type. */
+static void load_file(const char *path, const FgrtTensor *t, void *out)
+{
+	char err[FGRT_ERRLEN], ty[256], got[256], need[256];
+	FgrtNpy f;
+	if (fgrt_npy_read(path, 0, &f, err) != 0)
+		die("%s", err);
+	int same = f.type == storage[t->dtype] && f.rank == t->rank;
+	for (int i = 0; same && i < f.rank; i++)
+		same = f.shape[i] == t->shape[i];
+	if (!same) {
+		fgrt_shape_str(got, sizeof got, f.rank, f.shape);
+		fgrt_shape_str(need, sizeof need, t->rank, t->shape);
+		die("'%s' holds %s %s, but %s '%s' is declared %s and needs %s %s%s", path,
+		    fgrt_npy_type_descr(f.type), got, role_name(t), t->name, type_str(ty, sizeof ty, t),
+		    fgrt_npy_type_descr(storage[t->dtype]), need,
+		    t->dtype == FGRT_BF16 ? " (bf16 travels as float32 values)" : "");
+	}
+	if (t->dtype == FGRT_BF16) {
+		int64_t rounded = 0;
+		for (int64_t i = 0; i < f.numel; i++) {
+			float x = ((const float *)f.data)[i];
+			uint16_t h = fgrt_f32_to_bf16(x);
+			rounded += fgrt_bf16_to_f32(h) != x && x == x;
+			((uint16_t *)out)[i] = h;
+		}
+		if (rounded)
+			fprintf(stderr, "%s: warning: '%s': %lld of the %lld values of %s '%s' are not bf16 values; "
+				"rounded to the nearest bf16 (ties to even)\n", fg_program.graph, path,
+				(long long)rounded, (long long)f.numel, role_name(t), t->name);
+	} else {
+		memcpy(out, f.data, f.nbytes);
+	}
+	fgrt_npy_free(&f);
+}
+
+typedef struct Draw {
+	const FgrtTensor *t;
+	int k;                  /* input number: the Philox stream's k */
+	uint64_t seed;
+	double scale;
+	void *out;
+	int64_t from, to;
+} Draw;
+
+/* Elements [from, to) of input k, as compiler/run.c draws them. */
+static void *draw_range(void *arg)
+{
+	const Draw *d = (const Draw *)arg;
+	for (int64_t i = d->from; i < d->to; i++) {
+		double u = fgrt_input_uniform(d->seed, (uint32_t)d->k, (uint64_t)i);
+		double x = (2.0 * u - 1.0) * d->scale;
+		switch (d->t->dtype) {
+		case FGRT_F32:
+			((float *)d->out)[i] = (float)x;
+			break;
+		case FGRT_F16:
+			((uint16_t *)d->out)[i] = fgrt_f64_to_f16(x);
+			break;
+		case FGRT_BF16:
+			((uint16_t *)d->out)[i] = fgrt_f64_to_bf16(x);
+			break;
+		case FGRT_I32:
+			((int32_t *)d->out)[i] = (int32_t)(floor(17.0 * u) - 8.0);
+			break;
+		case FGRT_BOOL:
+			((unsigned char *)d->out)[i] = u < 0.5;
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* Draws input k from the seed, on every core for large tensors.  A float
+ * param of rank >= 2 is a weight: scaled by 1/sqrt(its second-to-last
+ * dim). */
+static void draw(const FgrtTensor *t, int k, uint64_t seed, void *out)
+{
+	enum { MAXT = 64 };
+	Draw d[MAXT];
+	pthread_t th[MAXT];
+	int64_t n = numel(t);
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	int nt = n < (1 << 20) ? 1 : cores < 1 ? 1 : cores > MAXT ? MAXT : (int)cores;
+	double scale = 1.0;
+	if ((t->role & FGRT_PARAM) && t->rank >= 2 && t->dtype <= FGRT_BF16)
+		scale = 1.0 / sqrt((double)t->shape[t->rank - 2]);
+	for (int i = 0; i < nt; i++) {
+		d[i] = (Draw){t, k, seed, scale, out, n * i / nt, n * (i + 1) / nt};
+		if (nt > 1 && pthread_create(&th[i], NULL, draw_range, &d[i]) != 0)
+			die("cannot start a thread to draw '%s'", t->name);
+	}
+	if (nt == 1)
+		draw_range(&d[0]);
+	for (int i = 0; nt > 1 && i < nt; i++)
+		pthread_join(th[i], NULL);
+}
+
+/* --------------------------------------------------------------- cuBLASLt */
+
+struct FgrtGemmPlan {
+	cublasLtMatmulDesc_t op;
+	cublasLtMatrixLayout_t a, b, d;         /* cuBLASLt's: a is our B, b our A */
+	cublasLtMatmulAlgo_t algo;
+};
+
+static cudaDataType_t lt_type(FgrtDtype t)
+{
+	switch (t) {
+	case FGRT_F32:
+		return CUDA_R_32F;
+	case FGRT_F16:
+		return CUDA_R_16F;
+	case FGRT_BF16:
+		return CUDA_R_16BF;
+	default:
+		die("cuBLASLt takes no %s operands", dtype_name[t]);
+	}
+}
+
+/* The largest power of two up to 256 dividing every x. */
+static uint64_t alignment(const uint64_t *x, int n)
+{
+	uint64_t a = 256;
+	for (int i = 0; i < n; i++)
+		while (a > 1 && x[i] % a)
+			a /= 2;
+	return a;
+}
+
+static void layout(cublasLtMatrixLayout_t *l, cudaDataType_t t, uint64_t rows, uint64_t cols, int64_t ld,
+		   int64_t batch, int64_t stride)
+{
+	int32_t b = (int32_t)batch;
+	LT(cublasLtMatrixLayoutCreate(l, t, rows, cols, ld));
+	LT(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof b));
+	LT(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+}
+
+/* Row-major D = A B is column-major D^T = B^T A^T: cuBLASLt's A is our B
+ * and its B our A, each read as stored (column-major [n,k] is row-major
+ * [k,n]), with its op set when ours is stored transposed. */
+static FgrtGemmPlan *make_plan(FgrtContext *ctx, const FgrtGemm *g, const void *A, const void *B, const void *D)
+{
+	FgrtGemmPlan *p = (FgrtGemmPlan *)calloc(1, sizeof *p);
+	if (!p)
+		die("out of memory");
+	if (g->batch > INT32_MAX)
+		die("a batch of %lld matrices is more than cuBLASLt takes", (long long)g->batch);
+	cudaDataType_t ab = lt_type(g->ab), dt = lt_type(g->d);
+	cublasOperation_t opa = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+	cublasOperation_t opb = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+	LT(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+	LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+	LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+	if (g->trans_b)
+		layout(&p->a, ab, g->k, g->n, g->k, g->batch, g->stride_b);
+	else
+		layout(&p->a, ab, g->n, g->k, g->n, g->batch, g->stride_b);
+	if (g->trans_a)
+		layout(&p->b, ab, g->m, g->k, g->m, g->batch, g->stride_a);
+	else
+		layout(&p->b, ab, g->k, g->m, g->k, g->batch, g->stride_a);
+	layout(&p->d, dt, g->n, g->m, g->n, g->batch, g->stride_d);
+
+	/* Alignment of every matrix any call touches: base, batch and outer
+	 * strides in bytes. */
+	size_t ea = dtype_size[g->ab], ed = dtype_size[g->d];
+	uint64_t xa[2 + FGRT_PROGRAM_MAX_RANK], xb[2 + FGRT_PROGRAM_MAX_RANK], xd[2 + FGRT_PROGRAM_MAX_RANK];
+	int n = 0;
+	xa[n] = (uint64_t)(uintptr_t)A, xb[n] = (uint64_t)(uintptr_t)B, xd[n++] = (uint64_t)(uintptr_t)D;
+	xa[n] = (uint64_t)g->stride_a * ea, xb[n] = (uint64_t)g->stride_b * ea, xd[n++] = (uint64_t)g->stride_d * ed;
+	for (int i = 0; i < g->nouter; i++, n++)
+		xa[n] = (uint64_t)g->outer_a[i] * ea, xb[n] = (uint64_t)g->outer_b[i] * ea,
+		xd[n] = (uint64_t)g->outer_d[i] * ed;
+	uint32_t al_a = (uint32_t)alignment(xb, n), al_b = (uint32_t)alignment(xa, n), al_d = (uint32_t)alignment(xd, n);
+	cublasLtMatmulPreference_t pref;
+	LT(cublasLtMatmulPreferenceCreate(&pref));
+	uint64_t ws = ctx->workspace_bytes;
+	LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+	LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a));
+	LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b));
+	LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d, sizeof al_d));
+	LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof al_d));
+	cublasLtMatmulHeuristicResult_t res;
+	int found = 0;
+	LT(cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)ctx->lt, p->op, p->a, p->b, p->d, p->d, pref, 1, &res, &found));
+	LT(cublasLtMatmulPreferenceDestroy(pref));
+	if (found < 1)
+		die("cuBLASLt has no algorithm for a %s matmul [%lld,%lld] x [%lld,%lld] (batch %lld)",
+		    dtype_name[g->ab], (long long)g->m, (long long)g->k, (long long)g->k, (long long)g->n,
+		    (long long)g->batch);
+	p->algo = res.algo;
+	return p;
+}
+
+void fgrt_gemm(FgrtContext *ctx, int slot, const FgrtGemm *g, const void *a, const void *b, void *d)
+{
+	if (!ctx->gemm[slot])
+		ctx->gemm[slot] = make_plan(ctx, g, a, b, d);
+	const FgrtGemmPlan *p = ctx->gemm[slot];
+	const float alpha = 1.0f, beta = 0.0f;
+	size_t ea = dtype_size[g->ab], ed = dtype_size[g->d];
+	int64_t idx[FGRT_PROGRAM_MAX_RANK] = {0};
+	for (;;) {
+		int64_t oa = 0, ob = 0, od = 0;
+		for (int i = 0; i < g->nouter; i++)
+			oa += idx[i] * g->outer_a[i], ob += idx[i] * g->outer_b[i], od += idx[i] * g->outer_d[i];
+		const char *pa = (const char *)a + oa * (int64_t)ea, *pb = (const char *)b + ob * (int64_t)ea;
+		char *pd = (char *)d + od * (int64_t)ed;
+		LT(cublasLtMatmul((cublasLtHandle_t)ctx->lt, p->op, &alpha, pb, p->a, pa, p->b, &beta, pd, p->d, pd, p->d,
+				  &p->algo, ctx->workspace, ctx->workspace_bytes, ctx->stream));
+		int i = g->nouter - 1;
+		for (; i >= 0 && ++idx[i] == g->outer_n[i]; i--)
+			idx[i] = 0;
+		if (i < 0)
+			break;
+	}
+}
+
+static void free_plan(FgrtGemmPlan *p)
+{
+	if (!p)
+		return;
+	LT(cublasLtMatrixLayoutDestroy(p->a));
+	LT(cublasLtMatrixLayoutDestroy(p->b));
+	LT(cublasLtMatrixLayoutDestroy(p->d));
+	LT(cublasLtMatmulDescDestroy(p->op));
+	free(p);
+}
+
+void fgrt_launched(FgrtContext *ctx, int i)
+{
+	const FgrtLaunch *l = &ctx->prog->launches[i];
+	cudaError_t e = cudaGetLastError();
+	if (e != cudaSuccess)
+		die("launch %d (%s, group %d, grid %u, block %u): %s (%s)", i, l->kernel, l->group, l->grid, l->block,
+		    cudaGetErrorString(e), cudaGetErrorName(e));
+	if (ctx->marks)
+		CUDA(cudaEventRecord(ctx->marks[i], ctx->stream));
+}
+
+/* ------------------------------------------------------------- outputs */
+
+/* Device tensor t, copied to the host in its device layout. */
+static void *download(const FgrtContext *ctx, int t)
+{
+	const FgrtTensor *tt = &fg_program.tensors[t];
+	size_t n = nbytes(tt);
+	void *h = malloc(n ? n : 1);
+	if (!h)
+		die("out of memory reading back '%s'", tt->name);
+	if (n)
+		CUDA(cudaMemcpy(h, ctx->ptr[t], n, cudaMemcpyDeviceToHost));
+	return h;
+}
+
+static void write_npy(const char *path, const FgrtTensor *t, const void *data)
+{
+	FgrtNpy f;
+	char err[FGRT_ERRLEN];
+	memset(&f, 0, sizeof f);
+	f.type = storage[t->dtype];
+	f.rank = t->rank;
+	for (int i = 0; i < t->rank; i++)
+		f.shape[i] = t->shape[i];
+	f.numel = numel(t);
+	f.nbytes = (size_t)f.numel * fgrt_npy_type_size(f.type);
+	f.data = malloc(f.nbytes ? f.nbytes : 1);
+	if (!f.data)
+		die("out of memory writing '%s'", path);
+	if (t->dtype == FGRT_BF16) {
+		for (int64_t i = 0; i < f.numel; i++)
+			((float *)f.data)[i] = fgrt_bf16_to_f32(((const uint16_t *)data)[i]);
+	} else {
+		memcpy(f.data, data, f.nbytes);
+	}
+	if (fgrt_npy_write(path, &f, err) != 0)
+		die("%s", err);
+	free(f.data);
+}
+
+/* "[3,17]": flat index i of t's shape. */
+static void index_str(char *buf, size_t n, const FgrtTensor *t, int64_t i)
+{
+	int64_t ix[FGRT_PROGRAM_MAX_RANK];
+	size_t at = 0;
+	for (int r = t->rank - 1; r >= 0; r--) {
+		ix[r] = i % t->shape[r];
+		i /= t->shape[r];
+	}
+	at += (size_t)snprintf(buf, n, "[");
+	for (int r = 0; r < t->rank && at < n; r++)
+		at += (size_t)snprintf(buf + at, n - at, "%s%lld", r ? "," : "", (long long)ix[r]);
+	if (at < n)
+		snprintf(buf + at, n - at, "]");
+}
+
+/* Compares t's values (host copy) with the golden file; prints one
+ * verdict line; 0 when they agree. */
+static int check_one(const char *dir, const char *prefix, const FgrtTensor *t, const void *data)
+{
+	char *path = path_of(dir, prefix, t->name);
+	char err[FGRT_ERRLEN], ty[256], label[512], ix[256];
+	FgrtNpy f;
+	snprintf(label, sizeof label, "%s%s", prefix, t->name);
+	if (fgrt_npy_read(path, 0, &f, err) != 0) {
+		printf("FAIL %s  %s  %s\n", label, type_str(ty, sizeof ty, t), err);
+		free(path);
+		return 1;
+	}
+	int same = f.type == storage[t->dtype] && f.rank == t->rank;
+	for (int i = 0; same && i < f.rank; i++)
+		same = f.shape[i] == t->shape[i];
+	if (!same) {
+		char got[256];
+		fgrt_shape_str(got, sizeof got, f.rank, f.shape);
+		printf("FAIL %s  %s  '%s' holds %s %s\n", label, type_str(ty, sizeof ty, t), path,
+		       fgrt_npy_type_descr(f.type), got);
+		fgrt_npy_free(&f);
+		free(path);
+		return 1;
+	}
+	int64_t n = numel(t);
+	double *a = (double *)malloc((size_t)(n ? n : 1) * sizeof *a);
+	double *e = (double *)malloc((size_t)(n ? n : 1) * sizeof *e);
+	if (!a || !e)
+		die("out of memory checking '%s'", t->name);
+	for (int64_t i = 0; i < n; i++) {
+		a[i] = element(t, data, i);
+		switch (f.type) {
+		case FGRT_NPY_F4:
+			e[i] = ((const float *)f.data)[i];
+			break;
+		case FGRT_NPY_F2:
+			e[i] = fgrt_f16_to_f64(((const uint16_t *)f.data)[i]);
+			break;
+		case FGRT_NPY_I4:
+			e[i] = ((const int32_t *)f.data)[i];
+			break;
+		case FGRT_NPY_B1:
+			e[i] = ((const unsigned char *)f.data)[i] != 0;
+			break;
+		}
+	}
+	FgrtTol tol = fgrt_tolerance(dtype_name[t->dtype], t->rmse);
+	FgrtCheck c;
+	fgrt_check(a, e, NULL, n, &tol, &c);
+	printf("%-4s %s  %s  max abs err %.3g", c.ok ? "ok" : "FAIL", label, type_str(ty, sizeof ty, t), c.max_abs_err);
+	if (tol.rmse_m > 0)
+		printf("  rmse %.3g %s %.3g", c.rmse, c.rmse <= c.rmse_limit ? "<=" : ">", c.rmse_limit);
+	if (!c.ok && tol.rmse_m > 0 && c.rmse <= c.rmse_limit)
+		printf("  NaN/Inf where the reference has none");
+	else if (!c.ok && tol.rmse_m == 0)
+		printf("  %lld of %lld outside rtol %g atol %g", (long long)c.nbad, (long long)n, tol.rtol, tol.atol);
+	if (c.worst >= 0) {
+		index_str(ix, sizeof ix, t, c.worst);
+		printf("  worst %s: got %.9g, want %.9g", ix, c.worst_actual, c.worst_expected);
+	}
+	putchar('\n');
+	free(a);
+	free(e);
+	fgrt_npy_free(&f);
+	free(path);
+	return c.ok ? 0 : 1;
+}
+
+/* ---------------------------------------------------------------- bench */
+
+static int cmp_float(const void *x, const void *y)
+{
+	float a = *(const float *)x, b = *(const float *)y;
+	return (a > b) - (a < b);
+}
+
+static float median(float *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_float);
+	return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Device-to-device copy bandwidth, bytes read plus written per second:
+ * the memory floor's yardstick, measured in the same run. */
+static double copy_gbs(cudaStream_t s)
+{
+	const size_t n = (size_t)512 << 20;
+	void *a, *b;
+	cudaEvent_t e0, e1;
+	float t[10];
+	CUDA(cudaMalloc(&a, n));
+	CUDA(cudaMalloc(&b, n));
+	CUDA(cudaMemsetAsync(a, 1, n, s));
+	CUDA(cudaEventCreate(&e0));
+	CUDA(cudaEventCreate(&e1));
+	for (int i = 0; i < 13; i++) {
+		CUDA(cudaEventRecord(e0, s));
+		CUDA(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice, s));
+		CUDA(cudaEventRecord(e1, s));
+		CUDA(cudaEventSynchronize(e1));
+		if (i >= 3)
+			CUDA(cudaEventElapsedTime(&t[i - 3], e0, e1));
+	}
+	CUDA(cudaEventDestroy(e0));
+	CUDA(cudaEventDestroy(e1));
+	CUDA(cudaFree(a));
+	CUDA(cudaFree(b));
+	return 2.0 * (double)n / (median(t, 10) * 1e-3) / 1e9;
+}
+
+static void bench(FgrtContext *ctx, int runs)
+{
+	const FgrtProgram *p = &fg_program;
+	cudaEvent_t e0, e1;
+	float *t = (float *)calloc((size_t)runs, sizeof *t);
+	float *per = (float *)calloc((size_t)runs * (size_t)(p->nlaunches + 1), sizeof *per);
+	if (!t || !per)
+		die("out of memory");
+	double ideal = 0;
+	for (int i = 0; i < p->ntensors; i++)
+		if (p->tensors[i].role & (FGRT_INPUT | FGRT_PARAM | FGRT_OUTPUT | FGRT_SAVED))
+			ideal += (double)nbytes(&p->tensors[i]);
+	double copy = copy_gbs(ctx->stream);
+	CUDA(cudaEventCreate(&e0));
+	CUDA(cudaEventCreate(&e1));
+	for (int i = 0; i < 3; i++)
+		fg_program_run(ctx);
+	for (int r = 0; r < runs; r++) {
+		CUDA(cudaEventRecord(e0, ctx->stream));
+		fg_program_run(ctx);
+		CUDA(cudaEventRecord(e1, ctx->stream));
+		CUDA(cudaEventSynchronize(e1));
+		CUDA(cudaEventElapsedTime(&t[r], e0, e1));
+	}
+	float ms = median(t, runs);
+	/* each launch: the time between its mark and the one before */
+	ctx->marks = (cudaEvent_t *)calloc((size_t)p->nlaunches + 1, sizeof(cudaEvent_t));
+	if (!ctx->marks)
+		die("out of memory");
+	for (int i = 0; i < p->nlaunches; i++)
+		CUDA(cudaEventCreate(&ctx->marks[i]));
+	for (int r = 0; r < runs && p->nlaunches > 0; r++) {
+		CUDA(cudaEventRecord(e0, ctx->stream));
+		fg_program_run(ctx);
+		CUDA(cudaEventSynchronize(ctx->marks[p->nlaunches - 1]));
+		for (int i = 0; i < p->nlaunches; i++)
+			CUDA(cudaEventElapsedTime(&per[(size_t)i * runs + r], i ? ctx->marks[i - 1] : e0, ctx->marks[i]));
+	}
+	printf("bench %s: %d runs after 3 warm-ups, medians of CUDA-event times\n", p->graph, runs);
+	for (int i = 0; i < p->nlaunches; i++)
+		printf("  launch %-2d group %-3d %-40s %10.4f ms\n", i, p->launches[i].group, p->launches[i].kernel,
+		       median(&per[(size_t)i * runs], runs));
+	double gbs = ideal / (ms * 1e-3) / 1e9;
+	printf("  total %.4f ms; ideal traffic %.1f MB (inputs read once, outputs and saved values written once): "
+	       "%.0f GB/s, %.1f%% of copy bandwidth %.0f GB/s (floor %.4f ms)\n",
+	       ms, ideal / 1e6, gbs, 100.0 * gbs / copy, copy, ideal / (copy * 1e9) * 1e3);
+	for (int i = 0; i < p->nlaunches; i++)
+		CUDA(cudaEventDestroy(ctx->marks[i]));
+	free(ctx->marks);
+	ctx->marks = NULL;
+	CUDA(cudaEventDestroy(e0));
+	CUDA(cudaEventDestroy(e1));
+	free(t);
+	free(per);
+}
+
+/* ----------------------------------------------------------------- main */
+
+static const char usage[] =
+	"usage: %s [--inputs DIR] [--outputs DIR] [--seed S] [--check DIR] [--bench N]\n"
+	"  --inputs DIR   read NAME.npy for each input and param; missing ones are drawn from the seed\n"
+	"  --outputs DIR  write NAME.npy per output and saved.NAME.npy per @save value\n"
+	"  --seed S       seed of drawn inputs (default 0), as `fgc run --seed S`\n"
+	"  --check DIR    compare every output and saved value with DIR's .npy files; exit 1 on a mismatch\n"
+	"  --bench N      time N runs after warm-up: median per launch and in all, GB/s\n";
+
+typedef struct Options {
+	const char *inputs, *outputs, *check;
+	uint64_t seed;
+	int bench;
+} Options;
+
+static void parse(int argc, char **argv, Options *o)
+{
+	memset(o, 0, sizeof *o);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			printf(usage, argv[0]);
+			exit(0);
+		}
+		if (i + 1 >= argc)
+			die("%s: unknown option or missing value (see --help)", a);
+		const char *v = argv[++i];
+		char *end;
+		if (!strcmp(a, "--inputs")) {
+			o->inputs = v;
+		} else if (!strcmp(a, "--outputs")) {
+			o->outputs = v;
+		} else if (!strcmp(a, "--check")) {
+			o->check = v;
+		} else if (!strcmp(a, "--seed")) {
+			errno = 0;
+			o->seed = strtoull(v, &end, 10);
+			if (errno || *end || !*v || *v == '-')
+				die("--seed %s: expected an unsigned 64-bit integer", v);
+		} else if (!strcmp(a, "--bench")) {
+			errno = 0;
+			long n = strtol(v, &end, 10);
+			if (errno || *end || n < 1 || n > 100000)
+				die("--bench %s: expected a number of runs from 1 to 100000", v);
+			o->bench = (int)n;
+		} else {
+			die("unknown option '%s' (see --help)", a);
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const FgrtProgram *p = &fg_program;
+	FgrtContext ctx;
+	Options o;
+	struct stat st;
+
+	parse(argc, argv, &o);
+	if (o.inputs && (stat(o.inputs, &st) != 0 || !S_ISDIR(st.st_mode)))
+		die("cannot read inputs from '%s': %s", o.inputs, errno ? strerror(errno) : "not a directory");
+	memset(&ctx, 0, sizeof ctx);
+	ctx.prog = p;
+	ctx.ptr = (void **)calloc((size_t)p->ntensors + 1, sizeof(void *));
+	ctx.gemm = (FgrtGemmPlan **)calloc((size_t)p->ngemms + 1, sizeof(FgrtGemmPlan *));
+	if (!ctx.ptr || !ctx.gemm)
+		die("out of memory");
+	CUDA(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));
+	CUDA(cudaMalloc((void **)&ctx.arena, p->arena_bytes > 256 ? (size_t)p->arena_bytes : 256));
+	CUDA(cudaMalloc((void **)&ctx.scratch, p->scratch_bytes > 256 ? (size_t)p->scratch_bytes : 256));
+	if (p->ngemms) {
+		cublasLtHandle_t lt;
+		LT(cublasLtCreate(&lt));
+		ctx.lt = lt;
+		ctx.workspace_bytes = (size_t)32 << 20;
+		CUDA(cudaMalloc(&ctx.workspace, ctx.workspace_bytes));
+	}
+
+	/* inputs: from files or drawn, then to the device */
+	for (int t = 0; t < p->ntensors; t++) {
+		const FgrtTensor *tt = &p->tensors[t];
+		if (t >= p->ninputs) {
+			ctx.ptr[t] = ctx.arena + tt->offset;
+			continue;
+		}
+		size_t n = nbytes(tt);
+		void *h = malloc(n ? n : 1);
+		if (!h)
+			die("out of memory for %s '%s'", role_name(tt), tt->name);
+		char *path = o.inputs ? path_of(o.inputs, "", tt->name) : NULL;
+		if (path && (stat(path, &st) == 0 || errno != ENOENT))
+			load_file(path, tt, h);
+		else
+			draw(tt, t, o.seed, h);
+		free(path);
+		CUDA(cudaMalloc(&ctx.ptr[t], n ? n : 1));
+		CUDA(cudaMemcpy(ctx.ptr[t], h, n, cudaMemcpyHostToDevice));
+		free(h);
+	}
+
+	fg_program_run(&ctx);
+	CUDA(cudaStreamSynchronize(ctx.stream));
+	CUDA(cudaGetLastError());
+
+	/* outputs and saved values: write, check */
+	int bad = 0, checked = 0;
+	if (o.outputs)
+		make_dirs(o.outputs);
+	for (int pass = 0; pass < 2; pass++)
+		for (int t = 0; t < p->ntensors; t++) {
+			const FgrtTensor *tt = &p->tensors[t];
+			if (!(tt->role & (pass ? FGRT_SAVED : FGRT_OUTPUT)) || (!o.outputs && !o.check))
+				continue;
+			const char *prefix = pass ? "saved." : "";
+			void *h = download(&ctx, t);
+			if (o.outputs) {
+				char *path = path_of(o.outputs, prefix, tt->name);
+				write_npy(path, tt, h);
+				free(path);
+			}
+			if (o.check) {
+				bad += check_one(o.check, prefix, tt, h);
+				checked++;
+			}
+			free(h);
+		}
+	if (o.check)
+		printf("%s %s: %d of %d values match %s\n", bad ? "FAIL" : "ok", p->graph, checked - bad, checked, o.check);
+	if (o.bench)
+		bench(&ctx, o.bench);
+
+	for (int g = 0; g < p->ngemms; g++)
+		free_plan(ctx.gemm[g]);
+	for (int t = 0; t < p->ninputs; t++)
+		CUDA(cudaFree(ctx.ptr[t]));
+	if (ctx.lt) {
+		LT(cublasLtDestroy((cublasLtHandle_t)ctx.lt));
+		CUDA(cudaFree(ctx.workspace));
+	}
+	CUDA(cudaFree(ctx.arena));
+	CUDA(cudaFree(ctx.scratch));
+	CUDA(cudaStreamDestroy(ctx.stream));
+	free(ctx.ptr);
+	free(ctx.gemm);
+	return bad ? 1 : 0;
+}

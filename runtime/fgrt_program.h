@@ -1,0 +1,122 @@
+/*
+ * fgrt_program.h - the contract between a model.cu that `fgc compile`
+ * writes and the host runtime (fgrt_host.cu) linked beside it.
+ *
+ * The generated file defines `fg_program` (the tables: every tensor the
+ * program touches, every launch in plan order, the arena and scratch sizes)
+ * and `fg_program_run()`, which enqueues the launches on ctx->stream.  The
+ * runtime owns everything else: it allocates the arena, the scratch and one
+ * buffer per input and param, fills ctx->ptr (one device pointer per entry
+ * of fg_program.tensors), loads or draws the inputs, calls fg_program_run,
+ * and reads back, writes and checks the outputs and saved values.
+ *
+ * Invariants: tensors[] lists the inputs and params first, in declaration
+ * order (tensor i < ninputs is input number i of the Philox input stream),
+ * then every value the plan writes to device memory, in node order; a
+ * value's offset is its place in the arena (fg_pass_memplan), 256-byte
+ * aligned.  Scratch is shared by the groups in turn (gemm results in f32,
+ * the partials of full reductions): one group's scratch is dead when the
+ * next group starts.  Compiled by nvcc only (C++), never by the compiler.
+ */
+#ifndef FGRT_PROGRAM_H
+#define FGRT_PROGRAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime.h>
+
+#define FGRT_PROGRAM_MAX_RANK 8
+
+typedef enum FgrtDtype {
+	FGRT_F32,
+	FGRT_F16,
+	FGRT_BF16,
+	FGRT_I32,
+	FGRT_BOOL,
+} FgrtDtype;
+
+/* Roles, a bit set: a value may be an output and saved at once. */
+enum {
+	FGRT_INPUT = 1,                 /* input NAME : ... */
+	FGRT_PARAM = 2,                 /* param NAME : ... (a weight when rank >= 2) */
+	FGRT_OUTPUT = 4,                /* written as NAME.npy */
+	FGRT_SAVED = 8,                 /* @save: written as saved.NAME.npy */
+	FGRT_INTERMEDIATE = 16,         /* crosses a group boundary, nothing more */
+};
+
+typedef struct FgrtTensor {
+	const char *name;
+	FgrtDtype dtype;
+	int rank;
+	int64_t shape[FGRT_PROGRAM_MAX_RANK];
+	unsigned role;                  /* FGRT_INPUT ... */
+	int64_t offset;                 /* in the arena; -1 for inputs and params */
+	int rmse;                       /* --check: the RMSE gate (fed by a
+					   reduction, a matmul or a value stored
+					   and read back), else elementwise;
+					   fgrt_tolerance() gives the numbers */
+} FgrtTensor;
+
+typedef struct FgrtLaunch {
+	const char *kernel;             /* the __global__ function, or "cublasLt" */
+	int group;                      /* the plan's group */
+	unsigned grid, block;           /* 0 for cuBLASLt calls */
+} FgrtLaunch;
+
+typedef struct FgrtProgram {
+	const char *graph;              /* graph NAME */
+	const char *source;             /* the .fg it came from */
+	const FgrtTensor *tensors;
+	int ntensors, ninputs;
+	const FgrtLaunch *launches;
+	int nlaunches;
+	int ngroups;
+	int ngemms;                     /* cuBLASLt calls, each with a plan slot */
+	int64_t arena_bytes;            /* fg_pass_memplan's planned size */
+	int64_t scratch_bytes;
+} FgrtProgram;
+
+/* One matmul for cuBLASLt, row-major: D[m,n] = A[m,k] B[k,n], batched.  A
+ * stored transposed is [k,m] (a transpose of its last two axes read as a
+ * layout), B transposed [n,k].  `batch` matrices are one strided call;
+ * the outer batch dims, which no single stride describes (broadcast
+ * batches), are looped on the host.  Strides count elements; 0 repeats an
+ * operand across a batch dim. */
+typedef struct FgrtGemm {
+	FgrtDtype ab, d;                /* operand and result types */
+	int64_t m, n, k;
+	int trans_a, trans_b;
+	int64_t batch, stride_a, stride_b, stride_d;
+	int nouter;
+	int64_t outer_n[FGRT_PROGRAM_MAX_RANK];
+	int64_t outer_a[FGRT_PROGRAM_MAX_RANK], outer_b[FGRT_PROGRAM_MAX_RANK],
+		outer_d[FGRT_PROGRAM_MAX_RANK];
+} FgrtGemm;
+
+typedef struct FgrtGemmPlan FgrtGemmPlan;      /* the runtime's, per slot */
+
+typedef struct FgrtContext {
+	const FgrtProgram *prog;
+	void **ptr;                     /* per tensor: its device address */
+	char *arena, *scratch;
+	cudaStream_t stream;
+	void *lt;                       /* cublasLtHandle_t */
+	void *workspace;                /* cuBLASLt's */
+	size_t workspace_bytes;
+	FgrtGemmPlan **gemm;            /* per gemm slot, made at first use */
+	cudaEvent_t *marks;             /* NULL, or one event per launch to time
+					   groups: recorded after each launch */
+} FgrtContext;
+
+/* The generated file's. */
+extern const FgrtProgram fg_program;
+void fg_program_run(FgrtContext *ctx);
+
+/* The runtime's, for the generated code: a cuBLASLt matmul (every status
+ * checked) and the check after launch number `i` of fg_program.launches. */
+void fgrt_gemm(FgrtContext *ctx, int slot, const FgrtGemm *g, const void *a,
+	       const void *b, void *d);
+void fgrt_launched(FgrtContext *ctx, int i);
+
+#endif

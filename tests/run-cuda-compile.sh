@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# run-cuda-compile.sh FGC SOURCE_DIR BUILD_DIR - the CUDA backend without a
+# GPU: for every samples/*.fg (at its `# test-dims:` sizes) and every
+# tests/gpu/*.fg, fused and --no-fuse,
+#   1. `fgc compile` writes NAME.cu, and the same bytes a second time;
+#   2. nvcc compiles it for sm_90a with warnings as errors,
+# so that code generation that does not compile fails CI.  A model past 2^31
+# elements checks the 64-bit index path the same way, and one model is
+# linked with the host runtime (fgrt_host.cu, npy.c, half.c, check.c).
+#
+# Speed: nvcc spends most of a small file's time parsing the CUDA headers,
+# so the models are compiled as two translation units (each model in a
+# namespace of its own), both at once; when one fails, its models are
+# compiled one by one to name the culprits.  Without nvcc (looked for on
+# PATH and in /usr/local/cuda/bin) every test is skipped.
+set -u
+fgc=$1 src=$2 build=$3
+export PATH=$PATH:/usr/local/cuda/bin
+if ! command -v nvcc >/dev/null 2>&1; then
+	echo "note: nvcc not found; the CUDA compile tests were skipped"
+	echo "0 passed, 0 failed"
+	exit 0
+fi
+tmp=$(mktemp -d "${build%/}/cuda-compile.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+nvflags=(-gencode=arch=compute_90a,code=sm_90a -Werror all-warnings -I"$src/runtime")
+pass=0 fail=0
+
+# Shapes past 2^31 elements take the 64-bit index path, which no test can
+# run on the reference interpreter at that size: compiled here only.
+cat >"$tmp/big-index-64bit.fg" <<'EOF'
+graph big_index_64bit {
+  input x : f16[3, 1000000000]
+  input b : f16[1000000000]
+  y = softmax(x) + b
+  s = sum(x, axis=0)
+  t = sum(x)
+  z = transpose(reshape(x * 2.0 + b, shape=[3, 1000, 1000000]), perm=[2, 0, 1])
+  output y, s, t, z
+}
+EOF
+
+# 1. fgc compile, twice.
+names=()
+declare -A why
+for fg in "$src"/samples/*.fg "$src"/tests/gpu/*.fg "$tmp/big-index-64bit.fg"; do
+	[ -e "$fg" ] || continue
+	base=$(basename "$fg" .fg)
+	read -ra dims < <(sed -n 's/^# test-dims://p' "$fg")
+	for variant in fused nofuse; do
+		name=$base flags=("${dims[@]}")
+		if [ $variant = nofuse ]; then name=$base.nofuse flags+=(--no-fuse); fi
+		names+=("$name")
+		out=$tmp/$name log=$tmp/$name.log
+		if ! "$fgc" compile "$fg" "${flags[@]}" -o "$out" >"$log" 2>&1; then
+			why[$name]="fgc compile failed"
+		elif ! "$fgc" compile "$fg" "${flags[@]}" -o "$out.again" >>"$log" 2>&1 ||
+			! cmp -s "$out.cu" "$out.again.cu"; then
+			why[$name]="a second fgc compile wrote different bytes"
+		fi
+	done
+done
+
+# 2. nvcc: two translation units at once, then one by one where one failed.
+unit() {        # unit FILE NAME...: includes each model in a namespace
+	local f=$1 i=0
+	shift
+	echo '#include "fg_device.cuh"' >"$f"
+	for name in "$@"; do
+		i=$((i + 1))
+		printf 'namespace model%d {\n#include "%s.cu"\n}\n' "$i" "$name" >>"$f"
+	done
+}
+ok=()
+for name in "${names[@]}"; do [ -z "${why[$name]:-}" ] && ok+=("$name"); done
+half=$(((${#ok[@]} + 1) / 2))
+units=(unit1 unit2)
+unit "$tmp/unit1.cu" "${ok[@]:0:$half}"
+unit "$tmp/unit2.cu" "${ok[@]:$half}"
+for u in "${units[@]}"; do
+	nvcc "${nvflags[@]}" -c "$tmp/$u.cu" -o "$tmp/$u.o" >"$tmp/$u.log" 2>&1 &
+done
+wait
+for u in "${units[@]}"; do
+	[ -e "$tmp/$u.o" ] && continue
+	if [ $u = unit1 ]; then members=("${ok[@]:0:$half}"); else members=("${ok[@]:$half}"); fi
+	alone=0
+	for name in "${members[@]}"; do
+		if ! nvcc "${nvflags[@]}" -c "$tmp/$name.cu" -o "$tmp/$name.o" >>"$tmp/$name.log" 2>&1; then
+			why[$name]="nvcc could not compile $name.cu"
+			alone=1
+		fi
+	done
+	# no model fails alone: the unit itself did (a clash between models)
+	[ $alone -eq 1 ] || { why[$u]="nvcc failed on the combined $u.cu"; names+=("$u"); }
+done
+
+# 3. One model linked with the runtime: the program table's contract.
+link="gemm-batched"
+rt=()
+for f in fgrt_host.cu npy.c half.c check.c; do
+	o=$tmp/rt_${f%.*}.o
+	if ! nvcc "${nvflags[@]}" -D_POSIX_C_SOURCE=200809L -c "$src/runtime/$f" -o "$o" >>"$tmp/runtime.log" 2>&1; then
+		why[runtime]="nvcc could not compile runtime/$f"
+	fi
+	rt+=("$o")
+done
+if [ -z "${why[runtime]:-}" ] && [ -e "$tmp/$link.cu" ] &&
+	! { nvcc "${nvflags[@]}" -c "$tmp/$link.cu" -o "$tmp/$link.o" &&
+	    nvcc -gencode=arch=compute_90a,code=sm_90a "$tmp/$link.o" "${rt[@]}" -lcublasLt -o "$tmp/$link.bin"; } \
+	>>"$tmp/runtime.log" 2>&1; then
+	why[runtime]="$link.cu does not link with the runtime"
+fi
+
+for name in "${names[@]}" runtime; do
+	if [ -n "${why[$name]:-}" ]; then
+		echo "FAIL $name: ${why[$name]}"
+		log=$tmp/$name.log
+		sed 's/^/    /' "$log" 2>/dev/null | grep -v '^    $' | head -30
+		fail=$((fail + 1))
+	else
+		echo "PASS $name"
+		pass=$((pass + 1))
+	fi
+done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
