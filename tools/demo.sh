@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on one sample: build fgc (installing what is missing),
-# type-check the sample, print its fusion report, and run it.  Until the CUDA backend lands, it runs on the reference interpreter
-# (f64, small sizes) on every machine.
+# type-check the sample, print its fusion report, run it on the reference
+# interpreter at its test sizes, and where a GPU is present, compile the
+# fused binary, run it and check it against the interpreter's outputs.
 # Usage: tools/demo.sh [SAMPLE.fg [-D NAME=VALUE ...]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +21,15 @@ echo "== fgc report $sample"
 $fgc report "$sample"
 out=out/$(basename "$sample" .fg)
 echo "== fgc run $sample ${dims[*]} --outputs $out (reference interpreter)"
-$fgc run "$sample" "${dims[@]}" --outputs "$out"
+$fgc run "$sample" "${dims[@]}" --seed 7 --outputs "$out"
+export PATH=$PATH:/usr/local/cuda/bin
+if nvidia-smi -L >/dev/null 2>&1 && command -v nvcc >/dev/null; then
+  echo "== fgc compile $sample ${dims[*]} --build, run on the GPU, check against the interpreter"
+  $fgc compile "$sample" "${dims[@]}" -o "$out.gpu/model" --build
+  "$out.gpu/model" --seed 7 --outputs "$out.gpu" --check "$out"
+else
+  echo "(no GPU here: the fused binary is built and checked on a GPU machine with Makefile.gpu)"
+fi
 for f in "$out"/*.npy; do
   /usr/bin/python3 -c 'import numpy, sys
 a = numpy.load(sys.argv[1]); d = a.astype("float64")
