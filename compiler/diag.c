@@ -20,6 +20,7 @@
 
 #define FG_SOURCE_MAX (1u << 30)
 #define FG_QUOTE_WINDOW 100     /* bytes quoted on each side of the column */
+#define FG_MESSAGE_MAX 1024     /* bytes of a message, then "..." */
 
 int fg_source_read(FgArena *a, const char *path, FgSource *out)
 {
@@ -138,7 +139,13 @@ void fg_verror(FgDiag *d, FgLoc loc, const char *kind, const char *fmt, va_list 
 		fprintf(out, "%s:%d:%d: %s: ", d->src->name, loc.line, loc.col, kind);
 	else
 		fprintf(out, "fgc: %s: ", kind);
-	vfprintf(out, fmt, ap);
+	/* Messages quote names, which may be megabytes long: one line of a
+	 * diagnostic is cut at FG_MESSAGE_MAX bytes. */
+	char msg[FG_MESSAGE_MAX];
+	int n = vsnprintf(msg, sizeof msg, fmt, ap);
+	fputs(msg, out);
+	if (n >= (int)sizeof msg)
+		fputs("...", out);
 	fputc('\n', out);
 	if (loc.line > 0)
 		quote_line(out, d->src, loc);

@@ -863,6 +863,10 @@ static Val build_concat(Builder *b, const FgExpr *e, const Val *args, int nargs)
 				 type_of(b, args[0].node, t1, sizeof t1), type_of(b, args[i].node, t2, sizeof t2), k);
 			return err_val();
 		}
+		if (shape.d[k] > FG_NUMEL_MAX - n->shape.d[k]) {
+			fg_error(b->d, e->loc, "the concatenation has more than 2^62 elements");
+			return err_val();
+		}
 		shape.d[k] += n->shape.d[k];
 	}
 	if (checked_numel(&shape) < 0) {

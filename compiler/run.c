@@ -185,7 +185,9 @@ static int fill_input(const FgGraph *g, int k, const char *indir, uint64_t seed,
 	if (path == NULL) {
 		fg_error(d, no_loc, "out of memory");
 		rc = -1;
-	} else if (stat(path, &st) == 0 || errno != ENOENT) {
+	} else if (lstat(path, &st) == 0 || errno != ENOENT) {
+		/* Present, even as a dangling link: read it, and fail loudly
+		 * rather than draw the input behind the user's back. */
 		rc = load_input(d, path, n, v);
 	} else {
 		draw_input(n, k, seed, v, count);

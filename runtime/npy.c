@@ -561,7 +561,9 @@ static int read_fd(int fd, const char *path, size_t max_bytes, FgrtNpy *t,
 int fgrt_npy_read(const char *path, size_t max_bytes, FgrtNpy *t, char *err)
 {
 	memset(t, 0, sizeof(*t));
-	int fd = open(path, O_RDONLY);
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer; read_fd
+	 * refuses anything but a regular file, where the flag does nothing. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK);
 	if (fd < 0)
 		return npy_fail(err, path, "cannot open: %s", strerror(errno));
 	int rc = read_fd(fd, path, max_bytes, t, err);

@@ -11,6 +11,7 @@ good=$tmp/good.fg
 printf 'graph g {\n  input x : f32[B=4, 3]\n  y = exp(x)\n  output y\n}\n' >"$good"
 printf 'not npy' >"$tmp/short.npy"
 mkdir -p "$tmp/bad_in" && cp "$tmp/short.npy" "$tmp/bad_in/x.npy"
+mkdir -p "$tmp/fifo_in" "$tmp/link_in" && mkfifo "$tmp/fifo_in/x.npy" && ln -s "$tmp/nowhere" "$tmp/link_in/x.npy"
 touch "$tmp/afile"
 
 # expect STATUS TEXT -- ARGS: exit status STATUS and TEXT on stderr.
@@ -50,7 +51,9 @@ expect 1 "unsigned 64-bit" -- run "$good" --outputs "$tmp/o" --seed -1
 expect 1 "$tmp/afile" -- run "$good" --outputs "$tmp/afile"
 expect 1 "x.npy" -- run "$good" --inputs "$tmp/bad_in" --outputs "$tmp/o1"
 expect 1 "error" -- run "$good" --inputs "$tmp/no_such_dir" --outputs "$tmp/o2"
-for d in o o1 o2; do
+expect 1 "not a regular file" -- run "$good" --inputs "$tmp/fifo_in" --outputs "$tmp/o3"
+expect 1 "x.npy: cannot open" -- run "$good" --inputs "$tmp/link_in" --outputs "$tmp/o4"
+for d in o o1 o2 o3 o4; do
   if [ -e "$tmp/$d" ]; then fail=$((fail + 1)); echo "FAIL a failed run left $d behind"; fi
 done
 

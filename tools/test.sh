@@ -11,5 +11,5 @@ if [ "${1:-}" = --sanitize ]; then
 fi
 [ -n "${FG_WERROR:-}" ] && args+=(-DFG_WERROR=ON)
 tools/setup.sh "$build" "${args[@]}"
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
