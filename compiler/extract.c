@@ -392,23 +392,6 @@ static void rmse_gate(Verify *v)
 	}
 }
 
-/* "[3,17]": flat index i of shape s. */
-static void index_str(char *buf, size_t len, const FgShape *s, int64_t i)
-{
-	int64_t ix[FG_MAX_RANK];
-	size_t at = 0;
-
-	for (int r = s->rank - 1; r >= 0; r--) {
-		ix[r] = s->d[r] ? i % s->d[r] : 0;
-		i = s->d[r] ? i / s->d[r] : 0;
-	}
-	at += (size_t)snprintf(buf, len, "[");
-	for (int r = 0; r < s->rank && at < len; r++)
-		at += (size_t)snprintf(buf + at, len - at, "%s%lld", r ? "," : "", (long long)ix[r]);
-	if (at < len)
-		snprintf(buf + at, len - at, "]");
-}
-
 static void print_verdict(const FgNode *n, const char *label, const FgrtTol *t, const FgrtCheck *c)
 {
 	char ty[256], ix[256];
@@ -424,7 +407,7 @@ static void print_verdict(const FgNode *n, const char *label, const FgrtTol *t, 
 		printf("  %lld of %lld outside rtol %g atol %g", (long long)c->nbad, (long long)cnt,
 		       t->rtol, t->atol);
 	if (!c->ok && c->worst >= 0) {
-		index_str(ix, sizeof ix, &n->shape, c->worst);
+		fgrt_index_str(ix, sizeof ix, n->shape.rank, n->shape.d, c->worst);
 		printf("  worst %s: got %.9g, want %.9g", ix, c->worst_actual, c->worst_expected);
 	}
 	putchar('\n');

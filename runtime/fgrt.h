@@ -62,6 +62,8 @@ const char *fgrt_npy_type_descr(FgrtNpyType t);
 /* Formats "(4096, 1024)" into buf, as Python spells tuples ("(5,)",
  * "()"), truncated to n bytes. */
 char *fgrt_shape_str(char *buf, size_t n, int rank, const int64_t *shape);
+/* Formats flat C-order index i of a tensor of this shape as "[3,17]". */
+char *fgrt_index_str(char *buf, size_t n, int rank, const int64_t *shape, int64_t i);
 
 /* runtime/half.c: IEEE binary16 and bfloat16, round to nearest even,
  * NaN kept NaN (quiet), infinities and subnormals exact.  Conversions from

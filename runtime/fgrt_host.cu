@@ -442,22 +442,6 @@ static void write_npy(const char *path, const FgrtTensor *t, const void *data)
 	free(f.data);
 }
 
-/* "[3,17]": flat index i of t's shape. */
-static void index_str(char *buf, size_t n, const FgrtTensor *t, int64_t i)
-{
-	int64_t ix[FGRT_PROGRAM_MAX_RANK];
-	size_t at = 0;
-	for (int r = t->rank - 1; r >= 0; r--) {
-		ix[r] = i % t->shape[r];
-		i /= t->shape[r];
-	}
-	at += (size_t)snprintf(buf, n, "[");
-	for (int r = 0; r < t->rank && at < n; r++)
-		at += (size_t)snprintf(buf + at, n - at, "%s%lld", r ? "," : "", (long long)ix[r]);
-	if (at < n)
-		snprintf(buf + at, n - at, "]");
-}
-
 /* Compares t's values (host copy) with the golden file; prints one
  * verdict line; 0 when they agree. */
 static int check_one(const char *dir, const char *prefix, const FgrtTensor *t, const void *data)
@@ -516,7 +500,7 @@ static int check_one(const char *dir, const char *prefix, const FgrtTensor *t, c
 	else if (!c.ok && tol.rmse_m == 0)
 		printf("  %lld of %lld outside rtol %g atol %g", (long long)c.nbad, (long long)n, tol.rtol, tol.atol);
 	if (c.worst >= 0) {
-		index_str(ix, sizeof ix, t, c.worst);
+		fgrt_index_str(ix, sizeof ix, t->rank, t->shape, c.worst);
 		printf("  worst %s: got %.9g, want %.9g", ix, c.worst_actual, c.worst_expected);
 	}
 	putchar('\n');

@@ -692,3 +692,20 @@ int fgrt_npy_write(const char *path, const FgrtNpy *t, char *err)
 	free(tmp);
 	return rc;
 }
+
+char *fgrt_index_str(char *buf, size_t n, int rank, const int64_t *shape, int64_t i)
+{
+	int64_t ix[FGRT_MAX_RANK];
+	size_t at = 0;
+
+	for (int r = rank - 1; r >= 0; r--) {
+		ix[r] = shape[r] ? i % shape[r] : 0;
+		i = shape[r] ? i / shape[r] : 0;
+	}
+	at += (size_t)snprintf(buf, n, "[");
+	for (int r = 0; r < rank && at < n; r++)
+		at += (size_t)snprintf(buf + at, n - at, "%s%lld", r ? "," : "", (long long)ix[r]);
+	if (at < n)
+		snprintf(buf + at, n - at, "]");
+	return buf;
+}
