@@ -488,7 +488,9 @@ static void assert_fast(Fix *f, const char *what)
 	double t0 = now_ms();
 	fg_pass_memplan(&f->plan);
 	double ms = now_ms() - t0;
-	double limit = SLOW_BUILD ? 1000 : 100;
+	/* A guard against quadratic work (seconds at this size), not a
+	 * benchmark: the bound leaves room for a loaded CI machine. */
+	double limit = SLOW_BUILD ? 5000 : 1000;
 
 	ck_assert_msg(ms < limit, "%s: %d values placed in %.1f ms (limit %.0f)", what, f->g.nnodes, ms, limit);
 }
