@@ -56,13 +56,15 @@ static void print_number(FILE *f, double v)
 		fprintf(f, "%.17g", v);
 }
 
-/* The dtype a bare number takes among node n's operands (ir.c's rule). */
+/* The dtype a bare number takes among node n's operands (ir.c's rule),
+ * or FG_DT_COUNT when no operand is a tensor: numbers alone would fold
+ * into a number, so every constant must then be written as a cast. */
 static FgDtype adapted_dtype(const FgGraph *g, const FgNode *n)
 {
 	for (int k = n->op == FG_OP_WHERE ? 1 : 0; k < n->nin; k++)
 		if (g->nodes[n->in[k]].op != FG_OP_CONST)
 			return g->nodes[n->in[k]].dt;
-	return FG_DT_F32;
+	return FG_DT_COUNT;
 }
 
 static void print_operand(Printer *p, const FgNode *n, int k)
