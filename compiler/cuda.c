@@ -53,6 +53,7 @@
 #define LOOP_BLOCK 256          /* threads per block of loop and reduce kernels */
 #define MAX_GRID (1 << 20)      /* blocks of a grid-stride loop */
 #define FULL_BLOCKS 1024        /* partials of a reduction over all axes */
+#define MAX_LANES 8             /* elements per thread of a vectorized kernel */
 
 /* ------------------------------------------------------------- text */
 
@@ -228,14 +229,26 @@ typedef struct Val {
 
 /* An index into a value of shape s (rank s.rank): coordinates as C
  * expressions ("0" on every unit dim), each with its scope level, and the
- * C-order flat index when known. */
+ * C-order flat index when known.
+ *
+ * Lanes.  A vectorized kernel computes vw neighbouring elements per
+ * thread; the index of lane `lane` (vw > 1) says where the lanes go:
+ * along coordinate vd, lane l at vbase + l (vlin + l the flat index, when
+ * lin is known), vbase being vmis past a multiple of vw; vd = LANES_SAME:
+ * every lane reads this one element; LANES_APART: somewhere else, element
+ * by element.  load() and store_lanes() turn lanes that sit side by side
+ * in memory, aligned, into one vector access. */
 typedef struct Ix {
 	int rank;
 	const char *c[FG_MAX_RANK];
 	int lv[FG_MAX_RANK];
 	const char *lin;
 	int lin_lv;
+	int vw, lane, vd, vmis;
+	const char *vbase, *vlin;
 } Ix;
+
+enum { LANES_SAME = -1, LANES_APART = -2 };
 
 typedef struct Memo {
 	int id;
@@ -523,14 +536,55 @@ static Ix ix_bcast(const Ix *x, const FgShape *fs, const FgShape *to)
 			y.lv[j] = x->lv[j + lead];
 		}
 	}
+	y.vw = x->vw;
+	y.lane = x->lane;
+	y.vmis = x->vmis;
+	y.vbase = x->vbase;
+	y.vd = x->vd;
+	if (x->vd >= 0)
+		y.vd = x->vd < lead || to->d[x->vd - lead] == 1 ? LANES_SAME : x->vd - lead;
 	if (fg_shape_eq(fs, to)) {
 		y.lin = x->lin;
 		y.lin_lv = x->lin_lv;
+		y.vlin = x->vlin;
 	} else if (numel(to) == 1) {
 		y.lin = "0";
 		y.lin_lv = 0;
 	}
 	return y;
+}
+
+/* Coordinate vd and the flat index of lane x->lane, from vbase and vlin. */
+static void lane_coords(Kern *k, Ix *x)
+{
+	if (x->vd < 0)
+		return;
+	x->c[x->vd] = x->lane ? fmt(k->a, "%s + %d", paren(k->a, x->vbase), x->lane) : x->vbase;
+	if (x->vlin)
+		x->lin = x->lane ? fmt(k->a, "%s + %d", paren(k->a, x->vlin), x->lane) : x->vlin;
+}
+
+/* The index of lane 0 of the vector x is a lane of. */
+static Ix lane0(Kern *k, const Ix *x)
+{
+	Ix y = *x;
+	y.lane = 0;
+	lane_coords(k, &y);
+	return y;
+}
+
+/* Whether the lanes of x, an index into shape s, are vw elements side by
+ * side in memory from an address aligned to the vector's size: they run
+ * along s's innermost dim above 1, whose rows split into whole vectors,
+ * from a multiple of vw. */
+static int lanes_contiguous(const Ix *x, const FgShape *s)
+{
+	if (x->vw < 2 || x->vd < 0 || x->vmis != 0 || s->d[x->vd] % x->vw != 0)
+		return 0;
+	for (int i = x->vd + 1; i < s->rank; i++)
+		if (s->d[i] != 1)
+			return 0;
+	return 1;
 }
 
 /* The condition under which the thread at x (in space fs) writes the
@@ -550,6 +604,24 @@ static const char *write_cond(Kern *k, const Ix *x, const FgShape *fs, const FgS
 		e = e ? fmt(k->a, "%s && %s", e, t) : t;
 	}
 	return e;
+}
+
+/* The index into shape ts of the element at flat index x (in shape fs):
+ * coordinates derived from the flat index, shared with any earlier
+ * derivation from the same expression. */
+static Ix reshape_by_lin(Kern *k, const Ix *x, const FgShape *fs, const FgShape *ts)
+{
+	const char *lin = ix_linear(k, x, fs);
+	int lv = ix_level(x, fs);
+	for (int i = k->cache.n - 1; i >= 0; i--)
+		if (strcmp(k->cache.v[i].lin, lin) == 0 && fg_shape_eq(&k->cache.v[i].s, ts))
+			return k->cache.v[i].ix;
+	if (!simple(lin)) {
+		const char *name = fresh(k, lv, "l");
+		kline(k, lv, name, "const %s %s = %s;", k->idx, name, lin);
+		lin = name;
+	}
+	return ix_from_lin(k, ts, lin, lv, fmt(k->a, "%s_", lin));
 }
 
 /* The operand index of a reshape from `from` (shape fs) to shape ts: the
@@ -573,25 +645,27 @@ static Ix ix_reshape(Kern *k, const Ix *x, const FgShape *fs, const FgShape *ts)
 		y.rank = ts->rank;
 		for (int i = 0; i < ts->rank; i++)
 			y.c[i] = "0";
+		y.vw = x->vw;
+		y.lane = x->lane;
+		y.vmis = x->vmis;
+		y.vbase = x->vbase;
+		y.vd = x->vd < 0 ? x->vd : LANES_APART;
 		for (int i = 0; i < na; i++) {
 			y.c[b[i]] = x->c[a[i]];
 			y.lv[b[i]] = x->lv[a[i]];
+			if (a[i] == x->vd)
+				y.vd = b[i];
 		}
 		y.lin = x->lin;
 		y.lin_lv = x->lin_lv;
+		y.vlin = x->vlin;
 		return y;
 	}
-	const char *lin = ix_linear(k, x, fs);
-	int lv = ix_level(x, fs);
-	for (int i = k->cache.n - 1; i >= 0; i--)
-		if (strcmp(k->cache.v[i].lin, lin) == 0 && fg_shape_eq(&k->cache.v[i].s, ts))
-			return k->cache.v[i].ix;
-	if (!simple(lin)) {
-		const char *name = fresh(k, lv, "l");
-		kline(k, lv, name, "const %s %s = %s;", k->idx, name, lin);
-		lin = name;
-	}
-	return ix_from_lin(k, ts, lin, lv, fmt(k->a, "%s_", lin));
+	Ix y = reshape_by_lin(k, x, fs, ts);
+	y.vw = x->vw;
+	y.lane = x->lane;
+	y.vd = x->vd == LANES_SAME ? LANES_SAME : LANES_APART;
+	return y;
 }
 
 /* ------------------------------------------------------- generation */
@@ -631,6 +705,27 @@ static Val define(Kern *k, int id, int lv, const char *expr)
 	return (Val){v, lv};
 }
 
+/* The vector of stored elements (from pointer p) that lane x of a read
+ * of node id belongs to: one load for all the lanes. */
+static Val load_vector(Kern *k, int id, const char *p, const Ix *x)
+{
+	const FgNode *n = &k->g->nodes[id];
+	Ix x0 = lane0(k, x);
+	const char *key = fmt(k->a, "V%s", memo_key(k, id, &x0));
+	for (int i = k->memo.n - 1; i >= 0; i--)
+		if (k->memo.v[i].id == id && strcmp(k->memo.v[i].key, key) == 0)
+			return k->memo.v[i].v;
+	int lv = ix_level(&x0, &n->shape);
+	const char *w = fresh(k, lv, fmt(k->a, "w_%s", k->plan->names[id]));
+	/* a float gemm's result waits in scratch as f32 */
+	const char *t = id == k->mm && n->dt != FG_DT_I32 ? "float" : stype(n->dt);
+	kline(k, lv, NULL, "const FgVec<%s, %d> %s = fg_ldv<%d>(%s + %s);", t, x->vw, w, x->vw, p,
+	      paren(k->a, ix_linear(k, &x0, &n->shape)));
+	Memo m = {id, key, {w, lv}};
+	fg_vec_push(k->a, &k->memo, m);
+	return m.v;
+}
+
 /* Loads node id (a read of the group, or the gemm's result) at x. */
 static Val load(Kern *k, int id, const Ix *x)
 {
@@ -652,8 +747,14 @@ static Val load(Kern *k, int id, const Ix *x)
 			return (Val){"0", 0};
 		}
 	}
-	int lv = ix_level(x, s);
 	const FgNode *n = &k->g->nodes[id];
+	if (lanes_contiguous(x, s)) {
+		Val w = load_vector(k, id, p, x);
+		const char *v = fresh(k, w.lv, fmt(k->a, "v_%s", k->plan->names[id]));
+		kline(k, w.lv, NULL, "const %s %s = fg_read(%s.v[%d]);", ctype(n->dt), v, w.e, x->lane);
+		return (Val){v, w.lv};
+	}
+	int lv = ix_level(x, s);
 	const char *v = fresh(k, lv, fmt(k->a, "v_%s", k->plan->names[id]));
 	kline(k, lv, NULL, "const %s %s = fg_read(%s[%s]);", ctype(n->dt), v, p, ix_linear(k, x, s));
 	return (Val){v, lv};
@@ -769,7 +870,9 @@ static Val gen_concat(Kern *k, int id, const Ix *x)
 	for (int j = 0; j < n->nin; j++) {
 		const FgShape *s = shape_of(k, n->in[j]);
 		Ix y = *x;
-		y.lin = NULL;
+		y.lin = y.vlin = NULL;
+		if (ax == x->vd)
+			y.vd = LANES_APART;
 		if (s->d[ax] == 1) {
 			y.c[ax] = "0";
 			y.lv[ax] = 0;
@@ -806,9 +909,15 @@ static Val gen_layout(Kern *k, int id, const Ix *x)
 			y.lv[n->a.perm[i]] = x->lv[i];
 			ident &= n->a.perm[i] == i;
 		}
+		y.vw = x->vw;
+		y.lane = x->lane;
+		y.vmis = x->vmis;
+		y.vbase = x->vbase;
+		y.vd = x->vd >= 0 ? n->a.perm[x->vd] : x->vd;
 		if (ident) {
 			y.lin = x->lin;
 			y.lin_lv = x->lin_lv;
+			y.vlin = x->vlin;
 		}
 		break;
 	}
@@ -816,10 +925,15 @@ static Val gen_layout(Kern *k, int id, const Ix *x)
 		int ax = n->a.slice.axis;
 		long long st = (long long)n->a.slice.start;
 		y = *x;
-		y.lin = NULL;
-		if (st != 0)
+		y.lin = y.vlin = NULL;
+		if (st != 0 && ax == x->vd) {
+			y.vbase = fmt(k->a, "%s + %lld", paren(k->a, x->vbase), st);
+			y.vmis = (int)((x->vmis + st) % x->vw);
+			lane_coords(k, &y);
+		} else if (st != 0) {
 			y.c[ax] = strcmp(x->c[ax], "0") == 0 ? fmt(k->a, "%lld", st)
 							      : fmt(k->a, "%s + %lld", paren(k->a, x->c[ax]), st);
+		}
 		break;
 	}
 	case FG_OP_RESHAPE:
@@ -917,6 +1031,32 @@ static void store(Kern *k, int w, const Ix *x, const char *cond, const char *ext
 			     store_fn(n->dt), v.e);
 	if (c)
 		kline(k, k->depth, NULL, "if (%s)", c), kline(k, k->depth, NULL, "\t%s", st);
+	else
+		kline(k, k->depth, NULL, "%s", st);
+}
+
+/* Stores written value w at the vw lanes xs, each when its conds[l]
+ * holds (NULL: always) and extra_cond does: one vector store where the
+ * lanes lie side by side in memory, else lane by lane. */
+static void store_lanes(Kern *k, int w, const Ix *xs, const char *const *conds, const char *extra_cond)
+{
+	const FgNode *n = &k->g->nodes[w];
+	int vw = xs[0].vw, vector = lanes_contiguous(&xs[0], &n->shape);
+	for (int l = 0; l < vw; l++)
+		vector &= conds[l] == NULL;
+	if (!vector) {
+		for (int l = 0; l < vw; l++)
+			store(k, w, &xs[l], conds[l], extra_cond);
+		return;
+	}
+	const char *e = "";
+	for (int l = 0; l < vw; l++)
+		e = fmt(k->a, "%s%s%s(%s)", e, l ? ", " : "", store_fn(n->dt), gen(k, w, &xs[l]).e);
+	Ix x0 = lane0(k, &xs[0]);
+	const char *st = fmt(k->a, "fg_stv(%s + %s, FgVec<%s, %d>{{%s}});", tensor_param(k, w),
+			     paren(k->a, ix_linear(k, &x0, &n->shape)), stype(n->dt), vw, e);
+	if (extra_cond)
+		kline(k, k->depth, NULL, "if (%s)", extra_cond), kline(k, k->depth, NULL, "\t%s", st);
 	else
 		kline(k, k->depth, NULL, "%s", st);
 }
@@ -1068,6 +1208,49 @@ static int sink(const Kern *k)
 	return s < 0 ? k->gr->root : s;
 }
 
+/* The last dim of s above 1, or -1. */
+static int innermost(const FgShape *s)
+{
+	for (int i = s->rank - 1; i >= 0; i--)
+		if (s->d[i] > 1)
+			return i;
+	return -1;
+}
+
+/* Lanes per thread for a kernel whose vectors run along a dim of size
+ * inner: 16 bytes of the narrowest value the group reads or writes (so
+ * every access is one or two 16-byte loads or stores), halved until the
+ * dim splits into whole vectors and (regs: a loop kernel, whose lanes
+ * multiply the registers the partitioner estimated per element) the
+ * registers stay within 192. */
+static int lane_width(const Kern *k, int64_t inner, int regs)
+{
+	int size = 4;
+	for (int r = 0; r < k->gr->nreads + k->gr->nwrites; r++) {
+		int id = r < k->gr->nreads ? k->gr->reads[r] : k->gr->writes[r - k->gr->nreads];
+		size = fg_dtype_size[k->g->nodes[id].dt] < size ? fg_dtype_size[k->g->nodes[id].dt] : size;
+	}
+	int vw = 16 / size > MAX_LANES ? MAX_LANES : 16 / size;
+	while (vw > 1 && (inner % vw != 0 || (regs && k->gr->est_regs * vw > 192)))
+		vw /= 2;
+	return vw;
+}
+
+/* Lane l of the vw lanes that start at x (an index whose coordinate vd
+ * is a multiple of vw). */
+static Ix lane_of(Kern *k, const Ix *x, int vd, int vw, int l)
+{
+	Ix y = *x;
+	y.vw = vw;
+	y.lane = l;
+	y.vd = vd;
+	y.vmis = 0;
+	y.vbase = x->c[vd];
+	y.vlin = x->lin;
+	lane_coords(k, &y);
+	return y;
+}
+
 /* A loop kernel over the shape of `space`: writes that fit it in one
  * grid-stride loop, each other write in a loop of its own.  Also the
  * epilogue of a gemm (k->mm read from scratch). */
@@ -1075,18 +1258,34 @@ static void emit_loop(Emit *E, Kern *k, int space_id, const Param *extra, int ne
 {
 	const FgShape *S = shape_of(k, space_id);
 	int64_t N = numel(S);
+	int vd = innermost(S);
+	int vw = vd < 0 ? 1 : lane_width(k, S->d[vd], 1);
 
 	kopen(k);
-	Ix root = ix_from_lin(k, S, "i", 1, "i");
+	const char *base = "i";
+	if (vw > 1) {
+		base = fresh(k, 1, "b");
+		kline(k, 1, base, "const %s %s = i * %d;", k->idx, base, vw);
+	}
+	Ix root = ix_from_lin(k, S, base, 1, "i");
 	for (int w = 0; w < k->gr->nwrites; w++) {
 		int id = k->gr->writes[w];
 		const FgShape *ws = shape_of(k, id);
 		if (!fits(ws, S))
 			continue;
-		Ix y = ix_bcast(&root, S, ws);
-		store(k, id, &y, write_cond(k, &root, S, ws), NULL);
+		Ix ys[MAX_LANES];
+		const char *conds[MAX_LANES];
+		for (int l = 0; l < vw; l++) {
+			Ix x = vw > 1 ? lane_of(k, &root, vd, vw, l) : root;
+			ys[l] = ix_bcast(&x, S, ws);
+			conds[l] = write_cond(k, &x, S, ws);
+		}
+		if (vw > 1)
+			store_lanes(k, id, ys, conds, NULL);
+		else
+			store(k, id, &ys[0], conds[0], NULL);
 	}
-	kclose(k, stride_loop(k, "i", N));
+	kclose(k, stride_loop(k, "i", N / vw));
 	int64_t biggest = N;
 	for (int w = 0; w < k->gr->nwrites; w++) {
 		int id = k->gr->writes[w];
@@ -1102,7 +1301,7 @@ static void emit_loop(Emit *E, Kern *k, int space_id, const Param *extra, int ne
 	if (k->failed)
 		return;
 	const char *args = emit_kernel(k, k->gr->name, LOOP_BLOCK, extra, nextra, 1);
-	add_launch(E, k->gr->name, k->gi, grid_for(biggest, LOOP_BLOCK), LOOP_BLOCK, args);
+	add_launch(E, k->gr->name, k->gi, grid_for(biggest / vw, LOOP_BLOCK), LOOP_BLOCK, args);
 }
 
 /* ------------------------------------------------------- reductions */
@@ -1329,9 +1528,180 @@ static const char *row_desc(Emit *E, const RedInfo *ri, const char *how)
 		   shape_str(E->a, FG_DT_F32, &ri->S) + 3, how);
 }
 
+/* Stores the writes of the reduced shape ('R') at the result index `at`
+ * of the group's reduction, once it is reduced. */
+static void store_reduced(Kern *k, const RedInfo *ri, int first, const unsigned char *dep, const Ix *at)
+{
+	for (int w = 0; w < k->gr->nwrites; w++) {
+		int id = k->gr->writes[w];
+		int where = write_place(k, ri, first, dep, id);
+		if (where == 'R') {
+			Ix y = ix_bcast(at, shape_of(k, first), shape_of(k, id));
+			store(k, id, &y, write_cond(k, at, shape_of(k, first), shape_of(k, id)), NULL);
+		} else if (where == 0) {
+			kern_error(k, id, "'%s' is written, but it fits neither the reduction's input nor its result",
+				   k->plan->names[id]);
+		}
+	}
+}
+
+/* Stores the writes of the space's shape ('S': the epilogue, or values
+ * before the reduction) at the nl lanes xs of the space, when extra_cond
+ * holds (NULL: always). */
+static void store_space(Kern *k, const RedInfo *ri, int first, const unsigned char *dep, const Ix *xs, int nl,
+			const char *extra_cond)
+{
+	for (int w = 0; w < k->gr->nwrites; w++) {
+		int id = k->gr->writes[w];
+		if (write_place(k, ri, first, dep, id) != 'S')
+			continue;
+		Ix ys[MAX_LANES];
+		const char *conds[MAX_LANES];
+		for (int l = 0; l < nl; l++) {
+			ys[l] = ix_bcast(&xs[l], &ri->S, shape_of(k, id));
+			conds[l] = write_cond(k, &xs[l], &ri->S, shape_of(k, id));
+		}
+		if (nl > 1)
+			store_lanes(k, id, ys, conds, extra_cond);
+		else
+			store(k, id, &ys[0], conds[0], extra_cond);
+	}
+}
+
+/* How a row kernel that keeps its row in registers splits a row: a team
+ * of `threads` per row (a warp, rows_per_block to a block, or a whole
+ * block), each thread holding `vecs` vectors of vw elements; element
+ * (u * threads + t) * vw + l of the row is lane l of vector u of thread
+ * t.  `guard`: the last vectors run past the row (clamped, not counted). */
+typedef struct RowTeam {
+	int threads, rows_per_block, vw, vecs, guard;
+	int vd;                 /* the space's coordinate the lanes run along */
+} RowTeam;
+
+#define ROW_REGS 16             /* row elements a thread holds, at most */
+#define ROW_REGS_WIDE 32        /* ... when a block of 1024 is not enough */
+
+/* Whether the row fits in the registers of a team, and its shape. */
+static int row_team(const Kern *k, const RedInfo *ri, RowTeam *rt)
+{
+	int nonunit = 0;
+	for (int i = 0; i < ri->red.rank; i++)
+		nonunit += ri->red.d[i] > 1;
+	memset(rt, 0, sizeof *rt);
+	rt->vd = innermost(&ri->S);
+	rt->vw = nonunit == 1 ? lane_width(k, ri->nred, 0) : 1;
+	for (int w = 32; w <= 1024; w *= 2) {
+		int64_t vecs = (ri->nred + (int64_t)w * rt->vw - 1) / ((int64_t)w * rt->vw);
+		if (vecs * rt->vw <= ROW_REGS || (w == 1024 && vecs * rt->vw <= ROW_REGS_WIDE)) {
+			rt->threads = w;
+			rt->vecs = (int)vecs;
+			break;
+		}
+	}
+	if (!rt->threads)
+		return 0;
+	rt->rows_per_block = rt->threads == 32 ? 4 : 1;
+	rt->guard = ri->nred % ((int64_t)rt->threads * rt->vw) != 0;
+	return 1;
+}
+
+/* A row kernel that reads its row once: a team of threads per row (see
+ * RowTeam) holds the row's elements in registers.  Every pass and the
+ * epilogue evaluate the same element indices, so the memo hands the loads
+ * (and whatever was computed from them before a reduction) of the first
+ * pass to the later ones: softmax reads x once, keeps exp(x - max) from
+ * the sum to the division. */
+static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTeam *rt, int first,
+				const int *passes, int npass, const unsigned char *dep)
+{
+	int W = rt->threads, vw = rt->vw, U = rt->vecs, block = W * rt->rows_per_block;
+	const char *t = W == 32 ? "(int)(threadIdx.x & 31)" : "(int)threadIdx.x";
+	const char *reduce = W == 32 ? "fg_warp_reduce" : "fg_block_reduce";
+	Ix *xs = fg_arena_array(k->a, (size_t)U * vw, sizeof(Ix));
+	const char **in = fg_arena_array(k->a, (size_t)U, sizeof(char *));
+
+	/* scope 0: where each thread's elements sit in a row */
+	for (int u = 0; u < U; u++) {
+		const char *j = fresh(k, 0, fmt(k->a, "j%d", u));
+		const char *at = fmt(k->a, "(%d + %s) * %d", u * W, t, vw);
+		in[u] = NULL;
+		if (rt->guard && u == U - 1) {
+			in[u] = fresh(k, 0, fmt(k->a, "in%d", u));
+			kline(k, 0, in[u], "const bool %s = %s < %lld;", in[u], at, (long long)ri->nred);
+			at = fmt(k->a, "min(%s, %lld)", at, (long long)(ri->nred - vw));
+		}
+		kline(k, 0, j, "const %s %s = %s;", k->idx, j, at);
+	}
+	kopen(k);       /* 1: a row */
+	Ix kc = ix_from_lin(k, &ri->kept, "row", 1, "r");
+	for (int r = 0; r < k->reds.n; r++) {
+		k->reds.v[r].at = result_ix(k, ri, k->reds.v[r].id, &kc, "row", 1);
+		k->reds.v[r].lv = 1;
+	}
+	for (int u = 0; u < U; u++) {
+		const char *j = fmt(k->a, "j%d", u);
+		Ix rc = ix_from_lin(k, &ri->red, j, 0, fmt(k->a, "j%d_", u));
+		const char *i = fresh(k, 1, fmt(k->a, "i%d", u));
+		kline(k, 1, i, "const %s %s = row * %lld + %s;", k->idx, i, (long long)ri->nred, j);
+		Ix x = merge_ix(ri, &kc, &rc, i, 1);
+		for (int l = 0; l < vw; l++)
+			xs[u * vw + l] = vw > 1 ? lane_of(k, &x, rt->vd, vw, l) : x;
+	}
+	for (int p = 1; p <= npass; p++) {
+		kline(k, 1, NULL, "/* pass %d */", p);
+		declare_reds(k, 1, p, passes);
+		for (int r = 0; r < k->reds.n; r++) {
+			Red *rd = &k->reds.v[r];
+			if (passes[r] != p)
+				continue;
+			const FgNode *n = &k->g->nodes[rd->id];
+			for (int e = 0; e < U * vw; e++) {
+				const char *step = red_step(k, n, rd->acc, gen(k, n->in[0], &xs[e]).e);
+				if (in[e / vw])
+					kline(k, 1, NULL, "if (%s)", in[e / vw]), kline(k, 1, NULL, "\t%s", step);
+				else
+					kline(k, 1, NULL, "%s", step);
+			}
+			kline(k, 1, NULL, "%s = %s(%s, %s);", rd->acc, reduce, rd->acc, red_functor(n));
+			rd->var = fresh(k, 1, fmt(k->a, "v_%s", k->plan->names[rd->id]));
+			kline(k, 1, NULL, "const %s %s = %s;", ctype(n->dt), rd->var, red_final(k, n, rd->acc, ri->nred));
+		}
+	}
+	/* once per row: values of the reduced shape */
+	for (int w = 0; w < k->gr->nwrites; w++) {
+		int id = k->gr->writes[w];
+		int where = write_place(k, ri, first, dep, id);
+		if (where == 'R') {
+			Ix rx = result_ix(k, ri, first, &kc, "row", 1);
+			Ix y = ix_bcast(&rx, shape_of(k, first), shape_of(k, id));
+			store(k, id, &y, write_cond(k, &rx, shape_of(k, first), shape_of(k, id)),
+			      fmt(k->a, "%s == 0", t));
+		} else if (where == 0) {
+			kern_error(k, id, "'%s' %s is written, but it fits neither the rows nor the reduced shape",
+				   k->plan->names[id], shape_str(k->a, k->g->nodes[id].dt, shape_of(k, id)));
+		}
+	}
+	/* the epilogue: values of the row's elements, from registers */
+	kline(k, 1, NULL, "/* epilogue */");
+	for (int u = 0; u < U; u++)
+		store_space(k, ri, first, dep, &xs[u * vw], vw, in[u]);
+	const char *row = rt->rows_per_block > 1
+		? fmt(k->a, "for (%s row = blockIdx.x * %d + (threadIdx.x >> 5); row < %lld; row += gridDim.x * %d)",
+		      k->idx, rt->rows_per_block, (long long)ri->nkept, rt->rows_per_block)
+		: fmt(k->a, "for (%s row = blockIdx.x; row < %lld; row += gridDim.x)", k->idx, (long long)ri->nkept);
+	kclose(k, row);
+	if (k->failed)
+		return;
+	int64_t grid = (ri->nkept + rt->rows_per_block - 1) / rt->rows_per_block;
+	emit_comment(E, k->gi, row_desc(E, ri, fmt(E->a, "%s per row, the row in registers (%d x %d elements a thread)",
+						  W == 32 ? "a warp" : fmt(E->a, "a block of %d", W), U, vw)));
+	const char *args = emit_kernel(k, k->gr->name, block, NULL, 0, 1);
+	add_launch(E, k->gr->name, k->gi, grid < INT32_MAX ? grid : INT32_MAX, block, args);
+}
+
 /* One block per row: each pass streams the row once for the reductions
  * whose inputs are ready (softmax: max, then sum), a last pass computes
- * and stores the epilogue. */
+ * and stores the epilogue.  Rows too long for registers take this. */
 static void emit_rowreduce(Emit *E, Kern *k)
 {
 	RedInfo ri;
@@ -1362,10 +1732,15 @@ static void emit_rowreduce(Emit *E, Kern *k)
 				npass = m + 1 > npass ? m + 1 : npass;
 			}
 	}
+	unsigned char *dep = after_reduction(k);
+	RowTeam rt;
+	if (row_team(k, &ri, &rt)) {
+		emit_rowreduce_regs(E, k, &ri, &rt, first, passes, npass, dep);
+		return;
+	}
 	int block = 32;
 	while (block < 1024 && block * 8 < ri.nred)
 		block *= 2;
-	unsigned char *dep = after_reduction(k);
 
 	kopen(k);       /* 1: a row */
 	Ix kc = ix_from_lin(k, &ri.kept, "row", 1, "r");
@@ -1436,6 +1811,114 @@ static void emit_rowreduce(Emit *E, Kern *k)
 	add_launch(E, k->gr->name, k->gi, grid, block, args);
 }
 
+#define SPLIT_COLS 32           /* result elements a block of a split reduction covers */
+#define SPLIT_ROWS 8            /* its threads per result element */
+#define SPLIT_MIN 64            /* reduced elements a thread takes, at least */
+#define SPLIT_BLOCKS 2048       /* blocks a split reduction aims for */
+
+/* Other axes, many reduced elements: a block covers SPLIT_COLS elements of
+ * the result with SPLIT_ROWS threads each (neighbouring threads read
+ * neighbouring elements, coalesced), and the reduced elements split into
+ * `nsplit` slabs, one per block, so that enough blocks run.  Each block
+ * combines its threads in order; with several slabs a second kernel
+ * combines the slabs' partials (scratch) in order and runs the epilogue.
+ * Deterministic: the same partials every run. */
+static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, const unsigned char *dep)
+{
+	Red *rd = &k->reds.v[0];
+	const FgNode *n = &k->g->nodes[rd->id];
+	const char *acct = acc_type(k, n);
+	int64_t nbx = (ri->nkept + SPLIT_COLS - 1) / SPLIT_COLS;
+	int64_t nsplit = (SPLIT_BLOCKS + nbx - 1) / nbx;
+	if (nsplit > ri->nred / SPLIT_MIN)
+		nsplit = ri->nred / SPLIT_MIN;
+	if (nsplit < 1)
+		nsplit = 1;
+	int64_t chunk = (ri->nred + nsplit - 1) / nsplit;
+	nsplit = (ri->nred + chunk - 1) / chunk;
+	const char *pname = nsplit > 1 ? fmt(k->a, "%s_partial", k->gr->name) : k->gr->name;
+	Param part_out = {fmt(k->a, "%s *__restrict__ partial", acct), fmt(k->a, "(%s *)ctx->scratch", acct)};
+	Param part_in = {fmt(k->a, "const %s *__restrict__ partial", acct), part_out.arg};
+	if (nsplit > 1 && nsplit * ri->nkept * 8 > E->scratch)
+		E->scratch = nsplit * ri->nkept * 8;
+
+	kline(k, 0, NULL, "__shared__ %s part[%d][%d];", acct, SPLIT_ROWS, SPLIT_COLS + 1);
+	kline(k, 0, NULL, "const int tx = threadIdx.x %% %d, ty = threadIdx.x / %d;", SPLIT_COLS, SPLIT_COLS);
+	kline(k, 0, NULL, "const %s o = (%s)(blockIdx.x %% %lld) * %d + tx;", k->idx, k->idx, (long long)nbx, SPLIT_COLS);
+	kline(k, 0, NULL, "const %s r0 = (%s)(blockIdx.x / %lld) * %lld;", k->idx, k->idx, (long long)nbx,
+	      (long long)chunk);
+	declare_reds(k, 0, 0, NULL);
+	kopen(k);       /* 1: this thread's element of the result */
+	Ix kc = ix_from_lin(k, &ri->kept, "o", 1, "o");
+	kopen(k);       /* 2: its share of the slab */
+	Ix rc = ix_from_lin(k, &ri->red, "r", 2, "r");
+	Ix x = merge_ix(ri, &kc, &rc, NULL, 0);
+	accumulate(k, &x, 0, NULL);
+	store_space(k, ri, first, dep, &x, 1, NULL);
+	kclose(k, fmt(k->a, "for (%s r = r0 + ty; r < %s; r += %d)", k->idx,
+		      nsplit > 1 ? fmt(k->a, "min(r0 + %lld, (%s)%lld)", (long long)chunk, k->idx, (long long)ri->nred)
+				 : fmt(k->a, "%lld", (long long)ri->nred), SPLIT_ROWS));
+	kclose(k, fmt(k->a, "if (o < %lld)", (long long)ri->nkept));
+	kline(k, 0, NULL, "part[ty][tx] = %s;", rd->acc);
+	kline(k, 0, NULL, "__syncthreads();");
+	kopen(k);       /* 1: the block's combination, in order */
+	kline(k, 1, NULL, "%s = part[0][tx];", rd->acc);
+	kline(k, 1, NULL, "for (int q = 1; q < %d; q++)", SPLIT_ROWS);
+	kline(k, 1, NULL, "	%s", red_step(k, n, rd->acc, "part[q][tx]"));
+	if (nsplit > 1) {
+		kline(k, 1, NULL, "partial[(blockIdx.x / %lld) * %lld + o] = %s;", (long long)nbx, (long long)ri->nkept,
+		      rd->acc);
+	} else {
+		Ix kc2 = ix_from_lin(k, &ri->kept, "o", 1, "o");
+		rd->at = result_ix(k, ri, first, &kc2, "o", 1);
+		rd->lv = 1;
+		rd->var = fresh(k, 1, fmt(k->a, "v_%s", k->plan->names[rd->id]));
+		kline(k, 1, NULL, "const %s %s = %s;", ctype(n->dt), rd->var, red_final(k, n, rd->acc, ri->nred));
+		store_reduced(k, ri, first, dep, &rd->at);
+	}
+	kclose(k, fmt(k->a, "if (ty == 0 && o < %lld)", (long long)ri->nkept));
+	if (k->failed)
+		return;
+	const char *how = fmt(E->a, "reduce %s over axes 0x%x to %lld elements; blocks of %d x %d threads",
+			      shape_str(E->a, FG_DT_F32, &ri->S) + 3, (unsigned)ri->axes, (long long)ri->nkept,
+			      SPLIT_COLS, SPLIT_ROWS);
+	int any_s = 0;
+	for (int w = 0; w < k->gr->nwrites; w++)
+		any_s |= write_place(k, ri, first, dep, k->gr->writes[w]) == 'S';
+	emit_comment(E, k->gi, nsplit > 1 ? fmt(E->a, "%s, the reduced axes in %lld slabs: partials into scratch", how,
+					       (long long)nsplit) : how);
+	const char *args = emit_kernel(k, pname, SPLIT_COLS * SPLIT_ROWS, nsplit > 1 ? &part_out : NULL,
+				       nsplit > 1, nsplit > 1 ? any_s : 1);
+	add_launch(E, pname, k->gi, nbx * nsplit, SPLIT_COLS * SPLIT_ROWS, args);
+	if (nsplit == 1)
+		return;
+
+	/* the slabs' partials, in order, then the epilogue: a fresh kernel */
+	Kern k2;
+	kern_init(&k2, E, k->gi);
+	collect_reds(&k2);
+	Red *r2 = &k2.reds.v[0];
+	kopen(&k2);
+	Ix kc2 = ix_from_lin(&k2, &ri->kept, "o", 1, "o");
+	r2->at = result_ix(&k2, ri, first, &kc2, "o", 1);
+	r2->lv = 1;
+	r2->acc = fresh(&k2, 1, fmt(k2.a, "acc_%s", k2.plan->names[r2->id]));
+	kline(&k2, 1, NULL, "%s %s = partial[o];", acct, r2->acc);
+	kline(&k2, 1, NULL, "for (int s = 1; s < %lld; s++)", (long long)nsplit);
+	kline(&k2, 1, NULL, "	%s", red_step(&k2, n, r2->acc, fmt(k2.a, "partial[s * %lld + o]", (long long)ri->nkept)));
+	r2->var = fresh(&k2, 1, fmt(k2.a, "v_%s", k2.plan->names[r2->id]));
+	kline(&k2, 1, NULL, "const %s %s = %s;", ctype(n->dt), r2->var, red_final(&k2, n, r2->acc, ri->nred));
+	store_reduced(&k2, ri, first, dep, &r2->at);
+	kclose(&k2, stride_loop(&k2, "o", ri->nkept));
+	k->failed |= k2.failed;
+	if (k2.failed)
+		return;
+	fprintf(E->f, "/* %s, stage 2 of 2: a thread per element combines the %lld partials in order, then the "
+		"epilogue */\n", k->gr->name, (long long)nsplit);
+	const char *args2 = emit_kernel(&k2, k->gr->name, LOOP_BLOCK, &part_in, 1, 1);
+	add_launch(E, k->gr->name, k->gi, grid_for(ri->nkept, LOOP_BLOCK), LOOP_BLOCK, args2);
+}
+
 /* Other axes: one thread per element of the result, looping over the
  * reduced elements in order (coalesced across threads for a column
  * reduction: neighbouring threads read neighbouring columns). */
@@ -1491,7 +1974,9 @@ static void emit_reduce_all(Emit *E, Kern *k, const RedInfo *ri, int first, cons
 	Red *rd = &k->reds.v[0];
 	const FgNode *n = &k->g->nodes[rd->id];
 	int64_t N = numel(&ri->S);
-	int64_t nb = grid_for(N, LOOP_BLOCK);
+	int vd = innermost(&ri->S);
+	int vw = vd < 0 ? 1 : lane_width(k, ri->S.d[vd], 1);
+	int64_t nb = grid_for(N / vw, LOOP_BLOCK);
 	const char *acct = acc_type(k, n);
 	if (nb > FULL_BLOCKS)
 		nb = FULL_BLOCKS;
@@ -1502,19 +1987,22 @@ static void emit_reduce_all(Emit *E, Kern *k, const RedInfo *ri, int first, cons
 	Param part_out = {fmt(k->a, "%s *__restrict__ partial", acct), fmt(k->a, "(%s *)ctx->scratch", acct)};
 	Param part_in = {fmt(k->a, "const %s *__restrict__ partial", acct), part_out.arg};
 
-	/* stage 1 */
+	/* stage 1: vw lanes a thread */
 	declare_reds(k, 0, 0, NULL);
 	kopen(k);
-	Ix x = ix_from_lin(k, &ri->S, "i", 1, "i");
-	accumulate(k, &x, 0, NULL);
-	for (int w = 0; w < k->gr->nwrites; w++) {
-		int id = k->gr->writes[w];
-		if (write_place(k, ri, first, dep, id) != 'S')
-			continue;
-		Ix y = ix_bcast(&x, &ri->S, shape_of(k, id));
-		store(k, id, &y, write_cond(k, &x, &ri->S, shape_of(k, id)), NULL);
+	const char *base = "i";
+	if (vw > 1) {
+		base = fresh(k, 1, "b");
+		kline(k, 1, base, "const %s %s = i * %d;", k->idx, base, vw);
 	}
-	kclose(k, stride_loop(k, "i", N));
+	Ix x = ix_from_lin(k, &ri->S, base, 1, "i");
+	Ix xs[MAX_LANES];
+	for (int l = 0; l < vw; l++) {
+		xs[l] = vw > 1 ? lane_of(k, &x, vd, vw, l) : x;
+		accumulate(k, &xs[l], 0, NULL);
+	}
+	store_space(k, ri, first, dep, xs, vw, NULL);
+	kclose(k, stride_loop(k, "i", N / vw));
 	kline(k, 0, NULL, "%s = fg_block_reduce(%s, %s);", rd->acc, rd->acc, red_functor(n));
 	kline(k, 0, NULL, "if (threadIdx.x == 0)");
 	kline(k, 0, NULL, "\tpartial[blockIdx.x] = %s;", rd->acc);
@@ -1582,6 +2070,8 @@ static void emit_reduce(Emit *E, Kern *k)
 	unsigned char *dep = after_reduction(k);
 	if (ri.nkept == 1)
 		emit_reduce_all(E, k, &ri, first, dep);
+	else if (ri.nred >= SPLIT_MIN)
+		emit_reduce_split(E, k, &ri, first, dep);
 	else
 		emit_reduce_cols(E, k, &ri, first, dep);
 }

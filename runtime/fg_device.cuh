@@ -87,6 +87,19 @@ FG_DEV __nv_bfloat16 fg_to_bf16(float v) { return __float2bfloat16_rn(v); }
 FG_DEV int fg_to_i32(int v) { return v; }
 FG_DEV unsigned char fg_to_bool(float v) { return v != 0.0f; }
 
+/* vw neighbouring elements, moved by one access (two for 32 bytes): a
+ * vectorized kernel's loads and stores, at addresses aligned to the
+ * vector's size. */
+template <typename T, int N>
+struct __align__(sizeof(T) * N) FgVec {
+	T v[N];
+};
+
+template <int N, typename T>
+FG_DEV FgVec<T, N> fg_ldv(const T *p) { return *(const FgVec<T, N> *)p; }
+template <typename T, int N>
+FG_DEV void fg_stv(T *p, const FgVec<T, N> &v) { *(FgVec<T, N> *)p = v; }
+
 /* ------------------------------------------------------------ indices */
 
 /* v clamped to [0, hi]: concat reads each operand at a clamped index and
@@ -105,6 +118,16 @@ struct FgMax {
 struct FgMin {
 	template <typename T> __device__ T operator()(T a, T b) const { return fg_minimum(a, b); }
 };
+
+/* Combines the v of a warp's threads with op and returns lane 0's
+ * result to all of them (a butterfly leaves each lane its own rounding). */
+template <typename T, typename Op>
+static __device__ __forceinline__ T fg_warp_reduce(T v, Op op)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+	return __shfl_sync(0xffffffffu, v, 0);
+}
 
 /* Combines every thread's v with op and returns the result to all of
  * them: a butterfly within each warp, then thread 0 over the warps'
