@@ -3,8 +3,10 @@
 # GPU: for every samples/*.fg (at its `# test-dims:` sizes) and every
 # tests/gpu/*.fg, fused and --no-fuse,
 #   1. `fgc compile` writes NAME.cu, and the same bytes a second time;
-#   2. nvcc compiles it for sm_90a with warnings as errors,
-# so that code generation that does not compile fails CI.  A model past 2^31
+#   2. nvcc compiles it for sm_90a with warnings as errors, and ptxas
+#      (-Xptxas -v) reports no kernel that spills registers to local memory,
+# so that code generation that does not compile, or that the register
+# estimate lets spill, fails CI.  A model past 2^31
 # elements checks the 64-bit index path the same way, and one model is
 # linked with the host runtime (fgrt_host.cu, npy.c, half.c, check.c).
 #
@@ -78,9 +80,23 @@ units=(unit1 unit2)
 unit "$tmp/unit1.cu" "${ok[@]:0:$half}"
 unit "$tmp/unit2.cu" "${ok[@]:$half}"
 for u in "${units[@]}"; do
-	nvcc "${nvflags[@]}" -c "$tmp/$u.cu" -o "$tmp/$u.o" >"$tmp/$u.log" 2>&1 &
+	nvcc "${nvflags[@]}" -Xptxas -v -c "$tmp/$u.cu" -o "$tmp/$u.o" >"$tmp/$u.log" 2>&1 &
 done
 wait
+# ptxas -v: "Compiling entry function 'NAME'", later "N bytes spill stores"
+spills() {
+	awk '/Compiling entry function/ { f = $0; sub(/.*function ./, "", f); sub(/. for .*/, "", f) }
+	     /bytes spill stores/ && ($5 + 0 > 0 || $9 + 0 > 0) { print f ": " $0 }' "$@"
+}
+for u in "${units[@]}"; do
+	[ -e "$tmp/$u.o" ] || continue
+	if [ -n "$(spills "$tmp/$u.log")" ]; then
+		why[$u]="ptxas spills registers in $(spills "$tmp/$u.log" | cut -d: -f1 | sort -u | tr '\n' ' ')"
+		spills "$tmp/$u.log" >>"$tmp/$u.spills"
+		cp "$tmp/$u.spills" "$tmp/$u.log"
+		names+=("$u")
+	fi
+done
 for u in "${units[@]}"; do
 	[ -e "$tmp/$u.o" ] && continue
 	if [ $u = unit1 ]; then members=("${ok[@]:0:$half}"); else members=("${ok[@]:$half}"); fi
