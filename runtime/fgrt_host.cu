@@ -5,7 +5,7 @@
  * fg_program (the tables) and fg_program_run() (fgrt_program.h), and with
  * npy.c, half.c and check.c.
  *
- *   model [--inputs DIR] [--outputs DIR] [--seed S] [--check DIR] [--bench N]
+ *   model [--inputs DIR] [--outputs DIR] [--seed S] [--check DIR] [--bench N] [--no-graph]
  *
  * Inputs are read from DIR/NAME.npy with the interpreter's rules (the
  * exact declared shape, the dtype's file type: <f4 for f32 and bf16, <f2,
@@ -15,14 +15,29 @@
  * Outputs and saved values are written as NAME.npy and saved.NAME.npy in
  * the same file types.  --check compares each with DIR's golden file
  * under the tolerance the compiler put in the tensor table (testing.md),
- * one verdict line each, and exits 1 when any fails.  --bench times the
- * whole program with CUDA events, the median of N runs after warm-up, and
- * each launch the same way.
+ * one verdict line each, and exits 1 when any fails.
+ *
+ * The program runs once eagerly (each launch checked as it is made, the
+ * cuBLASLt plans made, every kernel loaded), then its launches are
+ * captured into one CUDA graph, instantiated once, and every later run is
+ * a replay of it: the outputs and saved values are the first replay's
+ * (the arena and scratch are poisoned before it), and --bench times
+ * replays.  --no-graph keeps every run eager, for debugging.  --bench N
+ * prints the median of N runs after warm-up, with CUDA events: the whole
+ * program as replayed, the whole program launched eagerly, and each
+ * launch of eager runs with an event after every launch.
  *
  * Invariants: every CUDA and cuBLASLt call is checked, and a failure stops
- * the program with the file, line, call and error string; device memory is
- * one arena of the planned size, one scratch buffer and one buffer per
- * input, all freed before exit.
+ * the program with exit status 1 and one line: the file, line, call and
+ * error string, or for the foreseeable failures (no device, device memory
+ * exhausted, no cuBLASLt algorithm) what could not be done and why.
+ * Device memory is one arena of the planned size, one scratch buffer and
+ * one buffer per input, all freed before exit.
+ *
+ * Built with -DFGRT_NO_MAIN (tests/runtime/), the file keeps only what
+ * the generated code calls (fgrt_gemm, fgrt_gemm_ep, fgrt_launched) and
+ * the error reporting, and a test may set fgrt_die_hook to regain control
+ * after a failure has been reported.
  */
 #include <errno.h>
 #include <math.h>
@@ -43,6 +58,12 @@
 
 /* ---------------------------------------------------------------- errors */
 
+#ifdef FGRT_NO_MAIN
+/* Called after a failure is reported, instead of exit(1), when set: the
+ * tests of tests/runtime/ throw from it to go on with the next case. */
+void (*fgrt_die_hook)(void);
+#endif
+
 static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 static void die(const char *fmt, ...)
 {
@@ -52,6 +73,11 @@ static void die(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+	fflush(stderr);
+#ifdef FGRT_NO_MAIN
+	if (fgrt_die_hook)
+		fgrt_die_hook();
+#endif
 	exit(1);
 }
 
@@ -74,6 +100,7 @@ static void lt_check(cublasStatus_t s, const char *call, const char *file, int l
 
 static const char *const dtype_name[] = {"f32", "f16", "bf16", "i32", "bool"};
 static const size_t dtype_size[] = {4, 2, 2, 4, 1};
+#ifndef FGRT_NO_MAIN
 /* The .npy type each dtype travels as (bf16 as float values). */
 static const FgrtNpyType storage[] = {FGRT_NPY_F4, FGRT_NPY_F2, FGRT_NPY_F4, FGRT_NPY_I4, FGRT_NPY_B1};
 
@@ -258,12 +285,41 @@ static void draw(const FgrtTensor *t, int k, uint64_t seed, void *out)
 		pthread_join(th[i], NULL);
 }
 
+#endif /* !FGRT_NO_MAIN */
+
 /* --------------------------------------------------------------- cuBLASLt */
+
+/* FgrtEpilogue's rows, in its order: cuBLASLt's value, whether it adds a
+ * bias, and what it writes to aux. */
+enum { AUX_NONE, AUX_RELU_BITS, AUX_GELU_INPUT };
+
+typedef struct Epilogue {
+	const char *name;
+	cublasLtEpilogue_t lt;
+	int bias, aux;
+} Epilogue;
+
+static const Epilogue epilogues[] = {
+	{"none", CUBLASLT_EPILOGUE_DEFAULT, 0, AUX_NONE},
+	{"BIAS", CUBLASLT_EPILOGUE_BIAS, 1, AUX_NONE},
+	{"RELU", CUBLASLT_EPILOGUE_RELU, 0, AUX_NONE},
+	{"RELU_BIAS", CUBLASLT_EPILOGUE_RELU_BIAS, 1, AUX_NONE},
+	{"GELU", CUBLASLT_EPILOGUE_GELU, 0, AUX_NONE},
+	{"GELU_BIAS", CUBLASLT_EPILOGUE_GELU_BIAS, 1, AUX_NONE},
+	{"RELU_AUX", CUBLASLT_EPILOGUE_RELU_AUX, 0, AUX_RELU_BITS},
+	{"RELU_AUX_BIAS", CUBLASLT_EPILOGUE_RELU_AUX_BIAS, 1, AUX_RELU_BITS},
+	{"GELU_AUX", CUBLASLT_EPILOGUE_GELU_AUX, 0, AUX_GELU_INPUT},
+	{"GELU_AUX_BIAS", CUBLASLT_EPILOGUE_GELU_AUX_BIAS, 1, AUX_GELU_INPUT},
+};
+static_assert(sizeof epilogues / sizeof epilogues[0] == FGRT_EP_GELU_AUX_BIAS + 1, "one row per FgrtEpilogue");
 
 struct FgrtGemmPlan {
 	cublasLtMatmulDesc_t op;
 	cublasLtMatrixLayout_t a, b, d;         /* cuBLASLt's: a is our B, b our A */
 	cublasLtMatmulAlgo_t algo;
+	const Epilogue *ep;
+	size_t ebias;                           /* bias element size in bytes: D's */
+	int aux_bits;                           /* aux element size in bits */
 };
 
 static cudaDataType_t lt_type(FgrtDtype t)
@@ -290,6 +346,17 @@ static uint64_t alignment(const uint64_t *x, int n)
 	return a;
 }
 
+/* A pointer value as aligned as the least aligned address a slot's calls
+ * pass (x: the base address and byte offsets of every call).  cuBLASLt's
+ * heuristic reads no memory through the bias and aux pointers but judges
+ * their alignment by the value, and one plan serves every call. */
+static void *least_aligned(void *base, const uint64_t *x, int n)
+{
+	uint64_t a = alignment(x, n);
+	uintptr_t p = (uintptr_t)base;
+	return (void *)(p % (2 * a) ? p : p + a);
+}
+
 static void layout(cublasLtMatrixLayout_t *l, cudaDataType_t t, uint64_t rows, uint64_t cols, int64_t ld,
 		   int64_t batch, int64_t stride)
 {
@@ -299,11 +366,49 @@ static void layout(cublasLtMatrixLayout_t *l, cudaDataType_t t, uint64_t rows, u
 	LT(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
 }
 
+/* The epilogue's requirements on g and on the pointers passed. */
+static const Epilogue *check_epilogue(int slot, const FgrtGemm *g, const void *bias, const void *aux)
+{
+	if ((unsigned)g->epilogue > FGRT_EP_GELU_AUX_BIAS)
+		die("gemm slot %d: no epilogue number %d", slot, (int)g->epilogue);
+	const Epilogue *ep = &epilogues[g->epilogue];
+	if (ep->bias && !bias)
+		die("gemm slot %d: the %s epilogue needs a bias vector, and none was passed", slot, ep->name);
+	if (!ep->bias && bias)
+		die("gemm slot %d: a bias vector was passed, but the %s epilogue adds none", slot, ep->name);
+	if (ep->aux && !aux)
+		die("gemm slot %d: the %s epilogue writes an aux tensor, and none was passed", slot, ep->name);
+	if (!ep->aux && aux)
+		die("gemm slot %d: an aux tensor was passed, but the %s epilogue writes none", slot, ep->name);
+	if (ep->aux) {
+		/* cuBLASLt's rule: GELU input pitch in elements, a multiple of 8;
+		 * the ReLU mask's in bits, a multiple of 128; strides alike */
+		int64_t q = ep->aux == AUX_RELU_BITS ? 128 : 8;
+		const char *unit = ep->aux == AUX_RELU_BITS ? "bits" : "elements";
+		if (g->ld_aux < g->n || g->ld_aux % q)
+			die("gemm slot %d: the %s epilogue needs aux rows (ld_aux) of at least n = %lld %s and a multiple "
+			    "of %lld; got ld_aux %lld", slot, ep->name, (long long)g->n, unit, (long long)q,
+			    (long long)g->ld_aux);
+		int bad = g->stride_aux % q != 0;
+		for (int i = 0; i < g->nouter; i++)
+			bad |= g->outer_aux[i] % q != 0;
+		if (bad)
+			die("gemm slot %d: the %s epilogue needs aux batch strides that are multiples of %lld %s",
+			    slot, ep->name, (long long)q, unit);
+	}
+	return ep;
+}
+
 /* Row-major D = A B is column-major D^T = B^T A^T: cuBLASLt's A is our B
  * and its B our A, each read as stored (column-major [n,k] is row-major
- * [k,n]), with its op set when ours is stored transposed. */
-static FgrtGemmPlan *make_plan(FgrtContext *ctx, const FgrtGemm *g, const void *A, const void *B, const void *D)
+ * [k,n]), with its op set when ours is stored transposed.  D^T has n rows,
+ * so cuBLASLt's bias (one value per row of its D, broadcast along the
+ * columns) is one value per column of ours, and aux, stored like D^T with
+ * leading dimension ld_aux, is row-major [m, ld_aux]. */
+static FgrtGemmPlan *make_plan(FgrtContext *ctx, int slot, const FgrtGemm *g, const void *A, const void *B,
+			       const void *D, const void *bias, void *aux)
 {
+	const Epilogue *ep = check_epilogue(slot, g, bias, aux);
 	FgrtGemmPlan *p = (FgrtGemmPlan *)calloc(1, sizeof *p);
 	if (!p)
 		die("out of memory");
@@ -336,6 +441,41 @@ static FgrtGemmPlan *make_plan(FgrtContext *ctx, const FgrtGemm *g, const void *
 		xa[n] = (uint64_t)g->outer_a[i] * ea, xb[n] = (uint64_t)g->outer_b[i] * ea,
 		xd[n] = (uint64_t)g->outer_d[i] * ed;
 	uint32_t al_a = (uint32_t)alignment(xb, n), al_b = (uint32_t)alignment(xa, n), al_d = (uint32_t)alignment(xd, n);
+
+	/* The epilogue: its kind, then the bias and aux strides, and for the
+	 * heuristic pointers as aligned as the least aligned call's. */
+	p->ep = ep;
+	p->ebias = ed;
+	p->aux_bits = ep->aux == AUX_RELU_BITS ? 1 : 8 * (int)ed;
+	uint32_t lt_ep = ep->lt;
+	LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &lt_ep, sizeof lt_ep));
+	if (ep->bias) {
+		uint64_t x[2 + FGRT_PROGRAM_MAX_RANK];
+		int nx = 0;
+		x[nx++] = (uint64_t)(uintptr_t)bias;
+		x[nx++] = (uint64_t)g->stride_bias * p->ebias;
+		for (int i = 0; i < g->nouter; i++)
+			x[nx++] = (uint64_t)g->outer_bias[i] * p->ebias;
+		const void *probe = least_aligned((void *)bias, x, nx);
+		int64_t stride = g->stride_bias;
+		LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &probe, sizeof probe));
+		LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &stride, sizeof stride));
+	}
+	if (ep->aux) {
+		uint64_t x[2 + FGRT_PROGRAM_MAX_RANK];
+		int nx = 0;
+		x[nx++] = (uint64_t)(uintptr_t)aux;
+		x[nx++] = (uint64_t)g->stride_aux * (uint64_t)p->aux_bits / 8;
+		for (int i = 0; i < g->nouter; i++)
+			x[nx++] = (uint64_t)g->outer_aux[i] * (uint64_t)p->aux_bits / 8;
+		void *probe = least_aligned(aux, x, nx);
+		int64_t ld = g->ld_aux, stride = g->stride_aux;
+		LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &probe, sizeof probe));
+		LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld));
+		LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, &stride,
+						  sizeof stride));
+	}
+
 	cublasLtMatmulPreference_t pref;
 	LT(cublasLtMatmulPreferenceCreate(&pref));
 	uint64_t ws = ctx->workspace_bytes;
@@ -349,27 +489,41 @@ static FgrtGemmPlan *make_plan(FgrtContext *ctx, const FgrtGemm *g, const void *
 	LT(cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)ctx->lt, p->op, p->a, p->b, p->d, p->d, pref, 1, &res, &found));
 	LT(cublasLtMatmulPreferenceDestroy(pref));
 	if (found < 1)
-		die("cuBLASLt has no algorithm for a %s matmul [%lld,%lld] x [%lld,%lld] (batch %lld)",
-		    dtype_name[g->ab], (long long)g->m, (long long)g->k, (long long)g->k, (long long)g->n,
-		    (long long)g->batch);
+		die("gemm slot %d: cuBLASLt has no algorithm for a %s matmul [%lld,%lld] x [%lld,%lld] (batch %lld%s%s) "
+		    "into %s with the epilogue %s", slot, dtype_name[g->ab], (long long)g->m, (long long)g->k,
+		    (long long)g->k, (long long)g->n, (long long)g->batch, g->trans_a ? ", A stored transposed" : "",
+		    g->trans_b ? ", B stored transposed" : "", dtype_name[g->d], ep->name);
 	p->algo = res.algo;
 	return p;
 }
 
-void fgrt_gemm(FgrtContext *ctx, int slot, const FgrtGemm *g, const void *a, const void *b, void *d)
+void fgrt_gemm_ep(FgrtContext *ctx, int slot, const FgrtGemm *g, const void *a, const void *b, void *d,
+		  const void *bias, void *aux)
 {
 	if (!ctx->gemm[slot])
-		ctx->gemm[slot] = make_plan(ctx, g, a, b, d);
+		ctx->gemm[slot] = make_plan(ctx, slot, g, a, b, d, bias, aux);
 	const FgrtGemmPlan *p = ctx->gemm[slot];
 	const float alpha = 1.0f, beta = 0.0f;
 	size_t ea = dtype_size[g->ab], ed = dtype_size[g->d];
 	int64_t idx[FGRT_PROGRAM_MAX_RANK] = {0};
 	for (;;) {
-		int64_t oa = 0, ob = 0, od = 0;
-		for (int i = 0; i < g->nouter; i++)
+		int64_t oa = 0, ob = 0, od = 0, obias = 0, oaux = 0;
+		for (int i = 0; i < g->nouter; i++) {
 			oa += idx[i] * g->outer_a[i], ob += idx[i] * g->outer_b[i], od += idx[i] * g->outer_d[i];
+			obias += idx[i] * g->outer_bias[i], oaux += idx[i] * g->outer_aux[i];
+		}
 		const char *pa = (const char *)a + oa * (int64_t)ea, *pb = (const char *)b + ob * (int64_t)ea;
 		char *pd = (char *)d + od * (int64_t)ed;
+		/* the epilogue's pointers live in the descriptor: this call's */
+		if (p->ep->bias) {
+			const void *pbias = (const char *)bias + obias * (int64_t)p->ebias;
+			LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &pbias, sizeof pbias));
+		}
+		if (p->ep->aux) {
+			void *paux = (char *)aux + oaux * p->aux_bits / 8;
+			LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &paux,
+							  sizeof paux));
+		}
 		LT(cublasLtMatmul((cublasLtHandle_t)ctx->lt, p->op, &alpha, pb, p->a, pa, p->b, &beta, pd, p->d, pd, p->d,
 				  &p->algo, ctx->workspace, ctx->workspace_bytes, ctx->stream));
 		int i = g->nouter - 1;
@@ -380,15 +534,9 @@ void fgrt_gemm(FgrtContext *ctx, int slot, const FgrtGemm *g, const void *a, con
 	}
 }
 
-static void free_plan(FgrtGemmPlan *p)
+void fgrt_gemm(FgrtContext *ctx, int slot, const FgrtGemm *g, const void *a, const void *b, void *d)
 {
-	if (!p)
-		return;
-	LT(cublasLtMatrixLayoutDestroy(p->a));
-	LT(cublasLtMatrixLayoutDestroy(p->b));
-	LT(cublasLtMatrixLayoutDestroy(p->d));
-	LT(cublasLtMatmulDescDestroy(p->op));
-	free(p);
+	fgrt_gemm_ep(ctx, slot, g, a, b, d, NULL, NULL);
 }
 
 void fgrt_launched(FgrtContext *ctx, int i)
@@ -400,6 +548,19 @@ void fgrt_launched(FgrtContext *ctx, int i)
 		    cudaGetErrorString(e), cudaGetErrorName(e));
 	if (ctx->marks)
 		CUDA(cudaEventRecord(ctx->marks[i], ctx->stream));
+}
+
+#ifndef FGRT_NO_MAIN
+
+static void free_plan(FgrtGemmPlan *p)
+{
+	if (!p)
+		return;
+	LT(cublasLtMatrixLayoutDestroy(p->a));
+	LT(cublasLtMatrixLayoutDestroy(p->b));
+	LT(cublasLtMatrixLayoutDestroy(p->d));
+	LT(cublasLtMatmulDescDestroy(p->op));
+	free(p);
 }
 
 /* ------------------------------------------------------------- outputs */
@@ -553,7 +714,36 @@ static double copy_gbs(cudaStream_t s)
 	return 2.0 * (double)n / (median(t, 10) * 1e-3) / 1e9;
 }
 
-static void bench(FgrtContext *ctx, int runs)
+/* One whole run: a replay of the graph, or eager launches without one. */
+static void run_once(FgrtContext *ctx, cudaGraphExec_t exec)
+{
+	if (exec)
+		CUDA(cudaGraphLaunch(exec, ctx->stream));
+	else
+		fg_program_run(ctx);
+}
+
+/* The median of `runs` whole runs after 3 warm-ups, from events around
+ * each; t holds runs floats. */
+static float time_runs(FgrtContext *ctx, cudaGraphExec_t exec, int runs, float *t, cudaEvent_t e0, cudaEvent_t e1)
+{
+	for (int i = 0; i < 3; i++)
+		run_once(ctx, exec);
+	for (int r = 0; r < runs; r++) {
+		CUDA(cudaEventRecord(e0, ctx->stream));
+		run_once(ctx, exec);
+		CUDA(cudaEventRecord(e1, ctx->stream));
+		CUDA(cudaEventSynchronize(e1));
+		CUDA(cudaEventElapsedTime(&t[r], e0, e1));
+	}
+	return median(t, runs);
+}
+
+/* exec: the program's graph, or NULL (--no-graph).  Three timings, each
+ * the median of `runs`: the replayed graph (the headline total), eager
+ * launches with no event between them, and each launch of eager runs
+ * with an event recorded after every launch (which costs a little). */
+static void bench(FgrtContext *ctx, cudaGraphExec_t exec, int runs)
 {
 	const FgrtProgram *p = &fg_program;
 	cudaEvent_t e0, e1;
@@ -568,16 +758,8 @@ static void bench(FgrtContext *ctx, int runs)
 	double copy = copy_gbs(ctx->stream);
 	CUDA(cudaEventCreate(&e0));
 	CUDA(cudaEventCreate(&e1));
-	for (int i = 0; i < 3; i++)
-		fg_program_run(ctx);
-	for (int r = 0; r < runs; r++) {
-		CUDA(cudaEventRecord(e0, ctx->stream));
-		fg_program_run(ctx);
-		CUDA(cudaEventRecord(e1, ctx->stream));
-		CUDA(cudaEventSynchronize(e1));
-		CUDA(cudaEventElapsedTime(&t[r], e0, e1));
-	}
-	float ms = median(t, runs);
+	float eager = time_runs(ctx, NULL, runs, t, e0, e1);
+	float ms = exec ? time_runs(ctx, exec, runs, t, e0, e1) : eager;
 	/* each launch: the time between its mark and the one before */
 	ctx->marks = (cudaEvent_t *)calloc((size_t)p->nlaunches + 1, sizeof(cudaEvent_t));
 	if (!ctx->marks)
@@ -592,13 +774,17 @@ static void bench(FgrtContext *ctx, int runs)
 			CUDA(cudaEventElapsedTime(&per[(size_t)i * runs + r], i ? ctx->marks[i - 1] : e0, ctx->marks[i]));
 	}
 	printf("bench %s: %d runs after 3 warm-ups, medians of CUDA-event times\n", p->graph, runs);
+	printf("  per launch: eager runs, an event recorded after every launch\n");
 	for (int i = 0; i < p->nlaunches; i++)
 		printf("  launch %-2d group %-3d %-40s %10.4f ms\n", i, p->launches[i].group, p->launches[i].kernel,
 		       median(&per[(size_t)i * runs], runs));
+	if (exec)
+		printf("  eager total %.4f ms: launched one by one, no events between launches\n", eager);
 	double gbs = ideal / (ms * 1e-3) / 1e9;
-	printf("  total %.4f ms; ideal traffic %.1f MB (inputs read once, outputs and saved values written once): "
-	       "%.0f GB/s, %.1f%% of copy bandwidth %.0f GB/s (floor %.4f ms)\n",
-	       ms, ideal / 1e6, gbs, 100.0 * gbs / copy, copy, ideal / (copy * 1e9) * 1e3);
+	printf("  total %.4f ms (%s); ideal traffic %.1f MB (inputs read once, outputs and saved values written "
+	       "once): %.0f GB/s, %.1f%% of copy bandwidth %.0f GB/s (floor %.4f ms)\n",
+	       ms, exec ? "replay of one CUDA graph" : "eager launches, --no-graph", ideal / 1e6, gbs,
+	       100.0 * gbs / copy, copy, ideal / (copy * 1e9) * 1e3);
 	for (int i = 0; i < p->nlaunches; i++)
 		CUDA(cudaEventDestroy(ctx->marks[i]));
 	free(ctx->marks);
@@ -609,20 +795,44 @@ static void bench(FgrtContext *ctx, int runs)
 	free(per);
 }
 
+/* ------------------------------------------------------------ CUDA graph */
+
+/* fg_program_run's launches, captured once into a graph and instantiated.
+ * Called after an eager run: the cuBLASLt plans exist by then (their
+ * heuristics are host work that must not run inside a capture) and every
+ * kernel is loaded (lazy module loading must not happen inside one
+ * either).  A launch whose configuration is refused fails here as it
+ * would eagerly, through fgrt_launched. */
+static cudaGraphExec_t capture(FgrtContext *ctx)
+{
+	cudaGraph_t graph;
+	cudaGraphExec_t exec;
+	CUDA(cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal));
+	fg_program_run(ctx);
+	CUDA(cudaStreamEndCapture(ctx->stream, &graph));
+	CUDA(cudaGraphInstantiate(&exec, graph, 0));
+	CUDA(cudaGraphDestroy(graph));
+	return exec;
+}
+
 /* ----------------------------------------------------------------- main */
 
 static const char usage[] =
-	"usage: %s [--inputs DIR] [--outputs DIR] [--seed S] [--check DIR] [--bench N]\n"
+	"usage: %s [--inputs DIR] [--outputs DIR] [--seed S] [--check DIR] [--bench N] [--no-graph]\n"
 	"  --inputs DIR   read NAME.npy for each input and param; missing ones are drawn from the seed\n"
 	"  --outputs DIR  write NAME.npy per output and saved.NAME.npy per @save value\n"
 	"  --seed S       seed of drawn inputs (default 0), as `fgc run --seed S`\n"
 	"  --check DIR    compare every output and saved value with DIR's .npy files; exit 1 on a mismatch\n"
-	"  --bench N      time N runs after warm-up: median per launch and in all, GB/s\n";
+	"  --bench N      time N runs after warm-up: medians of the graph replay, of eager launches and of\n"
+	"                 each launch, GB/s\n"
+	"  --no-graph     launch every run eagerly, each launch checked as it is made, instead of replaying\n"
+	"                 one CUDA graph of the program (for debugging)\n";
 
 typedef struct Options {
 	const char *inputs, *outputs, *check;
 	uint64_t seed;
 	int bench;
+	int no_graph;
 } Options;
 
 static void parse(int argc, char **argv, Options *o)
@@ -634,8 +844,18 @@ static void parse(int argc, char **argv, Options *o)
 			printf(usage, argv[0]);
 			exit(0);
 		}
+		if (!strcmp(a, "--no-graph")) {
+			o->no_graph = 1;
+			continue;
+		}
+		static const char *const with_value[] = {"--inputs", "--outputs", "--check", "--seed", "--bench"};
+		int known = 0;
+		for (size_t j = 0; j < sizeof with_value / sizeof with_value[0]; j++)
+			known |= !strcmp(a, with_value[j]);
+		if (!known)
+			die("unknown option '%s' (see --help)", a);
 		if (i + 1 >= argc)
-			die("%s: unknown option or missing value (see --help)", a);
+			die("%s needs a value (see --help)", a);
 		const char *v = argv[++i];
 		char *end;
 		if (!strcmp(a, "--inputs")) {
@@ -655,10 +875,26 @@ static void parse(int argc, char **argv, Options *o)
 			if (errno || *end || n < 1 || n > 100000)
 				die("--bench %s: expected a number of runs from 1 to 100000", v);
 			o->bench = (int)n;
-		} else {
-			die("unknown option '%s' (see --help)", a);
 		}
 	}
+}
+
+/* cudaMalloc of n bytes (at least 1) for `what`; failing, one line that
+ * says how much was asked and how much the device has free. */
+static void *dev_alloc(size_t n, const char *what)
+{
+	void *p = NULL;
+	cudaError_t e = cudaMalloc(&p, n ? n : 1);
+	if (e == cudaSuccess)
+		return p;
+	(void)cudaGetLastError();       /* not sticky: clear it */
+	size_t free_b, total;
+	if (cudaMemGetInfo(&free_b, &total) == cudaSuccess)
+		die("cannot allocate %s (%zu bytes, %.2f GiB; the device has %.2f GiB free of %.2f GiB): %s (%s)", what,
+		    n, (double)n / (1 << 30), (double)free_b / (1 << 30), (double)total / (1 << 30),
+		    cudaGetErrorString(e), cudaGetErrorName(e));
+	die("cannot allocate %s (%zu bytes, %.2f GiB): %s (%s)", what, n, (double)n / (1 << 30), cudaGetErrorString(e),
+	    cudaGetErrorName(e));
 }
 
 int main(int argc, char **argv)
@@ -667,10 +903,17 @@ int main(int argc, char **argv)
 	FgrtContext ctx;
 	Options o;
 	struct stat st;
+	char what[512];
+	int ndev = 0;
 
 	parse(argc, argv, &o);
 	if (o.inputs && (stat(o.inputs, &st) != 0 || !S_ISDIR(st.st_mode)))
 		die("cannot read inputs from '%s': %s", o.inputs, errno ? strerror(errno) : "not a directory");
+	cudaError_t e = cudaGetDeviceCount(&ndev);
+	if (e != cudaSuccess)
+		die("no CUDA device: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+	if (ndev < 1)
+		die("no CUDA device: the driver reports none");
 	memset(&ctx, 0, sizeof ctx);
 	ctx.prog = p;
 	ctx.ptr = (void **)calloc((size_t)p->ntensors + 1, sizeof(void *));
@@ -678,14 +921,14 @@ int main(int argc, char **argv)
 	if (!ctx.ptr || !ctx.gemm)
 		die("out of memory");
 	CUDA(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));
-	CUDA(cudaMalloc((void **)&ctx.arena, p->arena_bytes > 256 ? (size_t)p->arena_bytes : 256));
-	CUDA(cudaMalloc((void **)&ctx.scratch, p->scratch_bytes > 256 ? (size_t)p->scratch_bytes : 256));
+	ctx.arena = (char *)dev_alloc((size_t)p->arena_bytes, "the arena");
+	ctx.scratch = (char *)dev_alloc((size_t)p->scratch_bytes, "the scratch buffer");
 	if (p->ngemms) {
 		cublasLtHandle_t lt;
 		LT(cublasLtCreate(&lt));
 		ctx.lt = lt;
 		ctx.workspace_bytes = (size_t)32 << 20;
-		CUDA(cudaMalloc(&ctx.workspace, ctx.workspace_bytes));
+		ctx.workspace = dev_alloc(ctx.workspace_bytes, "cuBLASLt's workspace");
 	}
 
 	/* inputs: from files or drawn, then to the device */
@@ -705,14 +948,30 @@ int main(int argc, char **argv)
 		else
 			draw(tt, t, o.seed, h);
 		free(path);
-		CUDA(cudaMalloc(&ctx.ptr[t], n ? n : 1));
+		snprintf(what, sizeof what, "%s '%s'", role_name(tt), tt->name);
+		ctx.ptr[t] = dev_alloc(n, what);
 		CUDA(cudaMemcpy(ctx.ptr[t], h, n, cudaMemcpyHostToDevice));
 		free(h);
 	}
+	/* cudaMemcpy from pageable memory may return before its DMA lands,
+	 * and ctx.stream (non-blocking) does not wait for the legacy stream */
+	CUDA(cudaDeviceSynchronize());
 
+	/* One eager run, each launch checked as it is made; then, unless
+	 * --no-graph, the graph, and the arena and scratch poisoned (0xff:
+	 * NaN in every float type) so that what is read back is its replay's. */
+	cudaGraphExec_t exec = NULL;
 	fg_program_run(&ctx);
 	CUDA(cudaStreamSynchronize(ctx.stream));
 	CUDA(cudaGetLastError());
+	if (!o.no_graph && p->nlaunches > 0) {
+		exec = capture(&ctx);
+		CUDA(cudaMemsetAsync(ctx.arena, 0xff, (size_t)p->arena_bytes, ctx.stream));
+		CUDA(cudaMemsetAsync(ctx.scratch, 0xff, (size_t)p->scratch_bytes, ctx.stream));
+		CUDA(cudaGraphLaunch(exec, ctx.stream));
+		CUDA(cudaStreamSynchronize(ctx.stream));
+		CUDA(cudaGetLastError());
+	}
 
 	/* outputs and saved values: write, check */
 	int bad = 0, checked = 0;
@@ -739,7 +998,9 @@ int main(int argc, char **argv)
 	if (o.check)
 		printf("%s %s: %d of %d values match %s\n", bad ? "FAIL" : "ok", p->graph, checked - bad, checked, o.check);
 	if (o.bench)
-		bench(&ctx, o.bench);
+		bench(&ctx, exec, o.bench);
+	if (exec)
+		CUDA(cudaGraphExecDestroy(exec));
 
 	for (int g = 0; g < p->ngemms; g++)
 		free_plan(ctx.gemm[g]);
@@ -756,3 +1017,5 @@ int main(int argc, char **argv)
 	free(ctx.gemm);
 	return bad ? 1 : 0;
 }
+
+#endif /* !FGRT_NO_MAIN */

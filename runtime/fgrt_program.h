@@ -17,6 +17,14 @@
  * aligned.  Scratch is shared by the groups in turn (gemm results in f32,
  * the partials of full reductions): one group's scratch is dead when the
  * next group starts.  Compiled by nvcc only (C++), never by the compiler.
+ *
+ * fg_program_run only enqueues work on ctx->stream: kernel launches,
+ * fgrt_gemm calls and fgrt_launched after each; no synchronization, no
+ * allocation, no host reads of device memory, no other stream.  The
+ * runtime runs it once eagerly, then captures it into a CUDA graph and
+ * replays that graph (fgrt_host.cu), so it must also not depend on what
+ * the arena or scratch holds when it starts: the runtime fills both with
+ * 0xff bytes before the first replay.
  */
 #ifndef FGRT_PROGRAM_H
 #define FGRT_PROGRAM_H
@@ -77,12 +85,44 @@ typedef struct FgrtProgram {
 	int64_t scratch_bytes;
 } FgrtProgram;
 
+/* cuBLASLt's fused epilogues, applied to the f32 accumulator before D is
+ * rounded to its type.  BIAS adds bias[j] to every D[i,j] (one value per
+ * column of the row-major D: a Linear layer's bias, length n).  GELU is
+ * cuBLASLt's, the tanh approximation 0.5x(1 + tanh(sqrt(2/pi)(x +
+ * 0.044715x^3))), not the erf form of fg_gelu.  The AUX forms also write
+ * aux: GELU_AUX the GELU input (after the bias) in D's type, RELU_AUX a bit
+ * mask, bit i*ld_aux + j set where the ReLU input was positive (within a
+ * rounding of zero it may disagree with D: docs/runtime.md). */
+typedef enum FgrtEpilogue {
+	FGRT_EP_NONE,                   /* zero: a plain matmul */
+	FGRT_EP_BIAS,
+	FGRT_EP_RELU,
+	FGRT_EP_RELU_BIAS,
+	FGRT_EP_GELU,
+	FGRT_EP_GELU_BIAS,
+	FGRT_EP_RELU_AUX,
+	FGRT_EP_RELU_AUX_BIAS,
+	FGRT_EP_GELU_AUX,
+	FGRT_EP_GELU_AUX_BIAS,
+} FgrtEpilogue;
+
 /* One matmul for cuBLASLt, row-major: D[m,n] = A[m,k] B[k,n], batched.  A
  * stored transposed is [k,m] (a transpose of its last two axes read as a
  * layout), B transposed [n,k].  `batch` matrices are one strided call;
  * the outer batch dims, which no single stride describes (broadcast
  * batches), are looped on the host.  Strides count elements; 0 repeats an
- * operand across a batch dim. */
+ * operand across a batch dim.
+ *
+ * The fields after outer_d describe an epilogue (fgrt_gemm_ep); all zero
+ * is none, so a table written before they existed means a plain matmul.
+ * The bias is in D's type (cuBLASLt's rule outside fp8: on cuBLASLt 13.0
+ * an f32 bias for a bf16 or f16 D, or a bf16/f16 bias for an f32 D, is
+ * refused with CUBLAS_STATUS_INVALID_VALUE).  The bias and aux tensors
+ * move with D's batch dims by their own strides (0: one bias for every
+ * matrix).  aux is row-major [m, ld_aux] per matrix: for GELU_AUX ld_aux
+ * counts elements, a multiple of 8 and at least n; for RELU_AUX it counts
+ * bits, a multiple of 128 and at least n (stride_aux and outer_aux
+ * too). */
 typedef struct FgrtGemm {
 	FgrtDtype ab, d;                /* operand and result types */
 	int64_t m, n, k;
@@ -92,6 +132,10 @@ typedef struct FgrtGemm {
 	int64_t outer_n[FGRT_PROGRAM_MAX_RANK];
 	int64_t outer_a[FGRT_PROGRAM_MAX_RANK], outer_b[FGRT_PROGRAM_MAX_RANK],
 		outer_d[FGRT_PROGRAM_MAX_RANK];
+	FgrtEpilogue epilogue;          /* FGRT_EP_NONE ... */
+	int64_t stride_bias;            /* per matrix of the strided batch */
+	int64_t ld_aux, stride_aux;     /* aux's row pitch and batch stride */
+	int64_t outer_bias[FGRT_PROGRAM_MAX_RANK], outer_aux[FGRT_PROGRAM_MAX_RANK];
 } FgrtGemm;
 
 typedef struct FgrtGemmPlan FgrtGemmPlan;      /* the runtime's, per slot */
@@ -114,9 +158,16 @@ extern const FgrtProgram fg_program;
 void fg_program_run(FgrtContext *ctx);
 
 /* The runtime's, for the generated code: a cuBLASLt matmul (every status
- * checked) and the check after launch number `i` of fg_program.launches. */
+ * checked) and the check after launch number `i` of fg_program.launches.
+ * fgrt_gemm_ep is the same with g->epilogue applied: bias (g->n values
+ * per matrix; NULL unless the epilogue adds one) and aux (NULL unless it
+ * is an AUX form).  fgrt_gemm(...) is fgrt_gemm_ep(..., NULL, NULL).  A
+ * slot's plan (descriptors and algorithm) is made at its first call, so
+ * every call of one slot must pass the same g. */
 void fgrt_gemm(FgrtContext *ctx, int slot, const FgrtGemm *g, const void *a,
 	       const void *b, void *d);
+void fgrt_gemm_ep(FgrtContext *ctx, int slot, const FgrtGemm *g, const void *a,
+		  const void *b, void *d, const void *bias, void *aux);
 void fgrt_launched(FgrtContext *ctx, int i);
 
 #endif

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# run-runtime.sh FGC SOURCE_DIR BUILD_DIR - the host runtime where there is
+# nvcc but no GPU (CI):
+#   1. a model built by `fgc compile --build` answers --help (which names
+#      --no-graph) and refuses bad options with exit status 1;
+#   2. run with no GPU (or no driver) it prints one line, "NAME: error: no
+#      CUDA device: <CUDA's reason>", and exits 1;
+#   3. tests/runtime/gemm_epilogue.cu compiles and links with the runtime
+#      built -DFGRT_NO_MAIN, with nvcc's warnings as errors, and says the
+#      same when no GPU answers;
+#   4. tests/runtime/gpu-failures.sh parses (it runs on a GPU machine).
+# Where a GPU does answer, the no-device checks are skipped with a note
+# (gpu-failures.sh checks that path there).  Without nvcc (on PATH or in
+# /usr/local/cuda/bin) every test is skipped.
+set -u
+fgc=$1 src=$2 build=$3
+export PATH=$PATH:/usr/local/cuda/bin
+if ! command -v nvcc >/dev/null 2>&1; then
+	echo "note: nvcc not found; the runtime tests were skipped"
+	echo "0 passed, 0 failed"
+	exit 0
+fi
+tmp=$(mktemp -d "${build%/}/runtime.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+
+ok() { echo "PASS $1"; pass=$((pass + 1)); }
+bad() {
+	echo "FAIL $1: $2"
+	[ -n "${3:-}" ] && [ -e "$3" ] && sed 's/^/    /' "$3" | head -20
+	fail=$((fail + 1))
+}
+
+# expect NAME STATUS REGEX CMD...: CMD exits with STATUS and its output
+# (both streams) is exactly one line, matching REGEX (grep -E).
+expect() {
+	local name=$1 want=$2 re=$3 rc log=$tmp/$1.log
+	shift 3
+	"$@" >"$log" 2>&1
+	rc=$?
+	if [ "$rc" -ne "$want" ]; then
+		bad "$name" "exit status $rc, want $want" "$log"
+	elif [ "$(grep -c . "$log")" -ne 1 ]; then
+		bad "$name" "$(grep -c . "$log") lines of output, want one" "$log"
+	elif ! grep -Eq -- "$re" "$log"; then
+		bad "$name" "the line does not match $re" "$log"
+	else
+		ok "$name"
+	fi
+}
+
+# Whether a GPU answers here: then the no-device cases cannot be seen.
+# Both builds at once: nvcc spends its time parsing headers.
+model=$tmp/ew4
+read -ra dims < <(sed -n 's/^# test-dims://p' "$src/samples/ew4_f32.fg")
+nvflags=(-gencode=arch=compute_90a,code=sm_90a -Werror all-warnings -I"$src/runtime")
+nvcc "${nvflags[@]}" -DFGRT_NO_MAIN -D_POSIX_C_SOURCE=200809L -o "$tmp/gemm_epilogue" \
+	"$src/tests/runtime/gemm_epilogue.cu" "$src/runtime/fgrt_host.cu" "$src/runtime/half.c" "$src/runtime/check.c" \
+	-lcublasLt >"$tmp/gemm.log" 2>&1 &
+gemm_pid=$!
+if ! "$fgc" compile "$src/samples/ew4_f32.fg" "${dims[@]}" -o "$model" --build >"$tmp/build.log" 2>&1; then
+	bad build "fgc compile --build failed" "$tmp/build.log"
+	wait
+	echo "$pass passed, $fail failed"
+	exit 1
+fi
+ok build
+
+# 1. options, checked before any CUDA call
+"$model" --help >"$tmp/help.log" 2>&1
+if [ $? -eq 0 ] && grep -q -- '--no-graph' "$tmp/help.log"; then ok help; else bad help "no --no-graph in --help" "$tmp/help.log"; fi
+expect bad-option 1 "^ew4_f32: error: unknown option '--frobnicate' \(see --help\)$" "$model" --frobnicate
+expect bad-bench 1 '^ew4_f32: error: --bench 0: expected a number of runs from 1 to 100000$' "$model" --bench 0
+expect no-graph-takes-no-value 1 "^ew4_f32: error: unknown option '7' \(see --help\)$" "$model" --no-graph 7
+expect missing-value 1 '^ew4_f32: error: --seed needs a value \(see --help\)$' "$model" --seed
+
+# 2. no device
+"$model" >"$tmp/probe.log" 2>&1
+if [ $? -eq 0 ]; then
+	echo "note: a GPU answered here; the no-device checks were skipped (gpu-failures.sh covers them on a GPU)"
+	gpu=1
+else
+	gpu=0
+	expect no-device 1 '^ew4_f32: error: no CUDA device: .+ \(cuda[A-Za-z]+\)$' "$model"
+	expect no-device-check 1 '^ew4_f32: error: no CUDA device: ' "$model" --check "$tmp" --no-graph
+fi
+
+# 3. the gemm epilogue test compiles, links, and fails cleanly without a GPU
+if wait "$gemm_pid"; then
+	ok gemm-epilogue-builds
+	if [ $gpu -eq 0 ]; then
+		expect gemm-epilogue-no-device 1 '^gemm_epilogue: no CUDA device: ' "$tmp/gemm_epilogue"
+	fi
+else
+	bad gemm-epilogue-builds "nvcc failed" "$tmp/gemm.log"
+fi
+
+# 4. the GPU-side script parses
+if bash -n "$src/tests/runtime/gpu-failures.sh" 2>"$tmp/syntax.log"; then ok gpu-failures-parses; else bad gpu-failures-parses "bash -n" "$tmp/syntax.log"; fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
