@@ -54,6 +54,8 @@
 #define MAX_GRID (1 << 20)      /* blocks of a grid-stride loop */
 #define FULL_BLOCKS 1024        /* partials of a reduction over all axes */
 #define MAX_LANES 8             /* elements per thread of a vectorized kernel */
+#define REG_LIMIT 128           /* registers a thread may use by the estimate
+				   (fgc's default --reg-limit) */
 
 /* ------------------------------------------------------------- text */
 
@@ -810,6 +812,38 @@ static const char *cast_expr(Kern *k, FgDtype to, FgDtype from, const char *a)
 	}
 }
 
+/* Whether the divisor ops[1] of a float division computed in scope lv
+ * is the same for many quotients: a value of an outer scope, or a
+ * reduction's result (a row's sum divides every element of the row). */
+static int uniform_divisor(const Kern *k, const Val *ops, int lv)
+{
+	const char *d = ops[1].e;
+	if (!((d[0] >= 'a' && d[0] <= 'z') || d[0] == '_'))
+		return 0;       /* a literal (1.5f, (-2.0f), CUDART_INF_F): nvcc divides by it exactly */
+	if (ops[1].lv < lv)
+		return 1;
+	for (int i = 0; i < k->reds.n; i++)
+		if (k->reds.v[i].var && strcmp(k->reds.v[i].var, d) == 0)
+			return 1;
+	return 0;
+}
+
+/* 1 / d, once, where d is defined: a division by a uniform divisor becomes
+ * a multiplication (within 2 ulp of the quotient in f32, far inside every
+ * float dtype's tolerance), which costs one instruction, not a dozen. */
+static const char *reciprocal(Kern *k, Val d)
+{
+	const char *key = fmt(k->a, "R%s", d.e);
+	for (int i = k->memo.n - 1; i >= 0; i--)
+		if (k->memo.v[i].id == -1 && strcmp(k->memo.v[i].key, key) == 0)
+			return k->memo.v[i].v.e;
+	const char *r = fresh(k, d.lv, fmt(k->a, "rcp_%s", simple(d.e) ? d.e : "d"));
+	kline(k, d.lv, r, "const float %s = 1.0f / %s;", r, paren(k->a, d.e));
+	Memo m = {-1, key, {r, d.lv}};
+	fg_vec_push(k->a, &k->memo, m);
+	return r;
+}
+
 static Val gen_ew(Kern *k, int id, const Ix *x)
 {
 	const FgNode *n = &k->g->nodes[id];
@@ -841,6 +875,13 @@ static Val gen_ew(Kern *k, int id, const Ix *x)
 			(unsigned long long)thr, paren(k->a, ops[0].e), literal(k->a, FG_DT_F32, 1.0 - n->a.drop.p));
 		break;
 	}
+	case FG_OP_DIV:
+		if (n->dt != FG_DT_I32 && uniform_divisor(k, ops, lv)) {
+			e = fmt(k->a, "%s * %s", paren(k->a, ops[0].e), reciprocal(k, ops[1]));
+			break;
+		}
+		e = subst(k->a, fg_op_info[n->op].cuda, ops, n->nin);
+		break;
 	case FG_OP_ABS:
 		if (n->dt == FG_DT_I32) {
 			e = fmt(k->a, "abs(%s)", ops[0].e);
@@ -1217,12 +1258,19 @@ static int innermost(const FgShape *s)
 	return -1;
 }
 
+/* Registers a thread of the group needs to carry n elements at once, by
+ * the partitioner's model (passes/fuse.c: est_regs is a base of 16 for
+ * indices plus the live values of 4 elements a thread). */
+static int regs_for(const Kern *k, int n)
+{
+	return 16 + (k->gr->est_regs - 16) * n / 4;
+}
+
 /* Lanes per thread for a kernel whose vectors run along a dim of size
  * inner: 16 bytes of the narrowest value the group reads or writes (so
  * every access is one or two 16-byte loads or stores), halved until the
- * dim splits into whole vectors and (regs: a loop kernel, whose lanes
- * multiply the registers the partitioner estimated per element) the
- * registers stay within 192. */
+ * dim splits into whole vectors and (regs) the registers stay within the
+ * limit by the partitioner's model. */
 static int lane_width(const Kern *k, int64_t inner, int regs)
 {
 	int size = 4;
@@ -1231,7 +1279,7 @@ static int lane_width(const Kern *k, int64_t inner, int regs)
 		size = fg_dtype_size[k->g->nodes[id].dt] < size ? fg_dtype_size[k->g->nodes[id].dt] : size;
 	}
 	int vw = 16 / size > MAX_LANES ? MAX_LANES : 16 / size;
-	while (vw > 1 && (inner % vw != 0 || (regs && k->gr->est_regs * vw > 192)))
+	while (vw > 1 && (inner % vw != 0 || (regs && regs_for(k, vw) > REG_LIMIT)))
 		vw /= 2;
 	return vw;
 }
@@ -1254,7 +1302,7 @@ static Ix lane_of(Kern *k, const Ix *x, int vd, int vw, int l)
 /* A loop kernel over the shape of `space`: writes that fit it in one
  * grid-stride loop, each other write in a loop of its own.  Also the
  * epilogue of a gemm (k->mm read from scratch). */
-static void emit_loop(Emit *E, Kern *k, int space_id, const Param *extra, int nextra)
+static void emit_loop(Emit *E, Kern *k, int space_id, const Param *extra, int nextra, const char *what)
 {
 	const FgShape *S = shape_of(k, space_id);
 	int64_t N = numel(S);
@@ -1300,6 +1348,8 @@ static void emit_loop(Emit *E, Kern *k, int space_id, const Param *extra, int ne
 	}
 	if (k->failed)
 		return;
+	if (what)
+		emit_comment(E, k->gi, vw > 1 ? fmt(E->a, "%s; %d lanes a thread", what, vw) : what);
 	const char *args = emit_kernel(k, k->gr->name, LOOP_BLOCK, extra, nextra, 1);
 	add_launch(E, k->gr->name, k->gi, grid_for(biggest / vw, LOOP_BLOCK), LOOP_BLOCK, args);
 }
@@ -1592,7 +1642,8 @@ static int row_team(const Kern *k, const RedInfo *ri, RowTeam *rt)
 	rt->vw = nonunit == 1 ? lane_width(k, ri->nred, 0) : 1;
 	for (int w = 32; w <= 1024; w *= 2) {
 		int64_t vecs = (ri->nred + (int64_t)w * rt->vw - 1) / ((int64_t)w * rt->vw);
-		if (vecs * rt->vw <= ROW_REGS || (w == 1024 && vecs * rt->vw <= ROW_REGS_WIDE)) {
+		int64_t held = vecs * rt->vw;
+		if ((held <= ROW_REGS || (w == 1024 && held <= ROW_REGS_WIDE)) && regs_for(k, (int)held) <= REG_LIMIT) {
 			rt->threads = w;
 			rt->vecs = (int)vecs;
 			break;
@@ -2170,7 +2221,89 @@ static void emit_matmul_i32(Emit *E, Kern *k, int mm, int A, int ta, int B, int 
 	add_launch(E, name, k->gi, grid_for(numel(os), LOOP_BLOCK), LOOP_BLOCK, args);
 	k->mm = mm;
 	Param acc = {fmt(k->a, "const int *__restrict__ mm_%s", k->plan->names[mm]), "(const int *)ctx->scratch"};
-	emit_loop(E, k, sink(k), &acc, 1);
+	emit_loop(E, k, sink(k), &acc, 1, NULL);
+}
+
+/* Whether member id of a gemm group is a transpose that the matmul mm
+ * reads as an operand layout. */
+static int operand_side(const Kern *k, const FgNode *mm, int id)
+{
+	for (int j = 0; j < 2; j++)
+		for (int t = mm->in[j]; is_member(k, t) && k->g->nodes[t].op == FG_OP_TRANSPOSE; t = k->g->nodes[t].in[0])
+			if (t == id)
+				return 1;
+	return 0;
+}
+
+/* Whether node b, outside the group, is a bias of mm's result (dtype dt,
+ * shape s): one value per column, in D's type. */
+static int column_bias(const Kern *k, int b, FgDtype dt, const FgShape *s)
+{
+	const FgNode *n = &k->g->nodes[b];
+	return !is_member(k, b) && n->op != FG_OP_CONST && n->dt == dt && n->shape.rank >= 1 &&
+	       n->shape.d[n->shape.rank - 1] == s->d[s->rank - 1] && numel(&n->shape) == s->d[s->rank - 1];
+}
+
+/* cuBLASLt's own epilogue for the gemm group of matmul mm, when it is
+ * exactly what the group computes after mm: a bias per column, then relu
+ * or gelu_tanh, or either alone, each rounded once into the one value the
+ * group writes (*y); a written GELU input (the sum with the bias, or mm)
+ * is the AUX output (*aux).  Returns the FGRT_EP_ constant, or NULL (the
+ * group then takes the matmul and one epilogue kernel). */
+static const char *lt_epilogue(const Kern *k, int mm, int *y, int *bias, int *aux)
+{
+	const FgNode *m = &k->g->nodes[mm];
+	int chain[2], nc = 0;
+	*y = *bias = *aux = -1;
+	if (m->dt == FG_DT_I32)
+		return NULL;
+	for (int i = 0; i < k->gr->nnodes; i++) {
+		int id = k->gr->nodes[i];
+		const FgNode *n = &k->g->nodes[id];
+		if (!is_member(k, id) || id == mm || n->op == FG_OP_CONST || operand_side(k, m, id))
+			continue;
+		if (nc == 2 || n->dt != m->dt || !fg_shape_eq(&n->shape, &m->shape))
+			return NULL;
+		chain[nc++] = id;
+	}
+	int at = 0, pre = mm;         /* pre: what the activation reads */
+	if (at < nc && k->g->nodes[chain[at]].op == FG_OP_ADD) {
+		const FgNode *a = &k->g->nodes[chain[at]];
+		int other = a->in[0] == mm ? a->in[1] : a->in[1] == mm ? a->in[0] : -1;
+		if (other < 0 || !column_bias(k, other, m->dt, &m->shape))
+			return NULL;
+		*bias = other;
+		pre = chain[at++];
+	}
+	int act = -1;
+	if (at < nc) {
+		const FgNode *a = &k->g->nodes[chain[at]];
+		if ((a->op != FG_OP_RELU && a->op != FG_OP_GELU_TANH) || a->in[0] != pre)
+			return NULL;
+		act = chain[at++];
+	}
+	if (at != nc || nc == 0)
+		return NULL;
+	*y = chain[nc - 1];
+	int writes_pre = 0;
+	for (int w = 0; w < k->gr->nwrites; w++) {
+		int id = k->gr->writes[w];
+		if (id == pre && act >= 0)
+			writes_pre = 1;
+		else if (id != *y)
+			return NULL;
+	}
+	if (writes_pre) {       /* GELU's input as AUX: rows of a multiple of 8 */
+		if (k->g->nodes[act].op != FG_OP_GELU_TANH || m->shape.d[m->shape.rank - 1] % 8 != 0)
+			return NULL;
+		*aux = pre;
+		return *bias >= 0 ? "FGRT_EP_GELU_AUX_BIAS" : "FGRT_EP_GELU_AUX";
+	}
+	if (act < 0)
+		return "FGRT_EP_BIAS";
+	if (k->g->nodes[act].op == FG_OP_RELU)
+		return *bias >= 0 ? "FGRT_EP_RELU_BIAS" : "FGRT_EP_RELU";
+	return *bias >= 0 ? "FGRT_EP_GELU_BIAS" : "FGRT_EP_GELU";
 }
 
 static void emit_gemm(Emit *E, Kern *k)
@@ -2220,30 +2353,32 @@ static void emit_gemm(Emit *E, Kern *k)
 	for (int i = 0; i < k->gr->nnodes; i++) {
 		int id = k->gr->nodes[i];
 		const FgNode *m = &k->g->nodes[id];
-		if (id == mm || m->op == FG_OP_CONST || !is_member(k, id))
-			continue;
-		int opside = 0;
-		for (int id2 = n->in[0]; is_member(k, id2) && k->g->nodes[id2].op == FG_OP_TRANSPOSE; id2 = k->g->nodes[id2].in[0])
-			opside |= id2 == id;
-		for (int id2 = n->in[1]; is_member(k, id2) && k->g->nodes[id2].op == FG_OP_TRANSPOSE; id2 = k->g->nodes[id2].in[0])
-			opside |= id2 == id;
-		if (!opside)
+		if (id != mm && m->op != FG_OP_CONST && is_member(k, id) && !operand_side(k, n, id))
 			direct = 0;
 	}
 	direct &= E->plan->home[mm] == k->gi;
+	int y = -1, bias = -1, aux = -1;
+	const char *ep = direct ? NULL : lt_epilogue(k, mm, &y, &bias, &aux);
+	if (ep && (E->plan->home[y] != k->gi || (aux >= 0 && E->plan->home[aux] != k->gi)))
+		ep = NULL;
 	if (n->dt == FG_DT_I32) {
 		emit_matmul_i32(E, k, mm, A, ta, B, tb, st[0], st[1]);
 		return;
 	}
 	int slot = E->gemms.n;
-	const char *outer_n = "", *outer_a = "", *outer_b = "", *outer_d = "";
+	const char *outer_n = "", *outer_a = "", *outer_b = "", *outer_d = "", *outer_0 = "";
 	for (int i = nd - 1; i >= 1; i--) {
 		const char *sep = i == nd - 1 ? "" : ", ";
 		outer_n = fmt(k->a, "%s%s%lld", outer_n, sep, (long long)cnt[i]);
 		outer_a = fmt(k->a, "%s%s%lld", outer_a, sep, (long long)ms[0][i]);
 		outer_b = fmt(k->a, "%s%s%lld", outer_b, sep, (long long)ms[1][i]);
 		outer_d = fmt(k->a, "%s%s%lld", outer_d, sep, (long long)ms[2][i]);
+		outer_0 = fmt(k->a, "%s%s0", outer_0, sep);
 	}
+	/* an epilogue's bias is one row for every matrix; aux is laid out as D */
+	const char *epf = !ep ? "" : fmt(k->a, "\t%s, 0, %lld, %lld, {%s}, {%s},\t/* epilogue: bias and aux strides */\n",
+					 ep, (long long)(aux >= 0 ? N : 0), (long long)(aux >= 0 && nd ? ms[2][0] : 0),
+					 outer_0, aux >= 0 ? outer_d : outer_0);
 	const char *def = fmt(k->a,
 		"/* %s: %s = matmul(%s%s, %s%s) */\n"
 		"static const FgrtGemm fg_gemm_%d = {\n"
@@ -2252,12 +2387,13 @@ static void emit_gemm(Emit *E, Kern *k)
 		"\t%d, %d,\t/* A, B stored transposed */\n"
 		"\t%lld, %lld, %lld, %lld,\t/* batch and its strides */\n"
 		"\t%d, {%s}, {%s}, {%s}, {%s},\t/* outer batch dims */\n"
+		"%s"
 		"};\n",
 		k->gr->name, k->plan->names[mm], k->plan->names[A], ta ? "^T" : "", k->plan->names[B], tb ? "^T" : "",
-		slot, rt_dtype(k->g->nodes[A].dt), direct ? rt_dtype(n->dt) : "FGRT_F32",
+		slot, rt_dtype(k->g->nodes[A].dt), direct || ep ? rt_dtype(n->dt) : "FGRT_F32",
 		(long long)M, (long long)N, (long long)K, ta, tb,
 		(long long)(nd ? cnt[0] : 1), (long long)(nd ? ms[0][0] : 0), (long long)(nd ? ms[1][0] : 0),
-		(long long)(nd ? ms[2][0] : 0), nd > 1 ? nd - 1 : 0, outer_n, outer_a, outer_b, outer_d);
+		(long long)(nd ? ms[2][0] : 0), nd > 1 ? nd - 1 : 0, outer_n, outer_a, outer_b, outer_d, epf);
 	fg_vec_push(E->a, &E->gemms, def);
 	/* the operands' own tensors */
 	const char *pa = fmt(k->a, "t_%s", k->plan->names[A]), *pb = fmt(k->a, "t_%s", k->plan->names[B]);
@@ -2270,6 +2406,18 @@ static void emit_gemm(Emit *E, Kern *k)
 		fprintf(E->f, "\n");
 		return;
 	}
+	if (ep) {
+		const char *pbias = bias >= 0 ? fmt(k->a, "t_%s", k->plan->names[bias]) : "NULL";
+		const char *paux = aux >= 0 ? fmt(k->a, "t_%s", k->plan->names[aux]) : "NULL";
+		fg_vec_push(E->a, &E->run, fmt(E->a, "fgrt_gemm_ep(ctx, %d, &fg_gemm_%d, %s, %s, t_%s, %s, %s);", slot, slot,
+					      pa, pb, k->plan->names[y], pbias, paux));
+		add_launch(E, "cublasLt", k->gi, 0, 0, NULL);
+		emit_comment(E, k->gi, fmt(E->a, "gemm on cuBLASLt with its own epilogue %s (fg_gemm_%d), straight into "
+					   "%s%s%s; no epilogue kernel", ep + strlen("FGRT_EP_"), slot, k->plan->names[y],
+					   aux >= 0 ? " and, as AUX, " : "", aux >= 0 ? k->plan->names[aux] : ""));
+		fprintf(E->f, "\n");
+		return;
+	}
 	int64_t scratch = numel(os) * 4;
 	if (scratch > E->scratch)
 		E->scratch = scratch;
@@ -2279,10 +2427,9 @@ static void emit_gemm(Emit *E, Kern *k)
 	k->mm = mm;
 	Param acc = {fmt(k->a, "const float *__restrict__ mm_%s", k->plan->names[mm]), "(const float *)ctx->scratch"};
 	int s = sink(k);
-	emit_comment(E, k->gi, fmt(E->a, "gemm: %s = matmul on cuBLASLt (fg_gemm_%d) into scratch as f32, "
-				   "then this epilogue over %s", k->plan->names[mm], slot,
-				   shape_str(E->a, k->g->nodes[s].dt, shape_of(k, s))));
-	emit_loop(E, k, s, &acc, 1);
+	emit_loop(E, k, s, &acc, 1, fmt(E->a, "gemm: %s = matmul on cuBLASLt (fg_gemm_%d) into scratch as f32, "
+					"then this epilogue over %s", k->plan->names[mm], slot,
+					shape_str(E->a, k->g->nodes[s].dt, shape_of(k, s))));
 }
 
 /* ------------------------------------------------------------ groups */
@@ -2295,8 +2442,7 @@ static void emit_group(Emit *E, int gi)
 	switch (gr->kind) {
 	case FG_GROUP_LOOP: {
 		int s = sink(&k);
-		emit_comment(E, gi, fmt(E->a, "loop over %s", shape_str(E->a, E->g->nodes[s].dt, shape_of(&k, s))));
-		emit_loop(E, &k, s, NULL, 0);
+		emit_loop(E, &k, s, NULL, 0, fmt(E->a, "loop over %s", shape_str(E->a, E->g->nodes[s].dt, shape_of(&k, s))));
 		break;
 	}
 	case FG_GROUP_ROWREDUCE:

@@ -130,14 +130,14 @@ static __device__ __forceinline__ T fg_warp_reduce(T v, Op op)
 }
 
 /* Combines every thread's v with op and returns the result to all of
- * them: a butterfly within each warp, then thread 0 over the warps'
- * results in warp order.  The __syncthreads() on entry lets a block call
- * it again right after the previous call returned. */
+ * them: a butterfly within each warp, then every thread combines the
+ * warps' results in warp order (the same order, so the same value, in
+ * every thread and every run).  The __syncthreads() on entry lets a block
+ * call it again right after the previous call returned. */
 template <typename T, typename Op>
 static __device__ __forceinline__ T fg_block_reduce(T v, Op op)
 {
 	__shared__ T part[32];
-	__shared__ T result;
 	const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
 
 	for (int o = 16; o > 0; o >>= 1)
@@ -146,14 +146,10 @@ static __device__ __forceinline__ T fg_block_reduce(T v, Op op)
 	if (lane == 0)
 		part[warp] = v;
 	__syncthreads();
-	if (threadIdx.x == 0) {
-		T w = part[0];
-		for (unsigned k = 1; k < (blockDim.x + 31u) >> 5; k++)
-			w = op(w, part[k]);
-		result = w;
-	}
-	__syncthreads();
-	return result;
+	T w = part[0];
+	for (unsigned k = 1; k < (blockDim.x + 31u) >> 5; k++)
+		w = op(w, part[k]);
+	return w;
 }
 
 #endif
