@@ -651,6 +651,13 @@ int fg_cuda_emit(FILE *f, const FgPlan *plan, const char *source, FgDiag *d);
  * with nvcc when o->build.  0, or 1 after reporting the error. */
 int fg_cuda_compile(const FgPlan *plan, const FgCudaOptions *o, FgDiag *d);
 
+/* ----------------------------------------------------- compiler/torch.c */
+
+/* fgc emit-torch: writes g (built, composites not expanded) as a Python
+ * module over PyTorch into `out` (NULL: stdout; nothing on failure);
+ * `source` is named in its header.  0, or 1 after reporting the error. */
+int fg_torch_emit(const FgGraph *g, const char *out, const char *source, FgDiag *d);
+
 /* ---------------------------------------------------- compiler/interp.c */
 
 /* Evaluates g op by op in double precision.  in[i] holds the elements of

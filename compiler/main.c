@@ -50,6 +50,8 @@ static const char usage[] =
 	"                                               interpreter against the op-by-op result\n"
 	"  compile model.fg -o OUT [--build]            write OUT.cu: one CUDA kernel per group and\n"
 	"                                               the program table; --build also runs nvcc\n"
+	"  emit-torch model.fg [-o FILE]                the graph as a PyTorch function (Python),\n"
+	"                                               composites as torch calls (docs/peers.md)\n"
 	"\n"
 	"options:\n"
 	"  -D NAME=VALUE    bind a symbolic dimension\n"
@@ -57,7 +59,8 @@ static const char usage[] =
 	"  --inputs DIR     (run) read NAME.npy for each input and param; missing ones are drawn\n"
 	"  --outputs DIR    (run) write NAME.npy per output and saved.NAME.npy per @save value\n"
 	"  --seed S         (run, verify) seed for inputs that are drawn (default 0)\n"
-	"  -o OUT           (compile) write OUT.cu, and the binary OUT with --build\n"
+	"  -o OUT           (compile) write OUT.cu, and the binary OUT with --build;\n"
+	"                   (emit-torch) write the module to OUT instead of stdout\n"
 	"  --build          (compile) build OUT with nvcc ($NVCC, else nvcc) and the runtime\n"
 	"  --arch SM        (compile) the GPU for --build (default sm_90a)\n"
 	"  --no-fuse        one group per op: the unfused baseline\n"
@@ -236,8 +239,9 @@ static void dump_if_asked(const Options *o, const char *stage, const FgGraph *g)
 		}
 }
 
-/* Source to expanded IR; the error count (0: g is ready). */
-static int front_end(FgArena *a, Options *o, FgDiag *d, FgSource *src, FgGraph *g)
+/* Source to IR after the first npasses passes (all: expanded); the error
+ * count (0: g is ready). */
+static int front_end(FgArena *a, Options *o, FgDiag *d, FgSource *src, FgGraph *g, int npasses)
 {
 	FgProgram prog;
 
@@ -249,7 +253,7 @@ static int front_end(FgArena *a, Options *o, FgDiag *d, FgSource *src, FgGraph *
 	if (fg_ir_build(a, d, &prog, o->defs.v, o->defs.n, g) != 0)
 		return d->nerrors;
 	dump_if_asked(o, "build", g);
-	for (int i = 0; i < NPASSES; i++) {
+	for (int i = 0; i < npasses; i++) {
 		passes[i].run(g);
 		dump_if_asked(o, passes[i].name, g);
 	}
@@ -266,6 +270,8 @@ static int command(int cmd, const Options *o, FgGraph *g, FgDiag *d)
 		return 0;
 	if (cmd == 1)
 		return fg_run(g, o->inputs, o->outputs, o->seed, d);
+	if (cmd == 6)
+		return fg_torch_emit(g, o->out, o->file, d);
 	if (fg_pass_fuse(g, &o->fuse, &plan, d) != 0)
 		return 1;
 	fg_pass_memplan(&plan);
@@ -321,13 +327,13 @@ int main(int argc, char **argv)
 		fputs(usage, stderr);
 		goto out;
 	}
-	static const char *const commands[] = {"check", "run", "report", "extract", "verify", "compile"};
+	static const char *const commands[] = {"check", "run", "report", "extract", "verify", "compile", "emit-torch"};
 	int cmd = -1;
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 7; i++)
 		if (strcmp(o.command, commands[i]) == 0)
 			cmd = i;
 	if (cmd < 0) {
-		usage_error("unknown command '%s'; expected check, run, report, extract, verify or compile", o.command);
+		usage_error("unknown command '%s'; expected check, run, report, extract, verify, compile or emit-torch", o.command);
 		goto out;
 	}
 	if (!o.file) {
@@ -346,15 +352,20 @@ int main(int argc, char **argv)
 		usage_error("'compile' needs -o OUT%s", "");
 		goto out;
 	}
-	if (cmd != 5 && (o.out || o.build || o.arch)) {
-		usage_error("-o, --build and --arch belong to 'compile', not '%s'", o.command);
+	if (cmd != 5 && (o.build || o.arch)) {
+		usage_error("--build and --arch belong to 'compile', not '%s'", o.command);
+		goto out;
+	}
+	if (cmd != 5 && cmd != 6 && o.out) {
+		usage_error("-o belongs to 'compile' and 'emit-torch', not '%s'", o.command);
 		goto out;
 	}
 	if (cmd == 3 && o.group < 0) {
 		usage_error("'extract' needs --group N%s", "");
 		goto out;
 	}
-	if (front_end(&arena, &o, &d, &src, &g) != 0)
+	/* emit-torch writes composites as torch calls: it takes the graph as built */
+	if (front_end(&arena, &o, &d, &src, &g, cmd == 6 ? 0 : NPASSES) != 0)
 		goto out;
 	status = command(cmd, &o, &g, &d);
 out:

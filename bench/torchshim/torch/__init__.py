@@ -1,0 +1,242 @@
+"""A NumPy stand-in for the slice of PyTorch that `fgc emit-torch` modules
+call, so that tests/run-torch.sh can run forward(..., reference=True) and
+make_inputs() on a machine without PyTorch and compare them with `fgc run`.
+
+It is not PyTorch.  It covers what a reference run needs: float64, int32,
+int64 and bool tensors with torch's names and argument conventions.  f16
+values live in NumPy's float16; bf16 values, which NumPy lacks, live in
+float64 arrays holding bf16-representable values.  Arithmetic in f16 or
+bf16 (what eager PyTorch does outside a reference run) is not emulated:
+the GPU benchmark (bench/peers.py) checks that path against real PyTorch.
+"""
+import math as _math
+
+import numpy as _np
+
+_np.seterr(all="ignore")  # inf and NaN are values here, as in torch
+
+
+class dtype:
+    """torch.dtype: a name, the NumPy storage, and is_floating_point."""
+
+    def __init__(self, name, storage, is_floating_point):
+        self.name = name
+        self.storage = _np.dtype(storage)
+        self.is_floating_point = is_floating_point
+
+    def __repr__(self):
+        return "torch." + self.name
+
+
+float64 = dtype("float64", _np.float64, True)
+float32 = dtype("float32", _np.float32, True)
+float16 = dtype("float16", _np.float16, True)
+bfloat16 = dtype("bfloat16", _np.float64, True)  # see the module's docstring
+int64 = dtype("int64", _np.int64, False)
+int32 = dtype("int32", _np.int32, False)
+bool = dtype("bool", _np.bool_, False)  # noqa: A001 - torch's own name
+
+
+class Tensor(_np.ndarray):
+    """An ndarray with the methods torch code calls on tensors."""
+
+    device = "cpu"
+
+    def permute(self, *dims):
+        if len(dims) == 1 and isinstance(dims[0], tuple):
+            dims = dims[0]
+        return self.transpose(dims)
+
+    def to(self, dt):
+        if dt is bfloat16:
+            return _round_bf16(_np.asarray(self, _np.float64))
+        return _np.asarray(self).astype(dt.storage).view(Tensor)
+
+    def view(self, dt=None, *rest):
+        if isinstance(dt, dtype):
+            return _np.ndarray.view(self, dt.storage)
+        return _np.ndarray.view(self, dt, *rest) if dt is not None else _np.ndarray.view(self)
+
+    def is_floating_point(self):
+        return self.dtype.kind == "f"
+
+    def numel(self):
+        return self.size
+
+    def abs(self):
+        return _np.abs(self)
+
+    def trunc(self):
+        return _np.trunc(self)
+
+    def double(self):
+        return self.to(float64)
+
+    def detach(self):
+        return self
+
+    def cpu(self):
+        return self
+
+    def numpy(self):
+        return _np.asarray(self)
+
+
+def _t(x):
+    return _np.asarray(x).view(Tensor)
+
+
+def _round_bf16(x):
+    """float64 to the nearest bf16 value (ties to even), kept in float64."""
+    out = x.copy()
+    fin = _np.isfinite(x)
+    _, e = _np.frexp(x[fin])
+    q = _np.ldexp(1.0, _np.maximum(e, -125) - 8)
+    r = _np.rint(x[fin] / q) * q
+    out[fin] = _np.where(_np.abs(r) > 3.3895313892515355e38, _np.copysign(_np.inf, x[fin]), r)
+    return _t(out)
+
+
+# --------------------------------------------------------------- creation
+
+def from_numpy(a):
+    return _t(a)
+
+
+def tensor(value, dtype=None, device=None):
+    return _t(_np.array(value, dtype=dtype.storage if dtype else None))
+
+
+def empty(n, dtype=float32, device=None):
+    return _t(_np.empty(n, dtype.storage))
+
+
+def arange(start, end=None, dtype=int64, device=None):
+    return _t(_np.arange(start, end, dtype=dtype.storage) if end is not None
+              else _np.arange(start, dtype=dtype.storage))
+
+
+def full_like(x, value):
+    return _t(_np.full_like(x, value))
+
+
+# ------------------------------------------------------------ elementwise
+
+def _ufunc(f):
+    return lambda x: _t(f(x))
+
+
+abs = _ufunc(_np.abs)  # noqa: A001
+neg = _ufunc(_np.negative)
+exp = _ufunc(_np.exp)
+log = _ufunc(_np.log)
+sqrt = _ufunc(_np.sqrt)
+sin = _ufunc(_np.sin)
+cos = _ufunc(_np.cos)
+tanh = _ufunc(_np.tanh)
+floor = _ufunc(_np.floor)
+isfinite = _ufunc(_np.isfinite)
+square = _ufunc(_np.square)
+round = _ufunc(_np.rint)  # noqa: A001 - ties to even, as torch.round
+_erf = _np.frompyfunc(_math.erf, 1, 1)
+
+
+def rsqrt(x):
+    return _t(1.0 / _np.sqrt(x))
+
+
+def reciprocal(x):
+    return _t(1.0 / _np.asarray(x))
+
+
+def sigmoid(x):
+    return _t(1.0 / (1.0 + _np.exp(-_np.asarray(x))))
+
+
+def relu(x):
+    x = _np.asarray(x)
+    return _t(_np.where(x < 0, _np.zeros_like(x), x))
+
+
+def erf(x):
+    x = _np.asarray(x)
+    return _t(_erf(x).astype(x.dtype))
+
+
+def pow(a, b):  # noqa: A001
+    return _t(_np.power(a, b))
+
+
+def maximum(a, b):
+    return _t(_np.maximum(a, b))
+
+
+def minimum(a, b):
+    return _t(_np.minimum(a, b))
+
+
+def clamp(x, min=None, max=None):  # noqa: A002 - torch's argument names
+    x = _np.asarray(x)
+    if min is not None:
+        x = _np.maximum(x, _np.asarray(min, x.dtype))
+    if max is not None:
+        x = _np.minimum(x, _np.asarray(max, x.dtype))
+    return _t(x)
+
+
+def where(c, a, b):
+    return _t(_np.where(c, a, b))
+
+
+def copysign(a, b):
+    return _t(_np.copysign(a, b))
+
+
+def nan_to_num(x, nan=0.0):
+    return _t(_np.nan_to_num(_np.asarray(x), nan=nan))
+
+
+# ------------------------------------------------------ reductions, layout
+
+def sum(x, dim=None, keepdim=False, dtype=None):  # noqa: A001
+    return _t(_np.sum(x, axis=dim, keepdims=keepdim, dtype=dtype.storage if dtype else None))
+
+
+def mean(x, dim=None, keepdim=False):
+    return _t(_np.mean(x, axis=dim, keepdims=keepdim))
+
+
+def amax(x, dim=None, keepdim=False):
+    return _t(_np.amax(x, axis=dim, keepdims=keepdim))
+
+
+def amin(x, dim=None, keepdim=False):
+    return _t(_np.amin(x, axis=dim, keepdims=keepdim))
+
+
+def softmax(x, dim):
+    e = _np.exp(x - _np.amax(x, axis=dim, keepdims=True))
+    return _t(e / _np.sum(e, axis=dim, keepdims=True))
+
+
+def log_softmax(x, dim):
+    s = x - _np.amax(x, axis=dim, keepdims=True)
+    return _t(s - _np.log(_np.sum(_np.exp(s), axis=dim, keepdims=True)))
+
+
+def broadcast_to(x, shape):
+    return _t(_np.broadcast_to(x, shape))
+
+
+def narrow(x, dim, start, length):
+    index = [slice(None)] * _np.ndim(x)
+    index[dim] = slice(start, start + length)
+    return _t(_np.asarray(x)[tuple(index)])
+
+
+def cat(tensors, dim=0):
+    return _t(_np.concatenate(tensors, axis=dim))
+
+
+def matmul(a, b):
+    return _t(_np.matmul(a, b))
