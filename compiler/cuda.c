@@ -1579,18 +1579,20 @@ static const char *row_desc(Emit *E, const RedInfo *ri, const char *how)
 }
 
 /* Stores the writes of the reduced shape ('R') at the result index `at`
- * of the group's reduction, once it is reduced. */
-static void store_reduced(Kern *k, const RedInfo *ri, int first, const unsigned char *dep, const Ix *at)
+ * of the group's reduction, once it is reduced, when extra_cond holds
+ * (NULL: always). */
+static void store_reduced(Kern *k, const RedInfo *ri, int first, const unsigned char *dep, const Ix *at,
+			  const char *extra_cond)
 {
 	for (int w = 0; w < k->gr->nwrites; w++) {
 		int id = k->gr->writes[w];
 		int where = write_place(k, ri, first, dep, id);
 		if (where == 'R') {
 			Ix y = ix_bcast(at, shape_of(k, first), shape_of(k, id));
-			store(k, id, &y, write_cond(k, at, shape_of(k, first), shape_of(k, id)), NULL);
+			store(k, id, &y, write_cond(k, at, shape_of(k, first), shape_of(k, id)), extra_cond);
 		} else if (where == 0) {
-			kern_error(k, id, "'%s' is written, but it fits neither the reduction's input nor its result",
-				   k->plan->names[id]);
+			kern_error(k, id, "'%s' %s is written, but it fits neither the reduction's input nor its result",
+				   k->plan->names[id], shape_str(k->a, k->g->nodes[id].dt, shape_of(k, id)));
 		}
 	}
 }
@@ -1719,19 +1721,8 @@ static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTe
 		}
 	}
 	/* once per row: values of the reduced shape */
-	for (int w = 0; w < k->gr->nwrites; w++) {
-		int id = k->gr->writes[w];
-		int where = write_place(k, ri, first, dep, id);
-		if (where == 'R') {
-			Ix rx = result_ix(k, ri, first, &kc, "row", 1);
-			Ix y = ix_bcast(&rx, shape_of(k, first), shape_of(k, id));
-			store(k, id, &y, write_cond(k, &rx, shape_of(k, first), shape_of(k, id)),
-			      fmt(k->a, "%s == 0", t));
-		} else if (where == 0) {
-			kern_error(k, id, "'%s' %s is written, but it fits neither the rows nor the reduced shape",
-				   k->plan->names[id], shape_str(k->a, k->g->nodes[id].dt, shape_of(k, id)));
-		}
-	}
+	Ix rx = result_ix(k, ri, first, &kc, "row", 1);
+	store_reduced(k, ri, first, dep, &rx, fmt(k->a, "%s == 0", t));
 	/* the epilogue: values of the row's elements, from registers */
 	kline(k, 1, NULL, "/* epilogue */");
 	for (int u = 0; u < U; u++)
@@ -1821,18 +1812,8 @@ static void emit_rowreduce(Emit *E, Kern *k)
 		}
 	}
 	/* once per row: values of the reduced shape */
-	for (int w = 0; w < k->gr->nwrites; w++) {
-		int id = k->gr->writes[w];
-		int where = write_place(k, &ri, first, dep, id);
-		if (where == 'R') {
-			Ix rx = result_ix(k, &ri, first, &kc, "row", 1);
-			Ix y = ix_bcast(&rx, shape_of(k, first), shape_of(k, id));
-			store(k, id, &y, write_cond(k, &rx, shape_of(k, first), shape_of(k, id)), "threadIdx.x == 0");
-		} else if (where == 0) {
-			kern_error(k, id, "'%s' %s is written, but it fits neither the rows nor the reduced shape",
-				   k->plan->names[id], shape_str(k->a, k->g->nodes[id].dt, shape_of(k, id)));
-		}
-	}
+	Ix rx = result_ix(k, &ri, first, &kc, "row", 1);
+	store_reduced(k, &ri, first, dep, &rx, "threadIdx.x == 0");
 	/* the epilogue: values of the row's elements */
 	int any = 0;
 	for (int w = 0; w < k->gr->nwrites; w++)
@@ -1925,7 +1906,7 @@ static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, co
 		rd->lv = 1;
 		rd->var = fresh(k, 1, fmt(k->a, "v_%s", k->plan->names[rd->id]));
 		kline(k, 1, NULL, "const %s %s = %s;", ctype(n->dt), rd->var, red_final(k, n, rd->acc, ri->nred));
-		store_reduced(k, ri, first, dep, &rd->at);
+		store_reduced(k, ri, first, dep, &rd->at, NULL);
 	}
 	kclose(k, fmt(k->a, "if (ty == 0 && o < %lld)", (long long)ri->nkept));
 	if (k->failed)
@@ -1959,7 +1940,7 @@ static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, co
 	kline(&k2, 1, NULL, "	%s", red_step(&k2, n, r2->acc, fmt(k2.a, "partial[s * %lld + o]", (long long)ri->nkept)));
 	r2->var = fresh(&k2, 1, fmt(k2.a, "v_%s", k2.plan->names[r2->id]));
 	kline(&k2, 1, NULL, "const %s %s = %s;", ctype(n->dt), r2->var, red_final(&k2, n, r2->acc, ri->nred));
-	store_reduced(&k2, ri, first, dep, &r2->at);
+	store_reduced(&k2, ri, first, dep, &r2->at, NULL);
 	kclose(&k2, stride_loop(&k2, "o", ri->nkept));
 	k->failed |= k2.failed;
 	if (k2.failed)
@@ -1996,17 +1977,7 @@ static void emit_reduce_cols(Emit *E, Kern *k, const RedInfo *ri, int first, con
 	const FgNode *n = &k->g->nodes[rd->id];
 	rd->var = fresh(k, 1, fmt(k->a, "v_%s", k->plan->names[rd->id]));
 	kline(k, 1, NULL, "const %s %s = %s;", ctype(n->dt), rd->var, red_final(k, n, rd->acc, ri->nred));
-	for (int w = 0; w < k->gr->nwrites; w++) {
-		int id = k->gr->writes[w];
-		int where = write_place(k, ri, first, dep, id);
-		if (where == 'R') {
-			Ix y = ix_bcast(&rd->at, shape_of(k, first), shape_of(k, id));
-			store(k, id, &y, write_cond(k, &rd->at, shape_of(k, first), shape_of(k, id)), NULL);
-		} else if (where == 0) {
-			kern_error(k, id, "'%s' is written, but it fits neither the reduction's input nor its result",
-				   k->plan->names[id]);
-		}
-	}
+	store_reduced(k, ri, first, dep, &rd->at, NULL);
 	kclose(k, stride_loop(k, "o", ri->nkept));
 	if (k->failed)
 		return;
@@ -2084,17 +2055,7 @@ static void emit_reduce_all(Emit *E, Kern *k, const RedInfo *ri, int first, cons
 	kline(&k2, 0, NULL, "%s = fg_block_reduce(%s, %s);", r2->acc, r2->acc, red_functor(n));
 	r2->var = fresh(&k2, 0, fmt(k2.a, "v_%s", k2.plan->names[r2->id]));
 	kline(&k2, 0, NULL, "const %s %s = %s;", ctype(n->dt), r2->var, red_final(&k2, n, r2->acc, N));
-	for (int w = 0; w < k2.gr->nwrites; w++) {
-		int id = k2.gr->writes[w];
-		int where = write_place(&k2, ri, first, dep, id);
-		if (where == 'R') {
-			Ix y = ix_bcast(&r2->at, shape_of(&k2, first), shape_of(&k2, id));
-			store(&k2, id, &y, NULL, "threadIdx.x == 0");
-		} else if (where == 0) {
-			kern_error(&k2, id, "'%s' is written, but it fits neither the reduction's input nor its result",
-				   k2.plan->names[id]);
-		}
-	}
+	store_reduced(&k2, ri, first, dep, &r2->at, "threadIdx.x == 0");
 	k->failed |= k2.failed;
 	if (k2.failed)
 		return;
