@@ -9,9 +9,11 @@
  *   - consumers in one group: the node joins that group when the group's
  *     kind allows it (a loop takes elementwise and layout ops; a reduction
  *     turns a loop into a row reduction when it reduces trailing axes of
- *     the loop's own space; a matmul turns a loop of elementwise ops over
- *     its output into a gemm with that epilogue); otherwise it starts a
- *     group of its own and the rule that refused it is its boundary reason;
+ *     the loop's own space, and every element reads the reduced values of
+ *     its own row, whatever layout ops lie between (rows_kept); a matmul
+ *     turns a loop of elementwise ops over its output into a gemm with
+ *     that epilogue); otherwise it starts a group of its own and the rule
+ *     that refused it is its boundary reason;
  *   - consumers in several groups (fan-out): an elementwise or layout node
  *     is recomputed in each of them when the cost model says recomputing
  *     is cheaper than storing it once and reading it back; otherwise it is
@@ -22,7 +24,8 @@
  * a cone that flows into its root and the group graph has no cycles.
  * @save and output values inside a group are written as side outputs and
  * fusion goes on past them.  A last pass splits loop groups whose
- * estimated registers per thread exceed the limit.
+ * estimated registers per thread exceed the limit; a group left writing
+ * nothing (a piece another group also computes) is dropped.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -63,6 +66,11 @@ typedef struct Fuser {
 	unsigned char *live;    /* per node: an output or saved value needs it */
 	int *stamp;             /* per node: scratch marks for dedupe */
 	int stamp_now;
+	signed char *ax;        /* per node, FG_MAX_RANK entries: scratch of
+				   rows_kept (which space axis each axis reads) */
+	int *via;               /* per node: scratch of rows_kept (the layout op
+				   that moved its index, or -1) */
+	unsigned char *seen;    /* per node: scratch of rows_kept (SEEN_*) */
 } Fuser;
 
 const char *const fg_group_kind_name[FG_GROUP_COUNT] = {
@@ -137,27 +145,6 @@ static int row_axes(const FgShape *in, uint32_t ax)
 static int all_axes(const FgShape *in, uint32_t ax)
 {
 	return ax == (in->rank ? (1u << in->rank) - 1 : 0);
-}
-
-/* Whether reduction n's result, broadcast NumPy-style over its input's
- * shape, lines up with the rows it reduced: its shape must be the input's
- * with the reduced axes set to 1 (keepdims), or that without leading 1s.
- * sum(x, axis=-1, keepdims=false) of an [8,8] x broadcasts along the
- * columns instead, so element (i, j) would need row j's sum. */
-static int broadcasts_back(const FgNode *n, const FgShape *in)
-{
-	FgShape kept = *in;
-
-	for (int i = 0; i < kept.rank; i++)
-		if (n->a.red.axes & (1u << i))
-			kept.d[i] = 1;
-	for (int i = 1; i <= n->shape.rank; i++)
-		if (n->shape.d[n->shape.rank - i] != kept.d[kept.rank - i])
-			return 0;
-	for (int i = n->shape.rank + 1; i <= kept.rank; i++)
-		if (kept.d[kept.rank - i] != 1)
-			return 0;
-	return 1;
 }
 
 static int in_group(const Fuser *f, int id, int gi)
@@ -271,13 +258,14 @@ static int feeds_operand(const Fuser *f, int p, int gi)
 	return 0;
 }
 
-/* A transpose of the last two axes, which a gemm reads as a layout. */
+/* A transpose that swaps the last two axes and keeps the others, which a
+ * gemm reads as a layout.  (perm=[0, 1] keeps all: no layout flag.) */
 static int is_operand_transpose(const Fuser *f, int p)
 {
 	const FgNode *n = node(f, p);
 	int r = n->shape.rank;
 
-	if (n->op != FG_OP_TRANSPOSE || r < 2)
+	if (n->op != FG_OP_TRANSPOSE || r < 2 || n->a.perm[r - 2] != r - 1)
 		return 0;
 	for (int i = 0; i < r - 2; i++)
 		if (n->a.perm[i] != i)
@@ -290,6 +278,258 @@ static const char *type_str(Fuser *f, int id)
 	char buf[256];
 
 	return fg_arena_strdup(f->a, fg_type_str(buf, sizeof buf, node(f, id)->dt, &node(f, id)->shape));
+}
+
+/* ------------------------------------------ the rows of a reduction */
+
+/* A reduction group runs one block per row (a thread per result element
+ * for other axes): a reduced value exists only at the row its block
+ * reduces.  rows_kept follows, for every member, which coordinates of
+ * the space (the reductions' input) each of its axes is read at, from
+ * where the kernel starts: the values it writes and the reductions'
+ * inputs.  An axis entry is a space axis or one of these. */
+enum {
+	AX_UNSEEN = -1,         /* no member reads it at this axis yet */
+	AX_ZERO = -2,           /* an axis of 1: index 0 */
+	AX_OTHER = -3,          /* a computed coordinate (a slice's offset, a
+				   concat, a flattening reshape), or several */
+};
+
+enum {
+	SEEN_DEP = 1,           /* computed from a reduction of the group */
+	SEEN_READ = 2,          /* read somewhere: its ax entries are set */
+};
+
+/* The space axis that axis d of reduction r's result keeps. */
+static int kept_axis(const FgNode *r, const FgShape *in, int d)
+{
+	if (r->a.red.keepdims)
+		return d;
+	for (int i = 0; i < in->rank; i++)
+		if (!(r->a.red.axes & (1u << i)) && d-- == 0)
+			return i;
+	fg_die("axis %d past the kept axes of a reduction", d);
+}
+
+/* dst: shape s read at the index of a value of rank srank read at src,
+ * NumPy-aligned from the last axis (s broadcasts into that value). */
+static void ax_align(signed char *dst, const FgShape *s, const signed char *src, int srank)
+{
+	for (int j = 0; j < s->rank; j++)
+		dst[j] = s->d[j] == 1 ? AX_ZERO : src[j + srank - s->rank];
+}
+
+/* The axes of s longer than 1, into ax; their count. */
+static int long_axes(const FgShape *s, int *ax)
+{
+	int n = 0;
+
+	for (int i = 0; i < s->rank; i++)
+		if (s->d[i] > 1)
+			ax[n++] = i;
+	return n;
+}
+
+/* Where v's operand o is read when v is read at mv; *moved says whether
+ * the op moves elements to other coordinates (how the index went wrong,
+ * for the report). */
+static void operand_axes(const Fuser *f, int v, int o, const signed char *mv, signed char *mo, int *moved)
+{
+	const FgNode *n = node(f, v);
+	const FgShape *os = &node(f, o)->shape, *vs = &n->shape;
+	int a[FG_MAX_RANK], b[FG_MAX_RANK], na, nb;
+
+	*moved = 0;
+	switch (n->op) {
+	case FG_OP_TRANSPOSE:
+		for (int i = 0; i < vs->rank; i++) {
+			mo[n->a.perm[i]] = mv[i];
+			*moved |= n->a.perm[i] != i;
+		}
+		break;
+	case FG_OP_SLICE:
+		memcpy(mo, mv, (size_t)os->rank);
+		if (n->a.slice.start != 0)
+			mo[n->a.slice.axis] = AX_OTHER;
+		*moved = 1;
+		break;
+	case FG_OP_CONCAT:
+		memcpy(mo, mv, (size_t)os->rank);
+		mo[n->a.axis] = AX_OTHER;
+		*moved = 1;
+		break;
+	case FG_OP_RESHAPE:
+		/* Only axes of 1 come or go: the others keep their
+		 * coordinates; else the index goes through a flat one. */
+		na = long_axes(vs, a);
+		nb = long_axes(os, b);
+		*moved = na != nb;
+		for (int i = 0; i < na && !*moved; i++)
+			*moved = vs->d[a[i]] != os->d[b[i]];
+		for (int i = 0; i < os->rank; i++)
+			mo[i] = AX_OTHER;
+		for (int i = 0; i < nb && !*moved; i++)
+			mo[b[i]] = mv[a[i]];
+		break;
+	default:        /* elementwise and broadcast_to */
+		ax_align(mo, os, mv, vs->rank);
+		break;
+	}
+	for (int j = 0; j < os->rank; j++)
+		if (os->d[j] == 1)
+			mo[j] = AX_ZERO;
+}
+
+/* o is read at m as well (via: the op that moved the index, or -1). */
+static void ax_merge(Fuser *f, int o, const signed char *m, int via)
+{
+	signed char *e = &f->ax[(size_t)o * FG_MAX_RANK];
+
+	for (int j = 0; j < node(f, o)->shape.rank; j++)
+		e[j] = !(f->seen[o] & SEEN_READ) || e[j] == m[j] ? m[j] : AX_OTHER;
+	f->seen[o] |= SEEN_READ;
+	if (f->via[o] < 0)
+		f->via[o] = via;
+}
+
+static int in_group_or(const Fuser *f, int id, int gi, int p)
+{
+	return id == p || in_group(f, id, gi);
+}
+
+/* Whether a member is written by its group (whichever writes it). */
+static int is_written(const Fuser *f, int id)
+{
+	return (node(f, id)->flags & (FG_NF_OUTPUT | FG_NF_SAVED | FG_NF_MATERIALIZE)) || f->block[id] != FG_WHY_NONE;
+}
+
+/* How a reduction group whose first reduction is r writes value w (dep:
+ * whether w is computed from the group's reductions), as compiler/cuda.c's
+ * write_place has it: 'R' at the rows (r's result, broadcast), 'S' over
+ * the space (r's input), 0 not at all. */
+static int write_place(const Fuser *f, int r, int w, int dep)
+{
+	const FgShape *ws = &node(f, w)->shape, *S = &node(f, node(f, r)->in[0])->shape;
+	int fr = fits(ws, &node(f, r)->shape), fs = fits(ws, S);
+
+	if (fr && (dep || !fs))
+		return 'R';
+	if (fs && (!dep || fg_shape_numel(ws) == fg_shape_numel(S)))
+		return 'S';
+	return 0;
+}
+
+/* Why a group of this kind whose first reduction is r cannot write w. */
+static const char *unplaceable(Fuser *f, int w, int r, FgGroupKind kind)
+{
+	char sp[256];
+
+	return fg_arena_printf(f->a, "'%s' %s must be written, but it fits neither %s's result %s (the shape a "
+			       "%s group writes per-row values in) nor the rows %s", f->plan->names[w],
+			       type_str(f, w), fg_op_info[node(f, r)->op].name, type_str(f, r),
+			       fg_group_kind_name[kind],
+			       fg_type_str(sp, sizeof sp, node(f, w)->dt, &node(f, node(f, r)->in[0])->shape));
+}
+
+/* The group's first reduction: its lowest member id of that class. */
+static int first_reduction(const Fuser *f, const BGroup *b)
+{
+	for (int k = b->nodes.n - 1; k >= 0; k--)
+		if (cls(f, b->nodes.v[k]) == FG_CLASS_REDUCE)
+			return b->nodes.v[k];
+	fg_die("a reduction group without a reduction");
+}
+
+/* Whether group gi with reduction p joined (p below all its members)
+ * still runs as one reduction kernel, as compiler/cuda.c writes it:
+ * every value the group writes fits either the rows (the result of p,
+ * its first reduction) or the space (p's input), and every reduction is
+ * read only at the row its own block reduces.  If not, *detail says why
+ * (kind: the group's kind once p joins). */
+static int rows_kept(Fuser *f, int gi, int p, FgGroupKind kind, const char **detail)
+{
+	const BGroup *b = &f->groups.v[gi];
+	const FgNode *pn = node(f, p);
+	const FgShape *S = &node(f, pn->in[0])->shape;
+	signed char rows[FG_MAX_RANK], space[FG_MAX_RANK], m[FG_MAX_RANK];
+	int nm = b->nodes.n + 1;
+
+	for (int d = 0; d < pn->shape.rank; d++)
+		rows[d] = pn->shape.d[d] == 1 ? AX_ZERO : kept_axis(pn, S, d);
+	for (int i = 0; i < S->rank; i++)
+		space[i] = S->d[i] == 1 ? AX_ZERO : i;
+	/* Members in increasing id order: what depends on a reduction. */
+	for (int k = nm - 1; k >= 0; k--) {
+		int v = k < b->nodes.n ? b->nodes.v[k] : p;
+		const FgNode *n = node(f, v);
+		f->seen[v] = cls(f, v) == FG_CLASS_REDUCE ? SEEN_DEP : 0;
+		f->via[v] = -1;
+		for (int j = 0; j < n->nin; j++)
+			if (in_group_or(f, n->in[j], gi, p))
+				f->seen[v] |= f->seen[n->in[j]] & SEEN_DEP;
+	}
+	/* Where the kernel starts: each written value at the rows or the
+	 * space (write_place in compiler/cuda.c), each reduction's input at
+	 * the space. */
+	for (int k = 0; k < nm; k++) {
+		int v = k < b->nodes.n ? b->nodes.v[k] : p;
+		const FgShape *vs = &node(f, v)->shape;
+		if (cls(f, v) == FG_CLASS_REDUCE && in_group_or(f, node(f, v)->in[0], gi, p))
+			ax_merge(f, node(f, v)->in[0], space, -1);
+		if (!is_written(f, v))
+			continue;
+		int where = write_place(f, p, v, f->seen[v] & SEEN_DEP);
+		if (where == 'R') {
+			ax_align(m, vs, rows, pn->shape.rank);
+		} else if (where == 'S') {
+			ax_align(m, vs, space, S->rank);
+		} else {
+			*detail = unplaceable(f, v, p, kind);
+			return 0;
+		}
+		ax_merge(f, v, m, -1);
+	}
+	/* From consumers to operands: where each member is read. */
+	for (int k = 0; k < nm; k++) {
+		int v = k < b->nodes.n ? b->nodes.v[k] : p;
+		const FgNode *n = node(f, v);
+		if (!(f->seen[v] & SEEN_READ) || cls(f, v) == FG_CLASS_REDUCE)
+			continue;
+		for (int j = 0; j < n->nin; j++) {
+			int o = n->in[j], moved;
+			if (!in_group_or(f, o, gi, p))
+				continue;
+			operand_axes(f, v, o, &f->ax[(size_t)v * FG_MAX_RANK], m, &moved);
+			ax_merge(f, o, m, moved ? v : f->via[v]);
+		}
+	}
+	for (int k = 0; k < nm; k++) {
+		int r = k < b->nodes.n ? b->nodes.v[k] : p;
+		const FgNode *rn = node(f, r);
+		if (cls(f, r) != FG_CLASS_REDUCE || !(f->seen[r] & SEEN_READ))
+			continue;
+		for (int d = 0; d < rn->shape.rank; d++) {
+			if (rn->shape.d[d] == 1 || f->ax[(size_t)r * FG_MAX_RANK + d] == kept_axis(rn, S, d))
+				continue;
+			int w = f->via[r];
+			if (w < 0) {    /* NumPy alignment alone: sum(x, axis=-1, keepdims=false) + x */
+				*detail = fg_arena_printf(f->a, "%s's result %s broadcasts across the rows it reduced, "
+							  "so each element needs another row's value, computed by "
+							  "another block", fg_op_info[rn->op].name, type_str(f, r));
+				return 0;
+			}
+			const char *through = fg_arena_printf(f->a, ", through %s '%s' (%d:%d),",
+				fg_op_info[node(f, w)->op].name, f->plan->names[w], node(f, w)->loc.line, node(f, w)->loc.col);
+			*detail = fg_arena_printf(f->a, "%s's result %s is read%s at other elements than the %s, "
+						  "which other %s compute",
+						  fg_op_info[rn->op].name, type_str(f, r), through,
+						  kind == FG_GROUP_ROWREDUCE ? "row each block of the rowreduce group reduces"
+									     : "one each thread of the reduce group reduces",
+						  kind == FG_GROUP_ROWREDUCE ? "blocks" : "threads");
+			return 0;
+		}
+	}
+	return 1;
 }
 
 /* Whether p may join group gi.  If not, *why and *detail say which rule
@@ -329,23 +569,28 @@ static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
 						  type_str(f, p), fg_type_str(sp, sizeof sp, n->dt, &b->space));
 			return 0;
 		}
+		if ((b->kind == FG_GROUP_ROWREDUCE || b->kind == FG_GROUP_REDUCE) && is_written(f, p)) {
+			/* p comes before the group's reductions: not computed
+			 * from them */
+			int r = first_reduction(f, b);
+			if (!write_place(f, r, p, 0)) {
+				*detail = unplaceable(f, p, r, b->kind);
+				return 0;
+			}
+		}
 		return 1;
 	}
 	if (c == FG_CLASS_REDUCE) {
 		const FgShape *in = &node(f, n->in[0])->shape;
 		uint32_t ax = n->a.red.axes;
+		FgGroupKind to = row_axes(in, ax) ? FG_GROUP_ROWREDUCE : FG_GROUP_REDUCE;
 		if (b->kind == FG_GROUP_LOOP && fg_shape_eq(&n->shape, &b->space))
-			return 1;       /* epilogue on the reduced shape */
-		int back = broadcasts_back(n, in);
-		if (b->kind == FG_GROUP_LOOP && row_axes(in, ax) && fg_shape_eq(in, &b->space) && back)
-			return 1;       /* broadcast back over its own rows */
-		if (b->kind == FG_GROUP_ROWREDUCE && ax == b->red_axes && fg_shape_eq(in, &b->space) && back)
-			return 1;       /* another reduction over the same rows */
-		if (!back && !all_axes(in, ax))
-			*detail = fg_arena_printf(f->a, "%s's result %s broadcasts across the rows it reduced, so "
-						  "each element needs another row's value, computed by another block",
-						  fg_op_info[n->op].name, type_str(f, p));
-		else if (all_axes(in, ax))
+			return rows_kept(f, gi, p, to, detail);         /* epilogue on the reduced shape */
+		if (b->kind == FG_GROUP_LOOP && row_axes(in, ax) && fg_shape_eq(in, &b->space))
+			return rows_kept(f, gi, p, to, detail);         /* broadcast back over its own rows */
+		if (b->kind == FG_GROUP_ROWREDUCE && ax == b->red_axes && fg_shape_eq(in, &b->space))
+			return rows_kept(f, gi, p, to, detail);         /* another reduction over the same rows */
+		if (all_axes(in, ax))
 			*detail = fg_arena_printf(f->a, "%s reduces all axes: every block of the %s group needs "
 						  "the total, and there is no grid-wide barrier",
 						  fg_op_info[n->op].name, kind);
@@ -763,7 +1008,9 @@ static int cmp_root(const void *a, const void *b)
 {
 	const Order *x = a, *y = b;
 
-	return (x->key > y->key) - (x->key < y->key);
+	if (x->key != y->key)
+		return (x->key > y->key) - (x->key < y->key);
+	return (x->gi > y->gi) - (x->gi < y->gi);
 }
 
 /* Whether id is written: an output, saved, or refused by its consumers. */
@@ -970,6 +1217,89 @@ static void merge_siblings(Fuser *f)
 	}
 }
 
+/* The first group (by position in order, as memberships are numbered)
+ * that reads id without computing it; INT_MAX when none does. */
+static int first_reader(const Fuser *f, int id)
+{
+	int first = INT_MAX;
+
+	FOR_CONSUMERS(f, id, c)
+		for (int k = 0; k < f->memb[c].n; k++)
+			if (f->memb[c].v[k] < first && !in_group(f, id, f->memb[c].v[k]))
+				first = f->memb[c].v[k];
+	return first;
+}
+
+/* Group order[i], when it is a reduction group, writes what it holds at
+ * the rows of its first reduction or over its input (write_place).  A
+ * value homed there that fits neither (one that the register splitter
+ * cut from a loop group which also computes it) moves to a loop or gemm
+ * group that holds it and runs before its first reader. */
+static void rehome(Fuser *f, const Order *order, int i)
+{
+	const BGroup *b = &f->groups.v[order[i].gi];
+
+	if (b->kind != FG_GROUP_ROWREDUCE && b->kind != FG_GROUP_REDUCE)
+		return;
+	int first = first_reduction(f, b);
+	for (int k = b->nodes.n - 1; k >= 0; k--) {        /* increasing ids */
+		int v = b->nodes.v[k];
+		const FgNode *n = node(f, v);
+		f->seen[v] = cls(f, v) == FG_CLASS_REDUCE ? SEEN_DEP : 0;
+		for (int j = 0; j < n->nin; j++)
+			if (in_group(f, n->in[j], i))
+				f->seen[v] |= f->seen[n->in[j]] & SEEN_DEP;
+	}
+	for (int k = 0; k < b->nodes.n; k++) {
+		int v = b->nodes.v[k], reader, best = -1;
+		if (f->plan->home[v] != i || write_place(f, first, v, f->seen[v] & SEEN_DEP))
+			continue;
+		reader = first_reader(f, v);
+		for (int j = 0; j < f->memb[v].n; j++) {
+			int h = f->memb[v].v[j];
+			FgGroupKind kind = f->groups.v[order[h].gi].kind;
+			if (h < reader && (kind == FG_GROUP_LOOP || kind == FG_GROUP_GEMM) && (best < 0 || h < best))
+				best = h;
+		}
+		if (best >= 0)
+			f->plan->home[v] = best;
+	}
+}
+
+/* Drops the groups (order[0..n), memberships and homes numbered by
+ * position in order) that write nothing: when the register splitter cuts
+ * two groups that recompute the same cone at the same place, the later of
+ * the two identical pieces is work nothing reads.  Returns how many
+ * groups are left. */
+static int drop_idle_groups(Fuser *f, Order *order, int n)
+{
+	FgPlan *plan = f->plan;
+	int *nwrites = fg_arena_array(f->a, (size_t)n + 1, sizeof(int));
+	int *renum = fg_arena_array(f->a, (size_t)n + 1, sizeof(int));
+	int left = 0;
+
+	for (int id = 0; id < f->g->nnodes; id++)
+		if (plan->home[id] >= 0)
+			nwrites[plan->home[id]]++;
+	for (int i = 0; i < n; i++) {
+		renum[i] = nwrites[i] ? left : -1;
+		if (nwrites[i])
+			order[left++] = order[i];
+	}
+	if (left == n)
+		return n;
+	for (int id = 0; id < f->g->nnodes; id++) {
+		int w = 0;
+		for (int k = 0; k < f->memb[id].n; k++)
+			if (renum[f->memb[id].v[k]] >= 0)
+				f->memb[id].v[w++] = renum[f->memb[id].v[k]];
+		f->memb[id].n = w;
+		if (plan->home[id] >= 0)
+			plan->home[id] = renum[plan->home[id]];
+	}
+	return left;
+}
+
 /* Orders the groups, picks which group writes each value, and fills the
  * plan's groups, edges and totals. */
 static void finish(Fuser *f)
@@ -999,19 +1329,24 @@ static void finish(Fuser *f)
 	for (int i = 0; i < n; i++)
 		newid[order[i].gi] = i;
 	/* Renumber memberships, then decide the writer of each value: the
-	 * earliest group that holds it. */
+	 * earliest group that holds it, unless that is a reduction group that
+	 * cannot (rehome). */
+	for (int id = 0; id < g->nnodes; id++)
+		for (int k = 0; k < f->memb[id].n; k++) {
+			f->memb[id].v[k] = newid[f->memb[id].v[k]];
+			FG_ASSERT(f->memb[id].v[k] >= 0);
+		}
 	for (int id = 0; id < g->nnodes; id++) {
 		int best = -1;
-		for (int k = 0; k < f->memb[id].n; k++) {
-			int ng = newid[f->memb[id].v[k]];
-			FG_ASSERT(ng >= 0);
-			f->memb[id].v[k] = ng;
-			if (best < 0 || ng < best)
-				best = ng;
-		}
+		for (int k = 0; k < f->memb[id].n; k++)
+			if (best < 0 || f->memb[id].v[k] < best)
+				best = f->memb[id].v[k];
 		plan->why[id] = is_source(f, id) || !f->live[id] ? FG_WHY_NONE : written_why(f, id);
 		plan->home[id] = plan->why[id] != FG_WHY_NONE ? best : -1;
 	}
+	for (int i = 0; i < n; i++)
+		rehome(f, order, i);
+	n = drop_idle_groups(f, order, n);
 	/* Groups renumbered: build them in the new order. */
 	BGroup *old = fg_arena_array(f->a, (size_t)n + 1, sizeof(BGroup));
 	for (int i = 0; i < n; i++)
@@ -1110,6 +1445,20 @@ static void check_fuse_block(Fuser *f, int blk, FgDiag *d)
 		 "this fuse block cannot be one kernel: its statements do not depend on each other and land in separate groups");
 }
 
+/* A transpose that joined a gemm on its operand side is a layout flag of
+ * that operand, whatever other groups recompute it: what it reads must
+ * then be stored (the gemm reads its operands from memory). */
+static void mark_operand_side(Fuser *f, int p)
+{
+	if (node(f, p)->op != FG_OP_TRANSPOSE)
+		return;
+	for (int k = 0; k < f->memb[p].n; k++) {
+		int gi = f->memb[p].v[k];
+		if (f->groups.v[gi].kind == FG_GROUP_GEMM && f->groups.v[gi].root != p && feeds_operand(f, p, gi))
+			f->opside[p] = 1;
+	}
+}
+
 /* Marks what an output or saved value needs; the rest is dead code. */
 static void mark_live(Fuser *f)
 {
@@ -1145,18 +1494,16 @@ int fg_pass_fuse(const FgGraph *g, const FgFuseOptions *o, FgPlan *plan, FgDiag 
 	f.detail = fg_arena_array(f.a, (size_t)g->nnodes + 1, sizeof(char *));
 	f.opside = fg_arena_array(f.a, (size_t)g->nnodes + 1, 1);
 	f.stamp = fg_arena_array(f.a, (size_t)g->nnodes + 1, sizeof(int));
+	f.ax = fg_arena_array(f.a, (size_t)g->nnodes * FG_MAX_RANK + 1, 1);
+	f.via = fg_arena_array(f.a, (size_t)g->nnodes + 1, sizeof(int));
+	f.seen = fg_arena_array(f.a, (size_t)g->nnodes + 1, 1);
 	index_consumers(&f);
 	mark_live(&f);
 	for (int p = g->nnodes - 1; p >= 0; p--) {
 		if (is_source(&f, p) || !f.live[p])
 			continue;
 		place(&f, p);
-		/* A transpose that joined a gemm on its operand side is a
-		 * layout flag of that operand. */
-		if (node(&f, p)->op == FG_OP_TRANSPOSE && f.memb[p].n == 1 &&
-		    f.groups.v[f.memb[p].v[0]].kind == FG_GROUP_GEMM && f.groups.v[f.memb[p].v[0]].root != p &&
-		    feeds_operand(&f, p, f.memb[p].v[0]))
-			f.opside[p] = 1;
+		mark_operand_side(&f, p);
 	}
 	for (int gi = 0, n = f.groups.n; gi < n; gi++)
 		if (f.groups.v[gi].kind == FG_GROUP_LOOP && !o->no_fuse)

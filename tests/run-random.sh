@@ -3,8 +3,9 @@
 # writes N valid random graphs (seeds RANDOM_SEED, RANDOM_SEED+1, ...); for
 # each, `fgc verify` runs the fusion plan group by group on the reference
 # interpreter, stored values rounded to their dtype, against the op-by-op
-# result, fused and with --no-fuse.  Then every tests/random/regress-*.fg
-# must verify both ways.
+# result, fused and with --no-fuse; each group of the fused plan must
+# extract (`fgc extract`) into a .fg that parses back, and hold only ops
+# its kind can run.  Then every tests/random/regress-*.fg must do the same.
 #
 # Usage: bash tests/run-random.sh FGC SOURCE_DIR BUILD_DIR [N]
 #   N               graphs (default RANDOM_GRAPHS, else 150); e.g. 2000 for
@@ -21,19 +22,23 @@
 # One line per graph: PASS, FAIL or ROUND.  A FAIL names its class,
 #   crash        fgc exited with neither 0 nor 1, or ran past 120 s;
 #   illegal-plan verify refused the plan (exit 1 without a mismatch), or
-#                a group holds an op its kind cannot run (gen_graph.py --lint);
+#                a group holds an op its kind cannot run or writes nothing
+#                (gen_graph.py --lint);
 #   mismatch     the plan's values differ beyond tolerance;
+#   extract      a group of the plan, written by `fgc extract`, does not
+#                parse back (fgc check rejects it);
 #   generator    gen_graph.py wrote a graph fgc check rejects (its bug);
 #   backend-refused  `fgc compile` refused the plan (RANDOM_COMPILE=1, or a
-#                regression marked `# check: compile`),
+#                regression marked `# check: compile`; a crash of it is a
+#                crash),
 # the seed, and the command that reproduces it; the graph and fgc's output
-# are copied to BUILD_DIR/random-failures/.  ROUND is a mismatch that
-# vanishes when every f16/bf16 in the graph is made f32 while the plan stays
-# the same, or whose error is small (under 1e-3 relative in f32, 3e-2 in
-# f16, 0.2 in bf16): the legitimate cost of rounding stored intermediates
-# more than the tolerance allows (deep unfused bf16 chains; large f32
-# values past atol); it is counted as a pass and listed, since the RMSE
-# gate allows about one rounding.
+# are copied to BUILD_DIR/random-failures/.  ROUND is a mismatch shown to
+# be the rounding of stored values (rounding_only below: it vanishes with
+# every f16/bf16 made f32 under the same plan, or when the op-by-op result
+# rounds the values the plan stores as the plan does): the legitimate
+# cost of storing intermediates, past a tolerance that allows about one
+# rounding (deep unfused bf16 chains, exp of a stored f32), counted as a
+# pass and listed.  Any other mismatch is a FAIL however small.
 # Graph SEED is verified with --seed SEED and plan options chosen by its
 # seed (options() below), printed with any failure.  A regression file may
 # say `# verify-seed: S` and `# verify-options: OPTS`.  Shrink a failure
@@ -84,34 +89,65 @@ classify() {
 }
 export -f classify
 
-# Whether the mismatch of G under MODE is only rounding: the graph with
-# every f16/bf16 made f32 verifies under the same plan; or the error (of
-# that graph, else G's own) is small (gen_graph.py --gross: < 1e-3
-# relative in f32, which stores round at 6e-8; < 3e-2 in f16).  A plan
-# that computes a wrong thing is off by far more.
+# Whether the mismatch of G under MODE is only the rounding of the values
+# the plan stores, and so not the plan's doing; prints which test said so:
+#   all-f32   the graph with every f16/bf16 made f32 verifies (and, fused,
+#             gets the same groups, so the plan is not what changed);
+#   stored    the op-by-op result agrees once it rounds, to their own
+#             dtypes, the values the plan stores and reads back (each made
+#             cast(v, dtype=its own), gen_graph.py --round-stored), under a
+#             plan that stores nothing else.  The two then compute the same
+#             numbers: what is left is evaluation order, which the
+#             tolerances cover.  This is how an f32 graph shows a mismatch
+#             to be rounding: exp(t) turns t's stored rounding into a
+#             relative error |t| times larger, past an RMSE gate that
+#             allows about one rounding of the result.
 rounding_only() {
-	local mode=$1 seed=$2 g=$3 g32=${3%.fg}.f32.fg judge=$3.verify$1.out
+	local mode=$1 seed=$2 g=$3 g32=${3%.fg}.f32.fg ge=${3%.fg}.exp.fg gr=${3%.fg}.stored.fg
 	"$py" "$gen" --promote "$g" "$g32" || return 1
-	if ! cmp -s "$g" "$g32"; then
-		if verify "$mode" "$seed" "$g32" "$g32.out"; then
-			[ "$mode" = --no-fuse ] && return 0
-			"$fgc" report $opts --format json "$g" | "$py" "$gen" --plan-sig >"$g.sig" 2>/dev/null &&
-				"$fgc" report $opts --format json "$g32" | "$py" "$gen" --plan-sig >"$g32.sig" 2>/dev/null &&
-				cmp -s "$g.sig" "$g32.sig" && return 0
-		else
-			judge=$g32.out
+	if ! cmp -s "$g" "$g32" && verify "$mode" "$seed" "$g32" "$g32.out"; then
+		if [ "$mode" = --no-fuse ]; then
+			echo all-f32
+			return 0
 		fi
+		"$fgc" report $opts --format json "$g" | "$py" "$gen" --plan-sig >"$g.sig" 2>/dev/null &&
+			"$fgc" report $opts --format json "$g32" | "$py" "$gen" --plan-sig >"$g32.sig" 2>/dev/null &&
+			cmp -s "$g.sig" "$g32.sig" && echo all-f32 && return 0
 	fi
-	! "$py" "$gen" --gross "$judge"
+	"$fgc" check -d expand "$g" >"$ge" 2>/dev/null &&
+		"$fgc" report $mode $opts --format json "$ge" >"$ge.json" 2>/dev/null &&
+		"$py" "$gen" --round-stored "$ge" "$ge.json" "$gr" &&
+		"$fgc" report $mode $opts --format json "$gr" >"$gr.json" 2>/dev/null &&
+		"$py" "$gen" --stores-within "$ge.json" "$gr.json" &&
+		verify "$mode" "$seed" "$gr" "$gr.out" && echo stored
 }
 export -f rounding_only
+
+# failed WHAT DETAILS [FILE SUFFIX]: records a failure of the graph that
+# one() checks (its $res and $note): keeps the graph in $faildir, with FILE
+# as NAME.SUFFIX; WHAT names the class and the command that reproduces it,
+# GRAPH standing for the kept graph; DETAILS are fgc's words.
+failed() {
+	local name=${file:+$(basename "$g" .fg)}
+	name=${name:-seed-$seed}
+	mkdir -p "$faildir"
+	[ -n "$file" ] || cp "$g" "$faildir/$name.fg"
+	[ -z "${3:-}" ] || cp "$3" "$faildir/$name.$4"
+	res=FAIL
+	note="$note
+  ${1//GRAPH/${file:-$faildir/$name.fg}}"
+	[ -z "$2" ] || note="$note
+$(printf '%s\n' "$2" | sed 's/^/    /')"
+}
+export -f failed
 
 # one SEED [FILE]: generates graph SEED (or takes FILE, a regression) and
 # verifies it both ways; writes one result line to $tmp/res.SEED.
 one() {
 	local seed=$1 file=${2:-} g res="PASS" note="" vseed
 	if [ -n "$file" ]; then
-		g=$file
+		g=$tmp/$(basename "$file")       # its scratch files go to $tmp
+		cp "$file" "$g"
 		vseed=$(sed -n 's/^# verify-seed: *\([0-9]*\).*/\1/p' "$g" | head -1)
 		vseed=${vseed:-0}
 		opts=$(sed -n 's/^# verify-options: *//p' "$g" | head -1)
@@ -127,36 +163,36 @@ one() {
 		opts=$(options "$seed" "$g")
 	fi
 	export opts
+	# Every group of the plan, extracted (`fgc extract`), must parse back.
+	local ng gi
+	ng=$("$fgc" report $opts --format json "$g" 2>/dev/null | grep -c '"kind":')
+	for ((gi = 0; gi < ng; gi++)); do
+		if ! "$fgc" extract $opts "$g" --group "$gi" >"$g.x$gi.fg" 2>"$g.xerr" ||
+			! "$fgc" check "$g.x$gi.fg" >/dev/null 2>>"$g.xerr"; then
+			failed "extract (group $gi does not parse back): $fgc extract $opts GRAPH --group $gi | $fgc check /dev/stdin" \
+				"$(head -2 "$g.xerr")" "$g.x$gi.fg" "group$gi.fg"
+			break
+		fi
+	done
 	if ! "$fgc" report $opts --format json "$g" 2>"$g.lint" | "$py" "$gen" --lint >>"$g.lint" 2>&1; then
-		local name=${file:+$(basename "$g" .fg)}
-		name=${name:-seed-$seed}
-		mkdir -p "$faildir"
-		[ -n "$file" ] || cp "$g" "$faildir/$name.fg"
-		res="FAIL"
-		note="$note
-  illegal-plan (group kinds): $fgc report $opts --format json ${file:-$faildir/$name.fg} | $py $gen --lint
-$(head -4 "$g.lint" | sed 's/^/    /')"
+		failed "illegal-plan (gen_graph.py --lint): $fgc report $opts --format json GRAPH | $py $gen --lint" \
+			"$(head -4 "$g.lint")"
 	fi
+	local rc cls
 	for mode in "" --no-fuse; do
-		local out=$g.verify$mode.out rc cls
+		local out=$g.verify$mode.out
 		verify "$mode" "$vseed" "$g" "$out"
 		rc=$?
 		[ "$rc" -eq 0 ] && continue
 		cls=$(classify "$rc" "$out")
 		[ "$rc" -eq 124 ] && cls="crash (timeout)"
-		if [ -z "$file" ] && [ "$cls" = mismatch ] && rounding_only "$mode" "$vseed" "$g"; then
-			note="$note ROUND(${mode:-fused})"
+		local why
+		if [ -z "$file" ] && [ "$cls" = mismatch ] && why=$(rounding_only "$mode" "$vseed" "$g"); then
+			note="$note ROUND(${mode:-fused}: $why)"
 			continue
 		fi
-		local name=${file:+$(basename "$g" .fg)}
-		name=${name:-seed-$seed}
-		mkdir -p "$faildir"
-		[ -n "$file" ] || cp "$g" "$faildir/$name.fg"
-		cp "$out" "$faildir/$name${mode:+.no-fuse}.out"
-		res="FAIL"
-		note="$note
-  $cls (exit $rc): $fgc verify $mode $opts --seed $vseed ${file:-$faildir/$name.fg}
-$(grep -v '^ok ' "$out" | head -6 | sed 's/^/    /')"
+		failed "$cls (exit $rc): $fgc verify $mode $opts --seed $vseed GRAPH" \
+			"$(grep -v '^ok ' "$out" | head -6)" "$out" "${mode:+no-fuse.}out"
 	done
 	# The plan through the CUDA emitter (`fgc compile`, no nvcc), which
 	# refuses what a kernel cannot run: with RANDOM_COMPILE=1, and for a
@@ -164,22 +200,20 @@ $(grep -v '^ok ' "$out" | head -6 | sed 's/^/    /')"
 	if [ "$has_compile" = 1 ] && { [ "${RANDOM_COMPILE:-0}" = 1 ] ||
 		{ [ -n "$file" ] && grep -q "^# check: compile" "$g"; }; }; then
 		local cout=$tmp/cu.${seed//[^0-9a-z]/}
-		if ! timeout 120 "$fgc" compile $opts "$g" -o "$cout" >"$g.compile.out" 2>&1; then
-			local name=${file:+$(basename "$g" .fg)}
-			name=${name:-seed-$seed}
-			mkdir -p "$faildir"
-			[ -n "$file" ] || cp "$g" "$faildir/$name.fg"
-			cp "$g.compile.out" "$faildir/$name.compile.out"
-			res="FAIL"
-			note="$note
-  backend-refused (fgc compile): $fgc compile $opts ${file:-$faildir/$name.fg} -o OUT
-$(grep -m2 'error' "$g.compile.out" | sed 's/^/    /')"
+		timeout 120 "$fgc" compile $opts "$g" -o "$cout" >"$g.compile.out" 2>&1
+		rc=$?
+		if [ "$rc" -ne 0 ]; then
+			cls="crash (fgc compile, exit $rc)"
+			[ "$rc" -eq 124 ] && cls="crash (fgc compile, timeout)"
+			[ "$rc" -eq 1 ] && cls="backend-refused (fgc compile)"
+			failed "$cls: $fgc compile $opts GRAPH -o OUT" \
+				"$(grep -m2 'error' "$g.compile.out")" "$g.compile.out" compile.out
 		fi
 		rm -f "$cout" "$cout.cu"
 	fi
 	local what=${file:-seed $seed}
 	if [ "$res" = PASS ] && [ -n "$note" ]; then
-		echo "ROUND $what:$note (rounding of stored values: f32 agrees, or the error is small)" >"$tmp/res.$seed"
+		echo "ROUND $what:$note (the rounding of stored values)" >"$tmp/res.$seed"
 	else
 		echo "$res $what$note" >"$tmp/res.$seed"
 	fi

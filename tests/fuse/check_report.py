@@ -3,6 +3,7 @@
 
   # expect: groups=N kinds=a,b launches=N edges=N min-groups=N
   # expect-edge: REASON          some boundary has this reason
+  # expect-edge: REASON VALUE: TEXT   ... VALUE crosses it, its detail says TEXT
   # expect-write: VALUE REASON   VALUE is written for REASON
   # expect-error: LINE:COL: TEXT fgc report fails with this located error
 
@@ -81,9 +82,13 @@ def main():
         fail(path, f"{r['totals']['fused']['launches']} launches, wanted {exp['launches']}")
     if "edges" in exp and len(r["edges"]) != int(exp["edges"]):
         fail(path, f"{len(r['edges'])} boundaries, wanted {exp['edges']}")
-    for reason in edges:
-        if not any(e["reason"] == reason for e in r["edges"]):
-            fail(path, f"no boundary for reason {reason}: {[e['reason'] for e in r['edges']]}")
+    for edge in edges:
+        reason, _, rest = edge.partition(" ")
+        value, _, text = rest.partition(": ")
+        if not any(e["reason"] == reason and (not value or e["producer"] == value) and text in e["detail"]
+                   for e in r["edges"]):
+            fail(path, f"no boundary for {edge!r}: "
+                       f"{[(e['producer'], e['reason'], e['detail']) for e in r['edges']]}")
     for value, reason in writes:
         found = [w for g in groups for w in g["writes"] if w["value"] == value]
         if not found or found[0]["reason"] != reason:

@@ -19,11 +19,8 @@ CC=clang cmake -S . -B "$build" -DFG_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >
 cmake --build "$build" --target fuzz_fg fuzz_npy -j "$(nproc)" >/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/fg" "$work/npy" "$build/fuzz-artifacts"
-cp tests/fuzz/corpus/fg/* "$work/fg/" 2>/dev/null || true
-for f in samples/*.fg tests/*/*.fg tests/golden/interp/*.fg; do cp "$f" "$work/fg/$(echo "$f" | tr / _)"; done
-cp tests/fuzz/corpus/npy/* "$work/npy/" 2>/dev/null || true
-for f in tests/golden/interp/*/in/*.npy; do cp "$f" "$work/npy/$(echo "$f" | tr / _)"; done
+mkdir -p "$build/fuzz-artifacts"
+bash tests/fuzz/seeds.sh "$work"
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 status=0
 for t in fg npy; do

@@ -14,10 +14,21 @@ always gives the same program.
     gen_graph.py --plan-sig < REPORT.json      the groups of a plan, one a line
     gen_graph.py --lint < REPORT.json          exit 1 when a group holds ops its kind
                                                cannot run (a matmul in a loop, ...)
-    gen_graph.py --gross VERIFY.out            exit 0 when a failed verify's error is
-                                               more than rounding could explain
+                                               or writes nothing
     gen_graph.py --finite DIR                  exit 1 unless every .npy in DIR
                                                holds finite numbers only
+    gen_graph.py --round-stored IN.fg REPORT.json OUT.fg
+                                               IN (an `fgc check -d expand` dump)
+                                               with every float value its plan
+                                               (REPORT: `fgc report --format json
+                                               IN`) stores and reads back made
+                                               cast(v, dtype=its own): the op-by-op
+                                               result of OUT rounds where the plan
+                                               does
+    gen_graph.py --stores-within IN.json OUT.json
+                                               exit 1 unless the plan of OUT.json
+                                               (of --round-stored's OUT) stores and
+                                               reads back only what IN.json's did
 
 What a graph holds: 1-4 inputs and params of small shapes with odd sizes
 (1, 3, 5, 7, 17, 31, ...), ranks 0-4, mostly f32 with some f16/bf16, and
@@ -43,6 +54,7 @@ a number no op lands on exactly, so that a stored rounding cannot flip a
 bool; sin and cos see values bounded by 4 (a rounding of a large x moves
 sin(x) as much as x's own error).
 """
+import json
 import math
 import os
 import random
@@ -1065,29 +1077,45 @@ def checked(fgc, seed, out):
     return 2
 
 
-GROSS = {"f32": 1e-3, "f16": 3e-2, "bf16": 2e-1}
+def value_types(report):
+    """value name -> type text ("f32[3,5]"), from `fgc report --format json`."""
+    return {o["value"]: o["type"] for g in report["groups"] for o in g["ops"]}
 
 
-def gross(verify_output):
-    """Whether a failed `fgc verify` shows an error no rounding explains:
-    a NaN/Inf or exact-type mismatch, or a worst element off by more than
-    GROSS[dtype] * (1 + |want|) (about 8 ulp in f16/bf16 and 1e-3 in
-    f32, where stored roundings cost about 1e-7 each)."""
-    for line in verify_output.split("\n"):
-        if not line.startswith("FAIL "):
-            continue
-        m = re.search(r"\s(f32|f16|bf16|i32|bool)\[", line)
-        if not m or m.group(1) not in GROSS or "NaN/Inf" in line:
-            return True
-        w = re.search(r"got (\S+), want (\S+)", line)
-        if not w:
-            return True
-        got, want = float(w.group(1)), float(w.group(2))
-        if not (math.isfinite(got) and math.isfinite(want)):
-            return True
-        if abs(got - want) > GROSS[m.group(1)] * (1 + abs(want)):
-            return True
-    return False
+def stored(report):
+    """The float values a plan (`fgc report --format json`) writes and
+    another group reads back."""
+    types = value_types(report)
+    return {e["producer"] for e in report["edges"]
+            if types.get(e["producer"], "").split("[")[0] in FLOATS}
+
+
+def round_stored(src, report, dst):
+    """src, a dump with one op a statement, with each value the plan of
+    report stores made cast(op(...), dtype=D): the reference then rounds
+    it as the plan's store does, and every use reads the rounded value."""
+    keep, types = stored(report), value_types(report)
+    stmt = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*) = (.*?)((?: @\w+)*)(\s*#.*)?$")
+    out = []
+    with open(src) as f:
+        for line in f.read().rstrip("\n").split("\n"):
+            m = stmt.match(line)
+            if m and m.group(2) in keep:
+                dt = types[m.group(2)].split("[")[0]
+                line = "%s%s = cast(%s, dtype=%s)%s%s" % (m.group(1), m.group(2), m.group(3), dt, m.group(4),
+                                                           m.group(5) or "")
+            out.append(line)
+    with open(dst, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def stores_within(before, after):
+    """Whether the plan `after` (of round_stored's graph) stores and reads
+    back only values `before` stored: each is one of those (now a cast) or
+    the op under such a cast, whose rounding the cast repeats."""
+    keep, now = stored(before), stored(after)
+    return all(e["producer"] in keep or e["consumer"] in keep
+               for e in after["edges"] if e["producer"] in now)
 
 
 def promote(src, dst):
@@ -1102,12 +1130,15 @@ def main(argv):
     if len(argv) >= 3 and argv[0] == "--promote":
         promote(argv[1], argv[2])
         return 0
-    if len(argv) >= 2 and argv[0] == "--gross":
-        with open(argv[1]) as f:
-            return 0 if gross(f.read()) else 1
+    if len(argv) == 4 and argv[0] == "--round-stored":
+        with open(argv[2]) as f:
+            round_stored(argv[1], json.load(f), argv[3])
+        return 0
+    if len(argv) == 3 and argv[0] == "--stores-within":
+        with open(argv[1]) as f, open(argv[2]) as g:
+            return 0 if stores_within(json.load(f), json.load(g)) else 1
     if argv[:1] == ["--lint"]:
         # `fgc report --format json` on stdin: each group's ops fit its kind
-        import json
         rep = json.load(sys.stdin)
         bad = 0
         for g in rep["groups"]:
@@ -1119,10 +1150,12 @@ def main(argv):
             if not ok:
                 print("group %s (%s) holds %s" % (g["id"], g["kind"], " ".join(ops)))
                 bad += 1
+            if not g["writes"]:
+                print("group %s (%s) writes nothing: a kernel whose work nobody reads" % (g["id"], g["kind"]))
+                bad += 1
         return 1 if bad else 0
     if argv[:1] == ["--plan-sig"]:
         # `fgc report --format json` on stdin: the groups' kinds and members
-        import json
         rep = json.load(sys.stdin)
         for g in rep["groups"]:
             print(g["kind"], " ".join(o["op"] + ":" + o["value"] for o in g["ops"]),

@@ -2,18 +2,22 @@
 """shrink.py - shrinks a .fg that `fgc verify` fails on to a minimal one
 that fails the same way (greedy delta debugging over statements).
 
-    shrink.py FGC IN.fg OUT.fg [--no-fuse] [--seed S] [--match TEXT]
-                               [--options "PLAN OPTIONS"] [--allow-rounding]
+    shrink.py FGC IN.fg OUT.fg [--no-fuse | --compile | --sh CMD] [--seed S]
+                               [--match TEXT] [--options "PLAN OPTIONS"]
+                               [--allow-rounding]
 
 (--options: what run-random.sh printed between verify's mode and --seed,
 e.g. "--reg-limit 28".)
 
 The failure is the one IN.fg shows: a crash (exit status other than 0
 and 1), an illegal plan (exit 1 without a mismatch), or a mismatch; with
---match, fgc's output must also contain TEXT.  A mismatch must survive
-with every f16/bf16 made f32 and be gross there (gen_graph.gross: more
-than rounding explains), else it is rounding, not a bug; --allow-rounding
-lifts that.  Every candidate must pass `fgc check`.
+--compile, `fgc compile IN.fg -o OUT` refusing the plan (exit 1: a group
+the CUDA emitter cannot run) or crashing; with --sh CMD, the shell
+command CMD (where {} stands for the candidate .fg) exiting with status 0.
+With --match, the output must also contain TEXT.  A mismatch must survive
+with every f16/bf16 made f32, else it is the rounding of f16/bf16 values,
+not a bug (as tests/run-random.sh's ROUND); --allow-rounding lifts that.
+Every candidate must pass `fgc check`.
 
 The graph is first rewritten one op a statement (`fgc check -d build`,
 then `-d expand` when the failure survives that), then, until nothing
@@ -29,17 +33,15 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gen_graph  # noqa: E402
-
 STMT = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*((?:@\w+\s*)*)(#.*)?$")
 DECL = re.compile(r"^\s*(input|param)\s+([A-Za-z_][A-Za-z0-9_]*)\s*:")
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class Shrinker:
-    def __init__(self, fgc, mode, seed, match, allow_rounding, options=()):
+    def __init__(self, fgc, mode, seed, match, allow_rounding, options=(), sh=None):
         self.options = list(options)
+        self.sh = sh            # --sh: the command, {} for the candidate
         self.fgc = fgc
         self.mode = mode
         self.seed = seed
@@ -74,16 +76,28 @@ class Shrinker:
         p = subprocess.run([self.fgc, "check", path], capture_output=True, text=True)
         if p.returncode != 0:
             return "invalid", p.stderr
+        if self.mode == "sh":
+            cmd = self.sh.replace("{}", path)
+            try:
+                p = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=120)
+            except subprocess.TimeoutExpired:
+                return "crash", "timeout"
+            return ("failing" if p.returncode == 0 else "ok"), p.stdout + p.stderr
+        if self.mode == "compile":
+            out = os.path.join(self.tmp, "out")
+            try:
+                p = subprocess.run([self.fgc, "compile"] + self.options + [path, "-o", out],
+                                   capture_output=True, text=True, timeout=120)
+            except subprocess.TimeoutExpired:
+                return "crash", "timeout"
+            if p.returncode == 0:
+                return "ok", p.stdout + p.stderr
+            return ("refused" if p.returncode == 1 else "crash"), p.stdout + p.stderr
         cls, out = self.verify(path)
         if cls == "mismatch" and not self.allow_rounding:
             text = "\n".join(lines)
             promoted = re.sub(r"\b(bf16|f16)\b", "f32", text)
-            judge = out
-            if promoted != text:
-                c32, judge = self.verify(self.write(promoted.split("\n"), "cand32.fg"))
-                if c32 != "mismatch":
-                    return "rounding", out
-            if not gen_graph.gross(judge):
+            if promoted != text and self.verify(self.write(promoted.split("\n"), "cand32.fg"))[0] != "mismatch":
                 return "rounding", out
         return cls, out
 
@@ -272,12 +286,18 @@ def main(argv):
         sys.stderr.write(__doc__)
         return 2
     fgc, src, dst = argv[0], argv[1], argv[2]
-    mode, seed, match, allow, options = "fused", 0, None, False, []
+    mode, seed, match, allow, options, sh = "fused", 0, None, False, [], None
     i = 3
     while i < len(argv):
         if argv[i] == "--no-fuse":
             mode = "no-fuse"
             i += 1
+        elif argv[i] == "--compile":
+            mode = "compile"
+            i += 1
+        elif argv[i] == "--sh":
+            mode, sh = "sh", argv[i + 1]
+            i += 2
         elif argv[i] == "--seed":
             seed = int(argv[i + 1])
             i += 2
@@ -295,7 +315,7 @@ def main(argv):
             return 2
     with open(src) as f:
         lines = f.read().rstrip("\n").split("\n")
-    s = Shrinker(os.path.abspath(fgc), mode, seed, match, allow, options)
+    s = Shrinker(os.path.abspath(fgc), mode, seed, match, allow, options, sh)
     res = s.run(lines)
     if res is None:
         return 1
