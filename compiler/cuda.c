@@ -238,7 +238,8 @@ typedef struct Val {
  * along coordinate vd, lane l at vbase + l (vlin + l the flat index, when
  * lin is known), vbase being vmis past a multiple of vw; vd = LANES_SAME:
  * every lane reads this one element; LANES_APART: somewhere else, element
- * by element.  load() and store_lanes() turn lanes that sit side by side
+ * by element.  With vw below 2 the lane fields mean nothing (an index of
+ * a scalar kernel, or one built from coordinates: vd is 0 there).  load() and store_lanes() turn lanes that sit side by side
  * in memory, aligned, into one vector access. */
 typedef struct Ix {
 	int rank;
@@ -543,7 +544,7 @@ static Ix ix_bcast(const Ix *x, const FgShape *fs, const FgShape *to)
 	y.vmis = x->vmis;
 	y.vbase = x->vbase;
 	y.vd = x->vd;
-	if (x->vd >= 0)
+	if (x->vw > 1 && x->vd >= 0)
 		y.vd = x->vd < lead || to->d[x->vd - lead] == 1 ? LANES_SAME : x->vd - lead;
 	if (fg_shape_eq(fs, to)) {
 		y.lin = x->lin;
@@ -559,7 +560,7 @@ static Ix ix_bcast(const Ix *x, const FgShape *fs, const FgShape *to)
 /* Coordinate vd and the flat index of lane x->lane, from vbase and vlin. */
 static void lane_coords(Kern *k, Ix *x)
 {
-	if (x->vd < 0)
+	if (x->vw < 2 || x->vd < 0)
 		return;
 	x->c[x->vd] = x->lane ? fmt(k->a, "%s + %d", paren(k->a, x->vbase), x->lane) : x->vbase;
 	if (x->vlin)
@@ -912,7 +913,7 @@ static Val gen_concat(Kern *k, int id, const Ix *x)
 		const FgShape *s = shape_of(k, n->in[j]);
 		Ix y = *x;
 		y.lin = y.vlin = NULL;
-		if (ax == x->vd)
+		if (x->vw > 1 && ax == x->vd)
 			y.vd = LANES_APART;
 		if (s->d[ax] == 1) {
 			y.c[ax] = "0";
@@ -954,7 +955,7 @@ static Val gen_layout(Kern *k, int id, const Ix *x)
 		y.lane = x->lane;
 		y.vmis = x->vmis;
 		y.vbase = x->vbase;
-		y.vd = x->vd >= 0 ? n->a.perm[x->vd] : x->vd;
+		y.vd = x->vw > 1 && x->vd >= 0 ? n->a.perm[x->vd] : x->vd;
 		if (ident) {
 			y.lin = x->lin;
 			y.lin_lv = x->lin_lv;
@@ -967,7 +968,7 @@ static Val gen_layout(Kern *k, int id, const Ix *x)
 		long long st = (long long)n->a.slice.start;
 		y = *x;
 		y.lin = y.vlin = NULL;
-		if (st != 0 && ax == x->vd) {
+		if (st != 0 && x->vw > 1 && ax == x->vd) {
 			y.vbase = fmt(k->a, "%s + %lld", paren(k->a, x->vbase), st);
 			y.vmis = (int)((x->vmis + st) % x->vw);
 			lane_coords(k, &y);
