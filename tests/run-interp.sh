@@ -15,20 +15,8 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/out" "$tmp/log"
 pass=0 fail=0
 
-# verdict NAME LOG: PASS when LOG is empty, else FAIL with LOG indented.
-verdict() {
-	if [ ! -s "$2" ]; then
-		echo "PASS $1"; pass=$((pass + 1))
-	else
-		echo "FAIL $1"; sed 's/^/    /' "$2" | head -n 20; fail=$((fail + 1))
-	fi
-}
-
-if ! "$py" -c 'import numpy' 2>/dev/null; then
-	echo "FAIL numpy: $py cannot import numpy (Debian: apt-get install python3-numpy)"
-	echo "0 passed, 1 failed"
-	exit 1
-fi
+. "$src/tests/lib.sh"
+need_numpy
 "$py" "$gold/gen_interp_goldens.py" --check >"$tmp/gen.log" 2>&1 && : >"$tmp/gen.log"
 verdict gen_interp_goldens--check "$tmp/gen.log"
 
