@@ -238,9 +238,10 @@ typedef struct Val {
  * along coordinate vd, lane l at vbase + l (vlin + l the flat index, when
  * lin is known), vbase being vmis past a multiple of vw; vd = LANES_SAME:
  * every lane reads this one element; LANES_APART: somewhere else, element
- * by element.  With vw below 2 the lane fields mean nothing (an index of
- * a scalar kernel, or one built from coordinates: vd is 0 there).  load() and store_lanes() turn lanes that sit side by side
- * in memory, aligned, into one vector access. */
+ * by element.  load() and store_lanes() turn lanes that sit side by side
+ * in memory, aligned, into one vector access.  With vw below 2 the lane
+ * fields mean nothing (an index of a scalar kernel, or one built from
+ * coordinates: vd is 0 there). */
 typedef struct Ix {
 	int rank;
 	const char *c[FG_MAX_RANK];
