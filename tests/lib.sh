@@ -1,5 +1,6 @@
-# lib.sh - what the Python-backed golden runners (run-interp.sh,
-# run-torch.sh) share; sourced after they set py, pass and fail.
+# lib.sh - what the golden runners share (run-interp.sh, run-torch.sh:
+# verdict, need_numpy; run-cuda-compile.sh, run-runtime.sh: need_nvcc),
+# sourced after they set src (and py, pass and fail where they use them).
 
 # verdict NAME LOG: PASS when LOG is empty, else FAIL with LOG indented.
 verdict() {
@@ -16,5 +17,16 @@ need_numpy() {
 		echo "FAIL numpy: $py cannot import numpy (Debian: apt-get install python3-numpy)"
 		echo "0 passed, 1 failed"
 		exit 1
+	fi
+}
+
+# Puts nvcc on PATH (CUDA's usual place too), or stops the runner with
+# "0 passed, 0 failed": tests of what WHAT names are skipped without it.
+need_nvcc() {
+	export PATH=$PATH:/usr/local/cuda/bin
+	if ! command -v nvcc >/dev/null 2>&1; then
+		echo "note: nvcc not found; $1 were skipped"
+		echo "0 passed, 0 failed"
+		exit 0
 	fi
 }

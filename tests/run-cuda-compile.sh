@@ -17,12 +17,8 @@
 # PATH and in /usr/local/cuda/bin) every test is skipped.
 set -u
 fgc=$1 src=$2 build=$3
-export PATH=$PATH:/usr/local/cuda/bin
-if ! command -v nvcc >/dev/null 2>&1; then
-	echo "note: nvcc not found; the CUDA compile tests were skipped"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
+. "$src/tests/lib.sh"
+need_nvcc "the CUDA compile tests"
 tmp=$(mktemp -d "${build%/}/cuda-compile.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 nvflags=(-gencode=arch=compute_90a,code=sm_90a -Werror all-warnings -I"$src/runtime")

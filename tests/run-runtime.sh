@@ -14,12 +14,8 @@
 # /usr/local/cuda/bin) every test is skipped.
 set -u
 fgc=$1 src=$2 build=$3
-export PATH=$PATH:/usr/local/cuda/bin
-if ! command -v nvcc >/dev/null 2>&1; then
-	echo "note: nvcc not found; the runtime tests were skipped"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
+. "$src/tests/lib.sh"
+need_nvcc "the runtime tests"
 tmp=$(mktemp -d "${build%/}/runtime.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
