@@ -1573,6 +1573,19 @@ static void collect_reds(Kern *k)
 	}
 }
 
+/* red_info, then the group's reductions into k->reds; the first one, or
+ * -1 when the group (of the kind `what` names) has none or failed. */
+static int group_reductions(Kern *k, RedInfo *ri, const char *what)
+{
+	int first = red_info(k, ri);
+	if (first < 0 && !k->failed)
+		kern_error(k, -1, "%s without a reduction", what);
+	if (first < 0 || k->failed)
+		return -1;
+	collect_reds(k);
+	return first;
+}
+
 static const char *row_desc(Emit *E, const RedInfo *ri, const char *how)
 {
 	return fmt(E->a, "%lld %s of %lld over %s; %s", (long long)ri->nkept,
@@ -1749,13 +1762,9 @@ static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTe
 static void emit_rowreduce(Emit *E, Kern *k)
 {
 	RedInfo ri;
-	int first = red_info(k, &ri);
-	if (first < 0 || k->failed) {
-		if (first < 0)
-			kern_error(k, -1, "a row reduction group without a reduction");
+	int first = group_reductions(k, &ri, "a row reduction group");
+	if (first < 0)
 		return;
-	}
-	collect_reds(k);
 	/* pass of each reduction: one more than the reductions its input needs */
 	int *passes = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof(int));
 	int *need = fg_arena_array(k->a, (size_t)k->g->nnodes + 1, sizeof(int));
@@ -2070,13 +2079,9 @@ static void emit_reduce_all(Emit *E, Kern *k, const RedInfo *ri, int first, cons
 static void emit_reduce(Emit *E, Kern *k)
 {
 	RedInfo ri;
-	int first = red_info(k, &ri);
-	if (first < 0 || k->failed) {
-		if (first < 0)
-			kern_error(k, -1, "a reduction group without a reduction");
+	int first = group_reductions(k, &ri, "a reduction group");
+	if (first < 0)
 		return;
-	}
-	collect_reds(k);
 	if (k->reds.n != 1) {
 		kern_error(k, first, "%d reductions in one reduce group", k->reds.n);
 		return;

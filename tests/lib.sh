@@ -1,5 +1,6 @@
 # lib.sh - what the golden runners share (run-interp.sh, run-torch.sh:
-# verdict, need_numpy; run-cuda-compile.sh, run-runtime.sh: need_nvcc),
+# verdict, need_numpy; run-cuda-compile.sh, run-runtime.sh: need_nvcc;
+# run-diag.sh, run-npy.sh: verdict_err, peak_memory_measurable),
 # sourced after they set src (and py, pass and fail where they use them).
 
 # verdict NAME LOG: PASS when LOG is empty, else FAIL with LOG indented.
@@ -28,5 +29,30 @@ need_nvcc() {
 		echo "note: nvcc not found; $1 were skipped"
 		echo "0 passed, 0 failed"
 		exit 0
+	fi
+}
+
+# verdict_err NAME WHY: PASS when WHY is empty, else FAIL with WHY and the
+# head of fgc's stderr ($tmp/err).
+verdict_err() {
+	if [ -z "$2" ]; then
+		echo "PASS $1"; pass=$((pass + 1))
+	else
+		echo "FAIL $1: $2"; head -n 6 "$tmp/err" | cut -c 1-300 | sed 's/^/    /'
+		fail=$((fail + 1))
+	fi
+}
+
+# Sets measure to 1 when /usr/bin/time can give fgc's ($fgc) peak memory,
+# else to 0 with a note: missing, or a sanitized build, whose shadow
+# memory would be counted.
+peak_memory_measurable() {
+	measure=1
+	if [ ! -x /usr/bin/time ]; then
+		echo "note: /usr/bin/time is missing; peak memory is not checked"
+		measure=0
+	elif grep -aqE '__(asan|ubsan|msan|tsan)_' "$fgc"; then
+		echo "note: $fgc is built with sanitizers; peak memory is not checked"
+		measure=0
 	fi
 }

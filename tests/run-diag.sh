@@ -32,14 +32,8 @@ pass=0 fail=0
 limit_kb=65536                  # 64 MB: the default bound on peak memory
 peak_kb=0 peak_name=""          # the largest peak of the committed files
 
-measure=1
-if [ ! -x /usr/bin/time ]; then
-	echo "note: /usr/bin/time is missing; peak memory is not checked"
-	measure=0
-elif grep -aqE '__(asan|ubsan|msan|tsan)_' "$fgc"; then
-	echo "note: $fgc is built with sanitizers; peak memory is not checked"
-	measure=0
-fi
+. "$src/tests/lib.sh"
+peak_memory_measurable
 
 # run DIR CMD FILE [SECONDS]: runs `fgc CMD FILE` in DIR with a time limit
 # (10 s unless given); sets rc, kb (peak RSS in KB, 0 when not measured),
@@ -65,16 +59,6 @@ run() {
 		/(ERROR|WARNING): [A-Za-z]+Sanitizer|: runtime error: / { san = 1 }
 		END { print n; print caret; print san + 0; print first }' "$tmp/err" >"$tmp/errs"
 	{ read -r nerr; read -r caret; read -r san; IFS= read -r err; } <"$tmp/errs"
-}
-
-# verdict NAME WHY: PASS when WHY is empty, else FAIL with fgc's stderr.
-verdict() {
-	if [ -z "$2" ]; then
-		echo "PASS $1"; pass=$((pass + 1))
-	else
-		echo "FAIL $1: $2"; head -n 6 "$tmp/err" | cut -c 1-200 | sed 's/^/    /'
-		fail=$((fail + 1))
-	fi
 }
 
 # located NAME POS TEXT: sets why to the way the last run is not one error
@@ -122,7 +106,7 @@ for f in "$src"/tests/diag/*.fg; do
 		[ -n "$why" ] || memory "$limit_kb"
 		if [ "$kb" -gt "$peak_kb" ]; then peak_kb=$kb peak_name=$name; fi
 	fi
-	verdict "$name" "$why"
+	verdict_err "$name" "$why"
 done
 [ "$measure" -eq 0 ] || echo "note: largest peak of tests/diag: $((peak_kb / 1024)) MB ($peak_name)"
 
@@ -313,7 +297,7 @@ for n in "${names[@]}"; do
 	[ -z "$why" ] || cp "$x/$name" "${build%/}/diag-failed-$name"
 	peak=""
 	[ "$measure" -eq 0 ] || peak=" ($((kb / 1024)) MB)"
-	if [ -z "$why" ]; then echo "PASS extreme/$name$peak"; pass=$((pass + 1)); else verdict "extreme/$name" "$why"; fi
+	if [ -z "$why" ]; then echo "PASS extreme/$name$peak"; pass=$((pass + 1)); else verdict_err "extreme/$name" "$why"; fi
 done
 
 echo "$pass passed, $fail failed"

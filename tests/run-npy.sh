@@ -30,23 +30,8 @@ trap 'chmod -R u+rwx "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 pass=0 fail=0
 limit_kb=65536
 
-measure=1
-if [ ! -x /usr/bin/time ]; then
-	echo "note: /usr/bin/time is missing; peak memory is not checked"
-	measure=0
-elif grep -aqE '__(asan|ubsan|msan|tsan)_' "$fgc"; then
-	echo "note: $fgc is built with sanitizers; peak memory is not checked"
-	measure=0
-fi
-
-verdict() {
-	if [ -z "$2" ]; then
-		echo "PASS $1"; pass=$((pass + 1))
-	else
-		echo "FAIL $1: $2"; head -n 6 "$tmp/err" | cut -c 1-300 | sed 's/^/    /'
-		fail=$((fail + 1))
-	fi
-}
+. "$src/tests/lib.sh"
+peak_memory_measurable
 
 # graph DECL: the graph file for an input x declared DECL.
 graph() {
@@ -126,9 +111,9 @@ fresh() {
 # The committed files are what the generator writes.
 if command -v "$py" >/dev/null 2>&1; then
 	if "$py" "$src/tests/npy/make_bad_npy.py" --check >"$tmp/err" 2>&1; then
-		verdict "make_bad_npy.py --check" ""
+		verdict_err "make_bad_npy.py --check" ""
 	else
-		verdict "make_bad_npy.py --check" "the committed files differ from the generator's"
+		verdict_err "make_bad_npy.py --check" "the committed files differ from the generator's"
 	fi
 else
 	echo "note: $py is missing; make_bad_npy.py --check and the --big cases are skipped"
@@ -145,9 +130,9 @@ table() {
 		cp "$dir/$file" "$tmp/in/x.npy"
 		run "$decl"
 		if [ "$verdict" = accept ]; then accepted "$dir/$file"; else rejected "$text"; fi
-		verdict "npy/$file" "$why"
+		verdict_err "npy/$file" "$why"
 	done <"$dir/cases.txt"
-	[ "$n" -gt 0 ] || verdict "$dir/cases.txt" "no cases"
+	[ "$n" -gt 0 ] || verdict_err "$dir/cases.txt" "no cases"
 }
 table "$src/tests/npy"
 
@@ -156,13 +141,13 @@ fresh
 mkdir "$tmp/in/x.npy"
 run 'f32[4, 3]'
 rejected "is a directory, not a .npy file"
-verdict "runtime/directory-named-x.npy" "$why"
+verdict_err "runtime/directory-named-x.npy" "$why"
 
 fresh
 ln -s /dev/zero "$tmp/in/x.npy"
 run 'f32[4, 3]'
 rejected "not a regular file"
-verdict "runtime/symlink-to-dev-zero" "$why"
+verdict_err "runtime/symlink-to-dev-zero" "$why"
 
 if [ "$(id -u)" != 0 ]; then
 	fresh
@@ -170,7 +155,7 @@ if [ "$(id -u)" != 0 ]; then
 	chmod 000 "$tmp/in/x.npy"
 	run 'f32[4, 3]'
 	rejected "cannot open: Permission denied"
-	verdict "runtime/unreadable" "$why"
+	verdict_err "runtime/unreadable" "$why"
 else
 	echo "note: running as root: the unreadable-file case is skipped"
 fi
@@ -179,7 +164,7 @@ if [ -n "$py" ]; then
 	if "$py" "$src/tests/npy/make_bad_npy.py" --big "$tmp/big" >"$tmp/err" 2>&1; then
 		table "$tmp/big"
 	else
-		verdict "make_bad_npy.py --big" "failed"
+		verdict_err "make_bad_npy.py --big" "failed"
 	fi
 fi
 
