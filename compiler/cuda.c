@@ -304,6 +304,10 @@ typedef struct Kern {
 	FG_VEC(Red) reds;
 	unsigned char *used;    /* per read (index in gr->reads): loaded */
 	int mm;                 /* gemm epilogue: the matmul, read from scratch */
+	const char *acc[2];     /* ... or, in the generated matmul, the
+				   accumulators of lanes 0 and 1 */
+	int nc;                 /* loads through the read-only path (ld.global.nc),
+				   free to move above the kernel's stores */
 	int failed;
 } Kern;
 
@@ -327,6 +331,7 @@ struct Emit {
 	FG_VEC(const char *) run;       /* fg_program_run's body */
 	FG_VEC(const char *) gemms;     /* FgrtGemm definitions */
 	int64_t scratch;
+	FgGemmChoice gemm;
 	int errors;
 };
 
@@ -723,8 +728,8 @@ static Val load_vector(Kern *k, int id, const char *p, const Ix *x)
 	const char *w = fresh(k, lv, fmt(k->a, "w_%s", k->plan->names[id]));
 	/* a float gemm's result waits in scratch as f32 */
 	const char *t = id == k->mm && n->dt != FG_DT_I32 ? "float" : stype(n->dt);
-	kline(k, lv, NULL, "const FgVec<%s, %d> %s = fg_ldv<%d>(%s + %s);", t, x->vw, w, x->vw, p,
-	      paren(k->a, ix_linear(k, &x0, &n->shape)));
+	kline(k, lv, NULL, "const FgVec<%s, %d> %s = fg_ldv%s<%d>(%s + %s);", t, x->vw, w, k->nc ? "_nc" : "", x->vw,
+	      p, paren(k->a, ix_linear(k, &x0, &n->shape)));
 	Memo m = {id, key, {w, lv}};
 	fg_vec_push(k->a, &k->memo, m);
 	return m.v;
@@ -735,7 +740,9 @@ static Val load(Kern *k, int id, const Ix *x)
 {
 	const FgShape *s = shape_of(k, id);
 	const char *p;
-	if (id == k->mm) {
+	if (id == k->mm && k->acc[0]) {
+		return (Val){k->acc[x->vw > 1 ? x->lane : 0], 0};
+	} else if (id == k->mm) {
 		p = fmt(k->a, "mm_%s", k->plan->names[id]);
 	} else {
 		p = tensor_param(k, id);
@@ -760,7 +767,11 @@ static Val load(Kern *k, int id, const Ix *x)
 	}
 	int lv = ix_level(x, s);
 	const char *v = fresh(k, lv, fmt(k->a, "v_%s", k->plan->names[id]));
-	kline(k, lv, NULL, "const %s %s = fg_read(%s[%s]);", ctype(n->dt), v, p, ix_linear(k, x, s));
+	if (k->nc)
+		kline(k, lv, NULL, "const %s %s = fg_read(__ldg(%s + %s));", ctype(n->dt), v, p,
+		      paren(k->a, ix_linear(k, x, s)));
+	else
+		kline(k, lv, NULL, "const %s %s = fg_read(%s[%s]);", ctype(n->dt), v, p, ix_linear(k, x, s));
 	return (Val){v, lv};
 }
 
@@ -1214,15 +1225,21 @@ static const char *emit_kernel(Kern *k, const char *name, int block, const Param
 	return args;
 }
 
-static void add_launch(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *args)
+/* Records launch `kernel` of group gi, enqueued by the statement `line`
+ * (none for a cuBLASLt call: the caller wrote it), then its check. */
+static void add_call(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *line)
 {
 	Launch l = {kernel, gi, grid, block};
 	fg_vec_push(E->a, &E->launches, l);
-	if (block > 0) {
-		fg_vec_push(E->a, &E->run, fmt(E->a, "%s<<<%lld, %lld, 0, ctx->stream>>>(%s);", kernel,
-					      (long long)grid, (long long)block, args));
-	}
+	if (line)
+		fg_vec_push(E->a, &E->run, line);
 	fg_vec_push(E->a, &E->run, fmt(E->a, "fgrt_launched(ctx, %d);", E->launches.n - 1));
+}
+
+static void add_launch(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *args)
+{
+	add_call(E, kernel, gi, grid, block, block > 0 ? fmt(E->a, "%s<<<%lld, %lld, 0, ctx->stream>>>(%s);", kernel,
+							      (long long)grid, (long long)block, args) : NULL);
 }
 
 static int64_t grid_for(int64_t n, int64_t block)
@@ -2274,6 +2291,167 @@ static const char *lt_epilogue(const Kern *k, int mm, int *y, int *bias, int *au
 	return *bias >= 0 ? "FGRT_EP_GELU_BIAS" : "FGRT_EP_GELU";
 }
 
+/* The generated matmul (runtime/fg_gemm_sm90.cuh): which schedule and
+ * tile.  A consumer warpgroup computes wm x bn of D; cooperative (pp 0)
+ * blocks are two of those side by side in rows, ping-pong blocks one, the
+ * two consumers taking turns tile by tile. */
+typedef struct GemmTile {
+	int wm, bn, pp;
+} GemmTile;
+
+/* The tile for an M x N result, Z of them, by what was measured on the
+ * H200 at 8192^3 bf16 (docs/performance.md, tests/runtime/gemm_sm90.cu
+ * --bench): cooperative 2 x 64 x 256 runs the matmul fastest (764 TFLOP/s
+ * against cuBLASLt's 801) but leaves the tensor cores idle while the
+ * epilogue runs; ping-pong 128 x 128 hides the epilogue behind the other
+ * consumer's wgmma at 650 TFLOP/s, as its smaller tile reads more from
+ * L2.  So: ping-pong when the epilogue computes (heavy), cooperative for
+ * a store alone; then the largest tile that still gives every
+ * multiprocessor (132) a tile, else the smallest. */
+static GemmTile gemm_tile(int64_t M, int64_t N, int64_t Z, int heavy)
+{
+	static const GemmTile coop[] = {{64, 256, 0}, {64, 128, 0}, {64, 64, 0}};
+	static const GemmTile ping[] = {{128, 128, 1}, {64, 128, 1}, {64, 64, 1}};
+	const GemmTile *t = heavy ? ping : coop;
+	for (int i = 0; i < 2; i++) {
+		int64_t rows = t[i].pp ? t[i].wm : 2 * t[i].wm;
+		if (((M + rows - 1) / rows) * ((N + t[i].bn - 1) / t[i].bn) * Z >= 132 && N > t[i].bn / 2)
+			return t[i];
+	}
+	return t[2];
+}
+
+/* Why the generated matmul cannot run group k's matmul mm (operands A and
+ * B, stored transposed when ta / tb; nd merged batch dims with strides
+ * ms), or NULL when it can. */
+static const char *own_gemm_refusal(const Kern *k, int mm, int A, int ta, int B, int tb, int nd,
+				    int64_t ms[3][FG_MAX_RANK])
+{
+	const FgNode *n = &k->g->nodes[mm];
+	const FgShape *as = shape_of(k, A), *bs = shape_of(k, B), *os = &n->shape;
+	int64_t M = os->d[os->rank - 2], N = os->d[os->rank - 1], K = as->d[as->rank - (ta ? 2 : 1)];
+	if ((n->dt != FG_DT_F16 && n->dt != FG_DT_BF16) || k->g->nodes[A].dt != n->dt || k->g->nodes[B].dt != n->dt)
+		return "operands other than f16 or bf16";
+	if (nd > 1)
+		return "batch dims that no single stride describes";
+	if (M >= INT32_MAX || N >= INT32_MAX || K >= INT32_MAX || numel(os) / (M * N) >= INT32_MAX || K < 1)
+		return "a dimension of 2^31 or more";
+	/* the tensor-memory accelerator: pitches and strides of 16 bytes */
+	if (as->d[as->rank - 1] % 8 || bs->d[bs->rank - 1] % 8 || (nd && (ms[0][0] % 8 || ms[1][0] % 8)))
+		return "an operand row or batch stride not a multiple of 16 bytes";
+	(void)tb;
+	/* the accumulator is this thread's element: whatever reads it must be
+	 * elementwise on D's index, and every write has D's shape */
+	unsigned char *dep = fg_arena_alloc(k->a, (size_t)k->g->nnodes);
+	memset(dep, 0, (size_t)k->g->nnodes);
+	dep[mm] = 1;
+	for (int i = 0; i < k->gr->nnodes; i++) {
+		int id = k->gr->nodes[i];
+		const FgNode *m = &k->g->nodes[id];
+		if (id == mm || !is_member(k, id))
+			continue;
+		for (int j = 0; j < m->nin; j++)
+			dep[id] |= dep[m->in[j]];
+		if (dep[id] && (fg_op_info[m->op].cls != FG_CLASS_EW || !fg_shape_eq(&m->shape, os)))
+			return "an epilogue that moves the result's elements (a layout op or a broadcast)";
+	}
+	for (int w = 0; w < k->gr->nwrites; w++)
+		if (!fg_shape_eq(shape_of(k, k->gr->writes[w]), os))
+			return "a write of another shape than the result";
+	return NULL;
+}
+
+/* Group k's matmul mm on the generated kernel: the epilogue is a functor
+ * (NAME_epilogue) that the kernel calls for the pairs of elements a
+ * thread holds, D[z][r][c] and D[z][r][c + 1] in v0 and v1; it computes
+ * and stores every write of the group there, its loads read-only. */
+static void emit_own_gemm(Emit *E, Kern *k, int mm, int A, int ta, int B, int tb, int64_t Z, int64_t sa, int64_t sb,
+			  int heavy, const char *why)
+{
+	const FgNode *n = &k->g->nodes[mm];
+	const FgShape *os = &n->shape;
+	const int R = os->rank, nb = R - 2;
+	const FgShape *as = shape_of(k, A);
+	const int64_t M = os->d[R - 2], N = os->d[R - 1], K = as->d[as->rank - (ta ? 2 : 1)];
+	const GemmTile t = gemm_tile(M, N, Z, heavy);
+	const char *name = fmt(k->a, "%s_epilogue", k->gr->name);
+	k->mm = mm;
+	k->nc = 1;
+	Ix x;
+	memset(&x, 0, sizeof x);
+	x.rank = R;
+	for (int i = 0; i < R; i++)
+		x.c[i] = "0";
+	kline(k, 0, "z", "const %s z = z_;", k->idx);
+	kline(k, 0, "r", "const %s r = r_;", k->idx);
+	kline(k, 0, "c", "const %s c = c_;", k->idx);
+	if (numel(os) > M * N) {
+		FgShape bs = *os;
+		bs.rank = nb;
+		Ix bx = ix_from_lin(k, &bs, "z", 0, "z");
+		for (int i = 0; i < nb; i++)
+			x.c[i] = bx.c[i], x.lv[i] = bx.lv[i];
+	}
+	if (M > 1)
+		x.c[R - 2] = "r";
+	if (N > 1)
+		x.c[R - 1] = "c";
+	if (N % 2 == 0) {       /* both lanes inside D: one vector access where it can */
+		k->acc[0] = "v0", k->acc[1] = "v1";
+		for (int w = 0; w < k->gr->nwrites; w++) {
+			Ix ys[2];
+			const char *conds[2] = {NULL, NULL};
+			for (int l = 0; l < 2; l++)
+				ys[l] = lane_of(k, &x, R - 1, 2, l);
+			store_lanes(k, k->gr->writes[w], ys, conds, NULL);
+		}
+	} else {                /* lane 1 is past D's last column in the last pair */
+		k->acc[0] = "v0";
+		for (int w = 0; w < k->gr->nwrites; w++)
+			store(k, k->gr->writes[w], &x, NULL, NULL);
+		kopen(k);
+		k->acc[0] = "v1";
+		Ix x1 = x;
+		x1.c[R - 1] = "c + 1";
+		x1.lv[R - 1] = 1;
+		for (int w = 0; w < k->gr->nwrites; w++)
+			store(k, k->gr->writes[w], &x1, NULL, NULL);
+		kclose(k, fmt(k->a, "if (c + 1 < %lld)", (long long)N));
+	}
+	if (k->failed)
+		return;
+	const char *sched = t.pp ? fmt(k->a, "ping-pong %d x %d tiles", t.wm, t.bn) :
+				   fmt(k->a, "cooperative 2 x %d x %d tiles", t.wm, t.bn);
+	emit_comment(E, k->gi, fmt(E->a, "gemm on the generated sm_90a matmul (%s, %s%s%s), the epilogue in "
+				   "registers (%s, below) before the one store; %s", sched, ta ? "A^T" : "A",
+				   tb ? " B^T" : " B", Z > 1 ? ", batched" : "", name, why));
+	/* the functor: the group's reads and writes, then the body */
+	FILE *f = E->f;
+	const char *args = "";
+	fprintf(f, "struct %s {\n", name);
+	for (int r = 0; r < k->gr->nreads + k->gr->nwrites; r++) {
+		int id = r < k->gr->nreads ? k->gr->reads[r] : k->gr->writes[r - k->gr->nreads];
+		if (r < k->gr->nreads && (!k->used[r] || id == A || id == B))
+			continue;
+		fprintf(f, "\t%s%s *%s;\n", r < k->gr->nreads ? "const " : "", stype(k->g->nodes[id].dt),
+			tensor_param(k, id));
+		args = fmt(k->a, "%s%s%s", args, *args ? ", " : "", tensor_param(k, id));
+	}
+	drop_unused(k, &k->lines[0]);
+	fprintf(f, "\t__device__ __forceinline__ void operator()(int z_, int r_, int c_, float v0, float v1) const\n\t{\n");
+	fprintf(f, "\t\t(void)v0, (void)v1;\n");
+	for (int i = 0; i < k->lines[0].n; i++)
+		fprintf(f, "\t\t%s\n", k->lines[0].v[i].text);
+	fprintf(f, "\t}\n};\n\n");
+	const char *tname = n->dt == FG_DT_F16 ? "__half" : "__nv_bfloat16";
+	int64_t rows = t.pp ? t.wm : 2 * t.wm;
+	int64_t tiles = ((M + rows - 1) / rows) * ((N + t.bn - 1) / t.bn) * Z;
+	add_call(E, k->gr->name, k->gi, tiles, 384,
+		 fmt(E->a, "fgg::launch<%s, %d, %d, %d, %d, %d>(ctx, t_%s, t_%s, %lld, %lld, %lld, %lld, %lld, %lld, "
+		     "%s{%s});", tname, t.wm, t.bn, t.pp, ta, !tb, k->plan->names[A], k->plan->names[B], (long long)M,
+		     (long long)N, (long long)K, (long long)Z, (long long)sa, (long long)sb, name, args));
+}
+
 static void emit_gemm(Emit *E, Kern *k)
 {
 	int mm = -1;
@@ -2331,6 +2509,17 @@ static void emit_gemm(Emit *E, Kern *k)
 		ep = NULL;
 	if (n->dt == FG_DT_I32) {
 		emit_matmul_i32(E, k, mm, A, ta, B, tb, st[0], st[1]);
+		return;
+	}
+	/* The rule (fgc compile --gemm auto): cuBLASLt for a plain matmul and
+	 * for an epilogue on its menu (it runs the matmul alone 5% faster:
+	 * docs/performance.md); the generated kernel for any other epilogue,
+	 * which cuBLASLt could only follow with a pass over an f32 copy of D. */
+	const char *refusal = own_gemm_refusal(k, mm, A, ta, B, tb, nd, ms);
+	int heavy = !direct;
+	if (!refusal && (E->gemm == FG_GEMM_FGC || (E->gemm == FG_GEMM_AUTO && !direct && !ep))) {
+		emit_own_gemm(E, k, mm, A, ta, B, tb, nd ? cnt[0] : 1, nd ? ms[0][0] : 0, nd ? ms[1][0] : 0, heavy,
+			      E->gemm == FG_GEMM_FGC ? "--gemm fgc" : "an epilogue off cuBLASLt's menu");
 		return;
 	}
 	int slot = E->gemms.n;
@@ -2396,8 +2585,11 @@ static void emit_gemm(Emit *E, Kern *k)
 	Param acc = {fmt(k->a, "const float *__restrict__ mm_%s", k->plan->names[mm]), "(const float *)ctx->scratch"};
 	int s = sink(k);
 	emit_loop(E, k, s, &acc, 1, fmt(E->a, "gemm: %s = matmul on cuBLASLt (fg_gemm_%d) into scratch as f32, "
-					"then this epilogue over %s", k->plan->names[mm], slot,
-					shape_str(E->a, k->g->nodes[s].dt, shape_of(k, s))));
+					"then this epilogue over %s%s%s%s", k->plan->names[mm], slot,
+					shape_str(E->a, k->g->nodes[s].dt, shape_of(k, s)),
+					refusal && E->gemm != FG_GEMM_CUBLASLT ? " (not the generated matmul: " : "",
+					refusal && E->gemm != FG_GEMM_CUBLASLT ? refusal : "",
+					refusal && E->gemm != FG_GEMM_CUBLASLT ? ")" : ""));
 }
 
 /* ------------------------------------------------------------ groups */
@@ -2542,14 +2734,15 @@ static void emit_header(Emit *E, const char *source)
 		E->plan->ngroups, E->plan->ngroups == 1 ? "group" : "groups",
 		E->plan->opt.no_fuse ? " (--no-fuse: one per op)" : "",
 		(long long)E->plan->planned_bytes);
-	fprintf(E->f, "#include \"fg_device.cuh\"\n\n");
+	fprintf(E->f, "#include \"fg_device.cuh\"\n#include \"fg_gemm_sm90.cuh\"\n\n");
 }
 
-int fg_cuda_emit(FILE *f, const FgPlan *plan, const char *source, FgDiag *d)
+int fg_cuda_emit(FILE *f, const FgPlan *plan, const char *source, FgGemmChoice gemm, FgDiag *d)
 {
 	Emit E;
 	const FgGraph *g = plan->g;
 	memset(&E, 0, sizeof E);
+	E.gemm = gemm;
 	E.a = g->arena;
 	E.g = g;
 	E.plan = plan;
@@ -2730,7 +2923,7 @@ int fg_cuda_compile(const FgPlan *plan, const FgCudaOptions *o, FgDiag *d)
 		fg_error(d, (FgLoc){0, 0}, "cannot write '%s': %s", cu, strerror(errno));
 		goto out;
 	}
-	int errors = fg_cuda_emit(f, plan, o->source ? o->source : "", d);
+	int errors = fg_cuda_emit(f, plan, o->source ? o->source : "", o->gemm, d);
 	int bad = ferror(f);
 	if (fclose(f) != 0 || bad) {
 		fg_error(d, (FgLoc){0, 0}, "cannot write '%s'", cu);

@@ -636,17 +636,25 @@ int fg_plan_verify(const FgPlan *plan, uint64_t seed, FgDiag *d);
 
 /* ------------------------------------------------------ compiler/cuda.c */
 
+/* fgc compile --gemm: who runs a float matmul.  AUTO: the generated sm_90a
+ * kernel where cuBLASLt cannot fuse the group's epilogue, cuBLASLt
+ * elsewhere (compiler/cuda.c states the rule); CUBLASLT: cuBLASLt always
+ * (an epilogue off its menu is a kernel of its own); FGC: the generated
+ * kernel wherever it can run the group. */
+typedef enum FgGemmChoice { FG_GEMM_AUTO, FG_GEMM_CUBLASLT, FG_GEMM_FGC } FgGemmChoice;
+
 typedef struct FgCudaOptions {
 	const char *out;        /* -o OUT: writes OUT.cu, and OUT with build */
 	const char *source;     /* the .fg path, named in the file's header */
 	const char *arch;       /* --arch, for build: sm_90a when NULL */
 	int build;              /* --build: run nvcc on OUT.cu and the runtime */
+	FgGemmChoice gemm;      /* --gemm */
 } FgCudaOptions;
 
 /* Writes plan as one CUDA C++ file: a kernel per group, the program table
  * and fg_program_run() (runtime/fgrt_program.h).  Returns the number of
  * groups it cannot compile, each reported through d. */
-int fg_cuda_emit(FILE *f, const FgPlan *plan, const char *source, FgDiag *d);
+int fg_cuda_emit(FILE *f, const FgPlan *plan, const char *source, FgGemmChoice gemm, FgDiag *d);
 /* fgc compile: writes o->out.cu (nothing on failure), then builds o->out
  * with nvcc when o->build.  0, or 1 after reporting the error. */
 int fg_cuda_compile(const FgPlan *plan, const FgCudaOptions *o, FgDiag *d);

@@ -31,6 +31,7 @@ typedef struct Options {
 	const char *out;              /* compile: -o OUT (writes OUT.cu) */
 	const char *arch;             /* compile: --arch for --build */
 	int build;                    /* compile: --build runs nvcc */
+	const char *gemm;             /* compile: --gemm auto|cublaslt|fgc */
 	int group;                    /* extract: the group, or -1 */
 	uint64_t seed;
 	FgFuseOptions fuse;
@@ -63,6 +64,10 @@ static const char usage[] =
 	"                   (emit-torch) write the module to OUT instead of stdout\n"
 	"  --build          (compile) build OUT with nvcc ($NVCC, else nvcc) and the runtime\n"
 	"  --arch SM        (compile) the GPU for --build (default sm_90a)\n"
+	"  --gemm WHO       (compile) who runs float matmuls: auto (default: the\n"
+	"                   generated sm_90a kernel for epilogues cuBLASLt cannot\n"
+	"                   fuse), cublaslt, or fgc (the generated kernel wherever\n"
+	"                   it can)\n"
 	"  --no-fuse        one group per op: the unfused baseline\n"
 	"  --bw GBS         cost model: device bandwidth in GB/s (default 4300)\n"
 	"  --launch-us US   cost model: cost of one kernel launch in us (default 3)\n"
@@ -165,6 +170,10 @@ static int apply_flag(FgArena *a, Options *o, const char *arg, const char *v)
 		o->out = v;
 	} else if (strcmp(arg, "--arch") == 0) {
 		o->arch = v;
+	} else if (strcmp(arg, "--gemm") == 0) {
+		if (strcmp(v, "auto") != 0 && strcmp(v, "cublaslt") != 0 && strcmp(v, "fgc") != 0)
+			return usage_error("--gemm %s: expected auto, cublaslt or fgc", v);
+		o->gemm = v;
 	} else if (strcmp(arg, "--format") == 0) {
 		if (strcmp(v, "text") != 0 && strcmp(v, "json") != 0 && strcmp(v, "dot") != 0)
 			return usage_error("--format %s: expected text, json or dot", v);
@@ -192,7 +201,7 @@ static int apply_flag(FgArena *a, Options *o, const char *arg, const char *v)
 
 static const char *const value_flags[] = {
 	"-D", "-d", "--inputs", "--outputs", "--seed", "--format", "--group", "--bw", "--launch-us", "--reg-limit",
-	"-o", "--arch",
+	"-o", "--arch", "--gemm",
 };
 
 static int parse_args(FgArena *a, int argc, char **argv, Options *o)
@@ -285,7 +294,9 @@ static int command(int cmd, const Options *o, FgGraph *g, FgDiag *d)
 			fg_report_dot(stdout, &plan);
 		return 0;
 	case 5: {
-		FgCudaOptions co = {o->out, o->file, o->arch, o->build};
+		FgCudaOptions co = {o->out, o->file, o->arch, o->build, FG_GEMM_AUTO};
+		if (o->gemm)
+			co.gemm = !strcmp(o->gemm, "fgc") ? FG_GEMM_FGC : !strcmp(o->gemm, "cublaslt") ? FG_GEMM_CUBLASLT : FG_GEMM_AUTO;
 		return fg_cuda_compile(&plan, &co, d);
 	}
 	case 3:
@@ -352,8 +363,8 @@ int main(int argc, char **argv)
 		usage_error("'compile' needs -o OUT%s", "");
 		goto out;
 	}
-	if (cmd != 5 && (o.build || o.arch)) {
-		usage_error("--build and --arch belong to 'compile', not '%s'", o.command);
+	if (cmd != 5 && (o.build || o.arch || o.gemm)) {
+		usage_error("--build, --arch and --gemm belong to 'compile', not '%s'", o.command);
 		goto out;
 	}
 	if (cmd != 5 && cmd != 6 && o.out) {

@@ -99,6 +99,24 @@ template <int N, typename T>
 FG_DEV FgVec<T, N> fg_ldv(const T *p) { return *(const FgVec<T, N> *)p; }
 template <typename T, int N>
 FG_DEV void fg_stv(T *p, const FgVec<T, N> &v) { *(FgVec<T, N> *)p = v; }
+/* fg_ldv through the read-only path (ld.global.nc): for data no thread of
+ * the kernel writes, so the compiler may issue it above earlier stores. */
+template <int N, typename T>
+FG_DEV FgVec<T, N> fg_ldv_nc(const T *p)
+{
+	FgVec<T, N> v;
+	if constexpr (sizeof v == 16)
+		*(uint4 *)&v = __ldg((const uint4 *)p);
+	else if constexpr (sizeof v == 8)
+		*(uint2 *)&v = __ldg((const uint2 *)p);
+	else if constexpr (sizeof v == 4)
+		*(unsigned *)&v = __ldg((const unsigned *)p);
+	else if constexpr (sizeof v == 2)
+		*(unsigned short *)&v = __ldg((const unsigned short *)p);
+	else
+		v = *(const FgVec<T, N> *)p;
+	return v;
+}
 
 /* ------------------------------------------------------------ indices */
 

@@ -50,6 +50,8 @@
 #include <unistd.h>
 
 #include <cublasLt.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
 #include "fgrt.h"
@@ -537,6 +539,39 @@ void fgrt_gemm_ep(FgrtContext *ctx, int slot, const FgrtGemm *g, const void *a, 
 void fgrt_gemm(FgrtContext *ctx, int slot, const FgrtGemm *g, const void *a, const void *b, void *d)
 {
 	fgrt_gemm_ep(ctx, slot, g, a, b, d, NULL, NULL);
+}
+
+void fgrt_cuda(cudaError_t e, const char *call)
+{
+	if (e != cudaSuccess)
+		die("%s: %s (%s)", call, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+/* cuTensorMapEncodeTiled through the runtime's entry point, so that the
+ * binary links no libcuda: 128-byte swizzle, zeros outside the tensor. */
+void fgrt_tmap(void *map, const void *base, FgrtDtype dt, const uint64_t dims[3], const uint64_t pitch[2],
+	       const uint32_t box[3])
+{
+	static PFN_cuTensorMapEncodeTiled_v12000 encode;
+	if (!encode) {
+		void *fn = NULL;
+		cudaDriverEntryPointQueryResult q;
+		CUDA(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
+		if (q != cudaDriverEntryPointSuccess || !fn)
+			die("the driver has no cuTensorMapEncodeTiled (query result %d): the generated matmul needs "
+			    "CUDA 12 or later", (int)q);
+		encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
+	}
+	const cuuint32_t unit[3] = {1, 1, 1};
+	CUresult r = encode((CUtensorMap *)map, dt == FGRT_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 :
+			    CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void *)base, dims, pitch, box, unit,
+			    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+			    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+	if (r != CUDA_SUCCESS)
+		die("cuTensorMapEncodeTiled refused a matmul operand at %p (dims %llu x %llu x %llu, pitches %llu "
+		    "and %llu bytes, box %u x %u): CUresult %d", base, (unsigned long long)dims[0],
+		    (unsigned long long)dims[1], (unsigned long long)dims[2], (unsigned long long)pitch[0],
+		    (unsigned long long)pitch[1], box[0], box[1], (int)r);
 }
 
 void fgrt_launched(FgrtContext *ctx, int i)

@@ -1,0 +1,309 @@
+/*
+ * gemm_sm90.cu - the generated matmul's kernel (runtime/fg_gemm_sm90.cuh)
+ * on its own, on an sm_90a GPU: against a double-precision reference
+ * kernel, then timed against cuBLASLt.
+ *
+ *   gemm_sm90 [--quick]            the sweep: PASS/FAIL per tile width,
+ *                                  operand layout and type; exit 1 on a FAIL
+ *   gemm_sm90 --bench [M N K]      bf16, D[M,N] = A[M,K] B[K,N] (default
+ *                                  8192^3): cuBLASLt's plain matmul, then
+ *                                  the kernel in both schedules with a
+ *                                  plain store and with a bias + GELU +
+ *                                  residual epilogue, each the mean of 20
+ *                                  runs after one
+ *
+ * The sweep: tile widths 64, 128 and 256; A stored [M,K] or [K,M], B [K,N]
+ * or [N,K]; bf16 and f16; M, N, K among 1, 7, 64, 127, 1000 and 4097 (the
+ * stored row lengths a multiple of 8, the accelerator's 16 bytes), one
+ * matrix or a batch of 3 (B shared or not).  Inputs are drawn in [-1, 1]
+ * and rounded to their type; D (f32) is filled with NaN first, so an
+ * element left unwritten fails.  Each element of D must lie within
+ * 2^-20 sqrt(K) max|A||B| row products of the reference: f32 accumulation
+ * of exact products, in another order.
+ *
+ * Linked with runtime/fgrt_host.cu built with -DFGRT_NO_MAIN, half.c and
+ * check.c, like gemm_epilogue.cu.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include "fg_gemm_sm90.cuh"
+
+extern const FgrtProgram fg_program = {
+	"gemm_sm90", "tests/runtime/gemm_sm90.cu", NULL, 0, 0, NULL, 0, 0, 0, 0, 0,
+};
+
+void fg_program_run(FgrtContext *ctx)
+{
+	(void)ctx;
+}
+
+static void check_cuda(cudaError_t e, const char *call, int line)
+{
+	if (e != cudaSuccess) {
+		fprintf(stderr, "gemm_sm90: %s:%d: %s: %s (%s)\n", __FILE__, line, call, cudaGetErrorString(e),
+			cudaGetErrorName(e));
+		exit(2);
+	}
+}
+#define CK(call) check_cuda((call), #call, __LINE__)
+
+/* D[z][r][c] as f32, row-major [Z, M, N]. */
+struct StoreF32 {
+	float *d;
+	int M, N;
+	__device__ __forceinline__ void operator()(int z, int r, int c, float v0, float v1) const
+	{
+		float *p = d + ((int64_t)z * M + r) * N + c;
+		p[0] = v0;
+		if (c + 1 < N)
+			p[1] = v1;
+	}
+};
+
+/* The benchmark's: D in bf16, N even. */
+struct StoreBf16 {
+	__nv_bfloat16 *d;
+	int N;
+	__device__ __forceinline__ void operator()(int z, int r, int c, float v0, float v1) const
+	{
+		(void)z;
+		*(__nv_bfloat162 *)(d + (int64_t)r * N + c) = __floats2bfloat162_rn(v0, v1);
+	}
+};
+
+/* gelu(D + bias[c]) + res[r][c], in bf16: an epilogue off cuBLASLt's menu
+ * (its loads read-only, ld.global.nc, free to move above the stores). */
+struct BiasGeluRes {
+	const __nv_bfloat16 *bias, *res;
+	__nv_bfloat16 *d;
+	int N;
+	__device__ __forceinline__ void operator()(int z, int r, int c, float v0, float v1) const
+	{
+		(void)z;
+		const int64_t o = (int64_t)r * N + c;
+		const __nv_bfloat162 b = __ldg((const __nv_bfloat162 *)(bias + c)), x = __ldg((const __nv_bfloat162 *)(res + o));
+		*(__nv_bfloat162 *)(d + o) = __floats2bfloat162_rn(fg_gelu(v0 + __low2float(b)) + __low2float(x),
+								   fg_gelu(v1 + __high2float(b)) + __high2float(x));
+	}
+};
+
+template <class T>
+__global__ void reference(const T *a, const T *b, double *d, int M, int N, int K, int Z, int64_t sa, int64_t sb,
+			  int ma, int nb)
+{
+	int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+	if (i >= (int64_t)Z * M * N)
+		return;
+	const int c = i % N, r = i / N % M, z = i / N / M;
+	const T *A = a + z * sa, *B = b + z * sb;
+	double s = 0;
+	for (int k = 0; k < K; k++)
+		s += (double)(float)(ma ? A[(int64_t)k * M + r] : A[(int64_t)r * K + k]) *
+		     (double)(float)(nb ? B[(int64_t)k * N + c] : B[(int64_t)c * K + k]);
+	d[i] = s;
+}
+
+template <class T> __global__ void fill(T *p, int64_t n, uint64_t seed)
+{
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+		uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+		x ^= x >> 31, x *= 0xBF58476D1CE4E5B9ull, x ^= x >> 29;
+		p[i] = (T)((float)(x >> 40) / (float)(1 << 23) - 1.0f);
+	}
+}
+
+__global__ void fill_nan(float *p, int64_t n)
+{
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+		p[i] = __int_as_float(0x7fffffff);
+}
+
+template <class T, int WM, int BN, int PP, int MA, int NB>
+static int one_case(FgrtContext *ctx, int M, int N, int K, int Z, int bshared, uint64_t seed, double *worst)
+{
+	const int64_t sa = (int64_t)M * K, sb = bshared ? 0 : (int64_t)K * N, nd = (int64_t)Z * M * N;
+	T *a, *b;
+	float *d;
+	double *ref;
+	CK(cudaMalloc(&a, sa * Z * sizeof(T)));
+	CK(cudaMalloc(&b, (int64_t)K * N * (bshared ? 1 : Z) * sizeof(T)));
+	CK(cudaMalloc(&d, nd * 4));
+	CK(cudaMalloc(&ref, nd * 8));
+	fill<<<256, 256>>>(a, sa * Z, seed);
+	fill<<<256, 256>>>(b, (int64_t)K * N * (bshared ? 1 : Z), seed * 7 + 1);
+	fill_nan<<<256, 256>>>(d, nd);
+	reference<<<(unsigned)((nd + 255) / 256), 256>>>(a, b, ref, M, N, K, Z, sa, sb, MA, NB);
+	CK(cudaDeviceSynchronize());
+	fgg::launch<T, WM, BN, PP, MA, NB>(ctx, a, b, M, N, K, Z, sa, sb, StoreF32{d, M, N});
+	CK(cudaGetLastError());
+	CK(cudaStreamSynchronize(ctx->stream));
+	float *hd = (float *)malloc(nd * 4);
+	double *hr = (double *)malloc(nd * 8);
+	CK(cudaMemcpy(hd, d, nd * 4, cudaMemcpyDeviceToHost));
+	CK(cudaMemcpy(hr, ref, nd * 8, cudaMemcpyDeviceToHost));
+	const double tol = ldexp(1.0, -20) * sqrt((double)K) + ldexp(1.0, -22) * K;
+	int ok = 1;
+	for (int64_t i = 0; i < nd; i++) {
+		double e = fabs((double)hd[i] - hr[i]);
+		if (!(e <= tol)) {
+			if (ok)
+				printf("  first bad element z %lld r %lld c %lld: %g, reference %g\n", (long long)(i / N / M),
+				       (long long)(i / N % M), (long long)(i % N), hd[i], hr[i]);
+			ok = 0;
+		}
+		if (e > *worst || e != e)
+			*worst = e;
+	}
+	free(hd);
+	free(hr);
+	CK(cudaFree(a));
+	CK(cudaFree(b));
+	CK(cudaFree(d));
+	CK(cudaFree(ref));
+	return ok;
+}
+
+template <class T, int WM, int BN, int PP, int MA, int NB> static int sweep(FgrtContext *ctx, int quick, const char *what)
+{
+	static const int sizes[] = {1, 7, 64, 127, 1000, 4097};
+	int n = 0, bad = 0;
+	double worst = 0;
+	for (int i = 0; i < 6; i++)
+		for (int j = 0; j < 6; j++)
+			for (int k = 0; k < 6; k++) {
+				const int M = sizes[i], N = sizes[j], K = sizes[k];
+				/* the stored rows: A's K (M when MA), B's N (K when B is [N,K]) */
+				if ((MA ? M : K) % 8 || (NB ? N : K) % 8)
+					continue;
+				if (quick && (M > 1000 || N > 1000 || K > 1000))
+					continue;
+				if ((int64_t)M * N * K > (int64_t)1 << 33)
+					continue;
+				for (int z = 0; z < 3; z++) {
+					const int Z = z ? 3 : 1, shared = z == 2;
+					if (Z > 1 && (int64_t)M * N * K > (int64_t)1 << 30)
+						continue;
+					n++;
+					if (!one_case<T, WM, BN, PP, MA, NB>(ctx, M, N, K, Z, shared, 1000 * n + BN, &worst)) {
+						printf("  FAIL %s M %d N %d K %d batch %d%s\n", what, M, N, K, Z,
+						       shared ? " (B shared)" : "");
+						bad++;
+					}
+				}
+			}
+	printf("%s %s: %d cases, worst error %.3g\n", bad ? "FAIL" : "PASS", what, n, worst);
+	return bad;
+}
+
+template <int WM, int BN, int PP, class Epi>
+static float time_ms(FgrtContext *ctx, const void *a, const void *b, int M, int N, int K, const Epi &epi)
+{
+	cudaEvent_t e0, e1;
+	CK(cudaEventCreate(&e0));
+	CK(cudaEventCreate(&e1));
+	fgg::launch<__nv_bfloat16, WM, BN, PP, 0, 1>(ctx, a, b, M, N, K, 1, 0, 0, epi);
+	CK(cudaEventRecord(e0, ctx->stream));
+	for (int i = 0; i < 20; i++)
+		fgg::launch<__nv_bfloat16, WM, BN, PP, 0, 1>(ctx, a, b, M, N, K, 1, 0, 0, epi);
+	CK(cudaEventRecord(e1, ctx->stream));
+	CK(cudaEventSynchronize(e1));
+	float ms;
+	CK(cudaEventElapsedTime(&ms, e0, e1));
+	return ms / 20;
+}
+
+static int bench(FgrtContext *ctx, int M, int N, int K)
+{
+	__nv_bfloat16 *a, *b, *d, *bias, *res;
+	CK(cudaMalloc(&a, (int64_t)M * K * 2));
+	CK(cudaMalloc(&b, (int64_t)K * N * 2));
+	CK(cudaMalloc(&d, (int64_t)M * N * 2));
+	CK(cudaMalloc(&res, (int64_t)M * N * 2));
+	CK(cudaMalloc(&bias, N * 2));
+	fill<<<1024, 256>>>(a, (int64_t)M * K, 1);
+	fill<<<1024, 256>>>(b, (int64_t)K * N, 2);
+	fill<<<1024, 256>>>(res, (int64_t)M * N, 3);
+	fill<<<64, 256>>>(bias, N, 4);
+	const double flop = 2.0 * M * (double)N * K;
+	/* cuBLASLt's plain matmul, same layout */
+	FgrtGemm g;
+	memset(&g, 0, sizeof g);
+	g.ab = g.d = FGRT_BF16, g.m = M, g.n = N, g.k = K, g.batch = 1;
+	cudaEvent_t e0, e1;
+	CK(cudaEventCreate(&e0));
+	CK(cudaEventCreate(&e1));
+	fgrt_gemm(ctx, 0, &g, a, b, d);
+	CK(cudaEventRecord(e0, ctx->stream));
+	for (int i = 0; i < 20; i++)
+		fgrt_gemm(ctx, 0, &g, a, b, d);
+	CK(cudaEventRecord(e1, ctx->stream));
+	CK(cudaEventSynchronize(e1));
+	float lt;
+	CK(cudaEventElapsedTime(&lt, e0, e1));
+	lt /= 20;
+	float plain[2] = {time_ms<64, 256, 0>(ctx, a, b, M, N, K, StoreBf16{d, N}),
+			  time_ms<128, 128, 1>(ctx, a, b, M, N, K, StoreBf16{d, N})};
+	float epi[2] = {time_ms<64, 256, 0>(ctx, a, b, M, N, K, BiasGeluRes{bias, res, d, N}),
+			time_ms<128, 128, 1>(ctx, a, b, M, N, K, BiasGeluRes{bias, res, d, N})};
+	static const char *const cfg[2] = {"cooperative 2x64x256", "ping-pong 128x128"};
+	printf("bench bf16 M %d N %d K %d, A[M,K] B[K,N]: cuBLASLt plain %.3f ms (%.0f TFLOP/s)\n", M, N, K, lt,
+	       flop / lt / 1e9);
+	for (int i = 0; i < 2; i++)
+		printf("  fgc %-22s plain %.3f ms (%.0f TFLOP/s, %.1f%% of cuBLASLt); bias+gelu+residual %.3f ms "
+		       "(%.1f%% of cuBLASLt plain)\n", cfg[i], plain[i], flop / plain[i] / 1e9, 100 * lt / plain[i],
+		       epi[i], 100 * lt / epi[i]);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int quick = 0, mnk[3] = {0, 0, 0};
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--quick")) {
+			quick = 1;
+		} else if (!strcmp(argv[i], "--bench")) {
+			for (int j = 0; j < 3; j++)
+				mnk[j] = i + 1 < argc && argv[i + 1][0] != '-' ? atoi(argv[++i]) : 8192;
+			if (mnk[0] < 1 || mnk[1] < 2 || mnk[2] < 1 || mnk[1] % 8 || mnk[2] % 8) {
+				fprintf(stderr, "gemm_sm90: --bench M N K: N and K multiples of 8\n");
+				return 2;
+			}
+		} else {
+			fprintf(stderr, "usage: %s [--quick] [--bench [M N K]]\n", argv[0]);
+			return 2;
+		}
+	}
+	FgrtContext ctx;
+	FgrtGemmPlan *slots[1] = {NULL};
+	memset(&ctx, 0, sizeof ctx);
+	ctx.prog = &fg_program;
+	CK(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));
+	cublasLtHandle_t lt;
+	if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) {
+		fprintf(stderr, "gemm_sm90: cublasLtCreate failed\n");
+		return 2;
+	}
+	ctx.lt = lt;
+	ctx.workspace_bytes = (size_t)32 << 20;
+	CK(cudaMalloc(&ctx.workspace, ctx.workspace_bytes));
+	ctx.gemm = slots;
+	if (mnk[0])
+		return bench(&ctx, mnk[0], mnk[1], mnk[2]);
+	int bad = 0;
+	bad += sweep<__nv_bfloat16, 64, 256, 0, 0, 1>(&ctx, quick, "bf16 cooperative 2x64x256 A[M,K] B[K,N]");
+	bad += sweep<__nv_bfloat16, 64, 256, 0, 0, 0>(&ctx, quick, "bf16 cooperative 2x64x256 A[M,K] B[N,K]");
+	bad += sweep<__nv_bfloat16, 128, 128, 1, 0, 1>(&ctx, quick, "bf16 ping-pong 128x128 A[M,K] B[K,N]");
+	bad += sweep<__nv_bfloat16, 128, 128, 1, 1, 0>(&ctx, quick, "bf16 ping-pong 128x128 A[K,M] B[N,K]");
+	bad += sweep<__nv_bfloat16, 64, 256, 1, 1, 1>(&ctx, quick, "bf16 ping-pong 64x256 A[K,M] B[K,N]");
+	bad += sweep<__nv_bfloat16, 128, 64, 1, 0, 1>(&ctx, quick, "bf16 ping-pong 128x64 A[M,K] B[K,N]");
+	bad += sweep<__half, 128, 128, 1, 0, 1>(&ctx, quick, "f16 ping-pong 128x128 A[M,K] B[K,N]");
+	bad += sweep<__half, 64, 64, 0, 1, 0>(&ctx, quick, "f16 cooperative 2x64x64 A[K,M] B[N,K]");
+	printf("%s\n", bad ? "FAILED" : "all passed");
+	return bad ? 1 : 0;
+}
