@@ -2300,25 +2300,59 @@ typedef struct GemmTile {
 } GemmTile;
 
 /* The tile for an M x N result, Z of them, by what was measured on the
- * H200 at 8192^3 bf16 (docs/performance.md, tests/runtime/gemm_sm90.cu
- * --bench): cooperative 2 x 64 x 256 runs the matmul fastest (764 TFLOP/s
- * against cuBLASLt's 801) but leaves the tensor cores idle while the
- * epilogue runs; ping-pong 128 x 128 hides the epilogue behind the other
- * consumer's wgmma at 650 TFLOP/s, as its smaller tile reads more from
- * L2.  So: ping-pong when the epilogue computes (heavy), cooperative for
- * a store alone; then the largest tile that still gives every
- * multiprocessor (132) a tile, else the smallest. */
+ * H200 (tests/runtime/gemm_sm90.cu --bench, medians of interleaved rounds,
+ * docs/performance.md).  With an epilogue that computes or reads (heavy),
+ * ping-pong 128 x 128: the tensor cores run one consumer's wgmma while
+ * the other's epilogue runs, and it beat cooperative 2 x 64 x 256 with
+ * such an epilogue on every large shape under sustained load (by 3-12%,
+ * e.g. 8192 x 14336 x 4096: 1.630 ms against 1.831).  A store alone:
+ * cooperative, whose larger tile reads less from L2 (8192^3: 1.683 ms
+ * against 1.765), while it has 4 tiles per multiprocessor (132).  Below
+ * 132 tiles, the smaller ping-pong tiles keep more of them busy. */
 static GemmTile gemm_tile(int64_t M, int64_t N, int64_t Z, int heavy)
 {
-	static const GemmTile coop[] = {{64, 256, 0}, {64, 128, 0}, {64, 64, 0}};
-	static const GemmTile ping[] = {{128, 128, 1}, {64, 128, 1}, {64, 64, 1}};
-	const GemmTile *t = heavy ? ping : coop;
-	for (int i = 0; i < 2; i++) {
+	static const GemmTile t[] = {{64, 256, 0}, {128, 128, 1}, {64, 128, 1}, {64, 64, 1}};
+	static const int64_t least[] = {4 * 132, 132, 132};
+	for (int i = heavy; i < 3; i++) {
 		int64_t rows = t[i].pp ? t[i].wm : 2 * t[i].wm;
-		if (((M + rows - 1) / rows) * ((N + t[i].bn - 1) / t[i].bn) * Z >= 132 && N > t[i].bn / 2)
+		if (((M + rows - 1) / rows) * ((N + t[i].bn - 1) / t[i].bn) * Z >= least[i] && N > t[i].bn / 2)
 			return t[i];
 	}
-	return t[2];
+	return t[3];
+}
+
+/* The rule that picks the generated matmul over cuBLASLt for a gemm group
+ * whose epilogue cuBLASLt cannot fuse (fgc compile --gemm auto), a cost
+ * comparison calibrated on the H200 (docs/performance.md).  cuBLASLt
+ * writes D in f32 to scratch, and an epilogue kernel reads it back beside
+ * the group's other reads and writes, one launch more: flops / LT_TFLOPS
+ * + (8 bytes an element of D + the other bytes) / bandwidth + a launch.
+ * The generated kernel ran the matmul alone at 87-103% of cuBLASLt's rate
+ * (OWN_SHARE between), but its epilogue's traffic shows through at about
+ * OWN_EPI_GBS: on the samples, swiglu_bf16's up projection (470 MB read
+ * and written by the epilogue) took 0.23 ms more than cuBLASLt and its
+ * pass, gemm_bias_gelu_bf16 (134 MB) tied.  So flops / (OWN_SHARE
+ * LT_TFLOPS) + the other bytes / OWN_EPI_GBS; the smaller wins: the
+ * generated kernel for an epilogue that moves about 2 bytes an element
+ * of D with K below ~4000, cuBLASLt for the rest. */
+#define LT_TFLOPS 792.0
+#define OWN_SHARE 0.97
+#define OWN_EPI_GBS 1000.0
+
+static int own_gemm_pays(const Kern *k, int mm, int A, int B, int64_t K)
+{
+	const FgNode *n = &k->g->nodes[mm];
+	double flops = 2.0 * (double)numel(&n->shape) * (double)K, other = 0;
+	for (int r = 0; r < k->gr->nreads + k->gr->nwrites; r++) {
+		int id = r < k->gr->nreads ? k->gr->reads[r] : k->gr->writes[r - k->gr->nreads];
+		if (id != A && id != B)
+			other += (double)numel(shape_of(k, id)) * fg_dtype_size[k->g->nodes[id].dt];
+	}
+	const FgFuseOptions *o = &k->plan->opt;
+	double own = flops / (OWN_SHARE * LT_TFLOPS * 1e12) + other / (OWN_EPI_GBS * 1e9);
+	double lt = flops / (LT_TFLOPS * 1e12) + (8.0 * (double)numel(&n->shape) + other) / (o->bw_gbs * 1e9) +
+		    o->launch_us * 1e-6;
+	return own < lt;
 }
 
 /* Why the generated matmul cannot run group k's matmul mm (operands A and
@@ -2511,15 +2545,15 @@ static void emit_gemm(Emit *E, Kern *k)
 		emit_matmul_i32(E, k, mm, A, ta, B, tb, st[0], st[1]);
 		return;
 	}
-	/* The rule (fgc compile --gemm auto): cuBLASLt for a plain matmul and
-	 * for an epilogue on its menu (it runs the matmul alone 5% faster:
-	 * docs/performance.md); the generated kernel for any other epilogue,
-	 * which cuBLASLt could only follow with a pass over an f32 copy of D. */
+	/* --gemm auto: cuBLASLt for a plain matmul and for an epilogue on its
+	 * menu; for any other epilogue whichever own_gemm_pays() says. */
 	const char *refusal = own_gemm_refusal(k, mm, A, ta, B, tb, nd, ms);
-	int heavy = !direct;
-	if (!refusal && (E->gemm == FG_GEMM_FGC || (E->gemm == FG_GEMM_AUTO && !direct && !ep))) {
-		emit_own_gemm(E, k, mm, A, ta, B, tb, nd ? cnt[0] : 1, nd ? ms[0][0] : 0, nd ? ms[1][0] : 0, heavy,
-			      E->gemm == FG_GEMM_FGC ? "--gemm fgc" : "an epilogue off cuBLASLt's menu");
+	int pays = !refusal && !direct && !ep && own_gemm_pays(k, mm, A, B, K);
+	if (!refusal && (E->gemm == FG_GEMM_FGC || (E->gemm == FG_GEMM_AUTO && pays))) {
+		emit_own_gemm(E, k, mm, A, ta, B, tb, nd ? cnt[0] : 1, nd ? ms[0][0] : 0, nd ? ms[1][0] : 0, !direct,
+			      E->gemm == FG_GEMM_FGC ? "--gemm fgc" :
+			      "an epilogue off cuBLASLt's menu, whose f32 pass would cost more than the generated "
+			      "matmul is slower (own_gemm_pays)");
 		return;
 	}
 	int slot = E->gemms.n;
@@ -2587,9 +2621,10 @@ static void emit_gemm(Emit *E, Kern *k)
 	emit_loop(E, k, s, &acc, 1, fmt(E->a, "gemm: %s = matmul on cuBLASLt (fg_gemm_%d) into scratch as f32, "
 					"then this epilogue over %s%s%s%s", k->plan->names[mm], slot,
 					shape_str(E->a, k->g->nodes[s].dt, shape_of(k, s)),
-					refusal && E->gemm != FG_GEMM_CUBLASLT ? " (not the generated matmul: " : "",
-					refusal && E->gemm != FG_GEMM_CUBLASLT ? refusal : "",
-					refusal && E->gemm != FG_GEMM_CUBLASLT ? ")" : ""));
+					E->gemm == FG_GEMM_CUBLASLT ? "" : " (not the generated matmul: ",
+					E->gemm == FG_GEMM_CUBLASLT ? "" : refusal ? refusal :
+					"cuBLASLt's faster matmul pays for this pass (own_gemm_pays)",
+					E->gemm == FG_GEMM_CUBLASLT ? "" : ")"));
 }
 
 /* ------------------------------------------------------------ groups */

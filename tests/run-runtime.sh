@@ -7,7 +7,8 @@
 #      CUDA device: <CUDA's reason>", and exits 1;
 #   3. tests/runtime/gemm_epilogue.cu compiles and links with the runtime
 #      built -DFGRT_NO_MAIN, with nvcc's warnings as errors, and says the
-#      same when no GPU answers;
+#      same when no GPU answers; so does tests/runtime/gemm_sm90.cu (the
+#      generated matmul's kernel in every schedule it tests) compile;
 #   4. tests/runtime/gpu-failures.sh parses (it runs on a GPU machine).
 # Where a GPU does answer, the no-device checks are skipped with a note
 # (gpu-failures.sh checks that path there).  Without nvcc (on PATH or in
@@ -54,6 +55,10 @@ nvcc "${nvflags[@]}" -DFGRT_NO_MAIN -D_POSIX_C_SOURCE=200809L -o "$tmp/gemm_epil
 	"$src/tests/runtime/gemm_epilogue.cu" "$src/runtime/fgrt_host.cu" "$src/runtime/half.c" "$src/runtime/check.c" \
 	-lcublasLt >"$tmp/gemm.log" 2>&1 &
 gemm_pid=$!
+nvcc "${nvflags[@]}" -DFGRT_NO_MAIN -D_POSIX_C_SOURCE=200809L -o "$tmp/gemm_sm90" \
+	"$src/tests/runtime/gemm_sm90.cu" "$src/runtime/fgrt_host.cu" "$src/runtime/half.c" "$src/runtime/check.c" \
+	-lcublasLt >"$tmp/sm90.log" 2>&1 &
+sm90_pid=$!
 if ! "$fgc" compile "$src/samples/ew4_f32.fg" "${dims[@]}" -o "$model" --build >"$tmp/build.log" 2>&1; then
 	bad build "fgc compile --build failed" "$tmp/build.log"
 	wait
@@ -90,6 +95,7 @@ if wait "$gemm_pid"; then
 else
 	bad gemm-epilogue-builds "nvcc failed" "$tmp/gemm.log"
 fi
+if wait "$sm90_pid"; then ok gemm-sm90-builds; else bad gemm-sm90-builds "nvcc failed" "$tmp/sm90.log"; fi
 
 # 4. the GPU-side script parses
 if bash -n "$src/tests/runtime/gpu-failures.sh" 2>"$tmp/syntax.log"; then ok gpu-failures-parses; else bad gpu-failures-parses "bash -n" "$tmp/syntax.log"; fi
