@@ -342,7 +342,7 @@ static void kern_error(Kern *k, int id, const char *fmt_, ...)
 	va_start(ap, fmt_);
 	char *msg = vfmt(k->a, fmt_, ap);
 	va_end(ap);
-	if (!k->failed)
+	if (!k->failed && k->E->d)     /* none: fg_cuda_gemm_note asks quietly */
 		fg_error(k->E->d, id >= 0 ? k->g->nodes[id].loc : (FgLoc){0, 0},
 			 "cannot compile group %d (%s) to CUDA yet: %s", k->gi, k->gr->name, msg);
 	k->failed = 1;
@@ -2322,7 +2322,8 @@ static GemmTile gemm_tile(int64_t M, int64_t N, int64_t Z, int heavy)
 }
 
 /* The rule that picks the generated matmul over cuBLASLt for a gemm group
- * whose epilogue cuBLASLt cannot fuse (fgc compile --gemm auto), a cost
+ * whose epilogue cuBLASLt cannot fuse (fgc compile --gemm auto; own_gemm_pays
+ * in plan_gemm), a cost
  * comparison calibrated on the H200 (docs/performance.md).  cuBLASLt
  * writes D in f32 to scratch, and an epilogue kernel reads it back beside
  * the group's other reads and writes, one launch more: flops / LT_TFLOPS
@@ -2339,7 +2340,9 @@ static GemmTile gemm_tile(int64_t M, int64_t N, int64_t Z, int heavy)
 #define OWN_SHARE 0.97
 #define OWN_EPI_GBS 1000.0
 
-static int own_gemm_pays(const Kern *k, int mm, int A, int B, int64_t K)
+/* own_gemm_pays' two estimates, in seconds: the generated kernel (*own)
+ * and cuBLASLt with the epilogue kernel after it (*lt). */
+static void gemm_estimates(const Kern *k, int mm, int A, int B, int64_t K, double *own, double *lt)
 {
 	const FgNode *n = &k->g->nodes[mm];
 	double flops = 2.0 * (double)numel(&n->shape) * (double)K, other = 0;
@@ -2349,10 +2352,9 @@ static int own_gemm_pays(const Kern *k, int mm, int A, int B, int64_t K)
 			other += (double)numel(shape_of(k, id)) * fg_dtype_size[k->g->nodes[id].dt];
 	}
 	const FgFuseOptions *o = &k->plan->opt;
-	double own = flops / (OWN_SHARE * LT_TFLOPS * 1e12) + other / (OWN_EPI_GBS * 1e9);
-	double lt = flops / (LT_TFLOPS * 1e12) + (8.0 * (double)numel(&n->shape) + other) / (o->bw_gbs * 1e9) +
-		    o->launch_us * 1e-6;
-	return own < lt;
+	*own = flops / (OWN_SHARE * LT_TFLOPS * 1e12) + other / (OWN_EPI_GBS * 1e9);
+	*lt = flops / (LT_TFLOPS * 1e12) + (8.0 * (double)numel(&n->shape) + other) / (o->bw_gbs * 1e9) +
+	      o->launch_us * 1e-6;
 }
 
 /* Why the generated matmul cannot run group k's matmul mm (operands A and
@@ -2486,74 +2488,115 @@ static void emit_own_gemm(Emit *E, Kern *k, int mm, int A, int ta, int B, int tb
 		     (long long)N, (long long)K, (long long)Z, (long long)sa, (long long)sb, name, args));
 }
 
-static void emit_gemm(Emit *E, Kern *k)
+/* t seconds in microseconds, to 3 or 4 digits. */
+static const char *us_str(FgArena *a, double t)
 {
-	int mm = -1;
+	double us = t * 1e6;
+	return fmt(a, us >= 100 ? "%.0f us" : us >= 10 ? "%.1f us" : "%.2f us", us);
+}
+
+/* How a gemm group runs: its matmul and operands, the merged batch, and
+ * who multiplies (plan_gemm). */
+typedef struct GemmPlan {
+	int mm, A, B, ta, tb;
+	int64_t M, N, K;
+	int nd;                         /* merged batch dims, innermost first */
+	int64_t cnt[FG_MAX_RANK], ms[3][FG_MAX_RANK];
+	int64_t st[3][FG_MAX_RANK];     /* per batch dim: A's, B's and D's strides */
+	int direct;                     /* the matmul alone, written as it is */
+	const char *ep;                 /* cuBLASLt's own epilogue, or NULL */
+	int y, bias, aux;               /* its value, bias and AUX output */
+	const char *refusal;            /* why not the generated kernel, or NULL */
+	double est_own, est_lt;         /* own_gemm_pays' estimates, s */
+	int own;                        /* the generated kernel runs it */
+} GemmPlan;
+
+/* Fills p for gemm group k; 0 (k->failed) when it cannot run. */
+static int plan_gemm(Emit *E, Kern *k, GemmPlan *p)
+{
+	memset(p, 0, sizeof *p);
+	p->mm = -1;
 	for (int i = 0; i < k->gr->nnodes; i++)
 		if (k->g->nodes[k->gr->nodes[i]].op == FG_OP_MATMUL && is_member(k, k->gr->nodes[i]))
-			mm = mm < 0 ? k->gr->nodes[i] : -2;
-	if (mm < 0) {
+			p->mm = p->mm < 0 ? k->gr->nodes[i] : -2;
+	if (p->mm < 0) {
 		kern_error(k, -1, "a gemm group needs exactly one matmul");
-		return;
+		return 0;
 	}
+	const int mm = p->mm;
 	const FgNode *n = &k->g->nodes[mm];
-	int ta, tb;
-	int A = gemm_operand(k, n->in[0], &ta), B = gemm_operand(k, n->in[1], &tb);
+	p->A = gemm_operand(k, n->in[0], &p->ta);
+	p->B = gemm_operand(k, n->in[1], &p->tb);
 	if (k->failed)
-		return;
+		return 0;
 	const FgShape *as = shape_of(k, n->in[0]), *bs = shape_of(k, n->in[1]), *os = &n->shape;
 	int nb = os->rank - 2;
-	int64_t M = as->d[as->rank - 2], K = as->d[as->rank - 1], N = bs->d[bs->rank - 1];
-	int64_t st[3][FG_MAX_RANK], cnt[FG_MAX_RANK];
-	batch_strides(as, nb, os->d, M * K, st[0]);
-	batch_strides(bs, nb, os->d, K * N, st[1]);
-	batch_strides(os, nb, os->d, M * N, st[2]);
+	p->M = as->d[as->rank - 2], p->K = as->d[as->rank - 1], p->N = bs->d[bs->rank - 1];
+	batch_strides(as, nb, os->d, p->M * p->K, p->st[0]);
+	batch_strides(bs, nb, os->d, p->K * p->N, p->st[1]);
+	batch_strides(os, nb, os->d, p->M * p->N, p->st[2]);
 	/* merge batch dims, innermost first, where every stride allows */
-	int nd = 0;
-	int64_t ms[3][FG_MAX_RANK];
 	for (int i = nb - 1; i >= 0; i--) {
 		if (os->d[i] == 1)
 			continue;
-		if (nd > 0) {
+		if (p->nd > 0) {
 			int ok = 1;
 			for (int t = 0; t < 3; t++)
-				ok &= st[t][i] == ms[t][nd - 1] * cnt[nd - 1];
+				ok &= p->st[t][i] == p->ms[t][p->nd - 1] * p->cnt[p->nd - 1];
 			if (ok) {
-				cnt[nd - 1] *= os->d[i];
+				p->cnt[p->nd - 1] *= os->d[i];
 				continue;
 			}
 		}
-		cnt[nd] = os->d[i];
+		p->cnt[p->nd] = os->d[i];
 		for (int t = 0; t < 3; t++)
-			ms[t][nd] = st[t][i];
-		nd++;
+			p->ms[t][p->nd] = p->st[t][i];
+		p->nd++;
 	}
 	/* ms[.][0] is the innermost: cuBLASLt's strided batch */
-	int direct = 1;
+	p->direct = 1;
 	for (int i = 0; i < k->gr->nnodes; i++) {
 		int id = k->gr->nodes[i];
 		const FgNode *m = &k->g->nodes[id];
 		if (id != mm && m->op != FG_OP_CONST && is_member(k, id) && !operand_side(k, n, id))
-			direct = 0;
+			p->direct = 0;
 	}
-	direct &= E->plan->home[mm] == k->gi;
-	int y = -1, bias = -1, aux = -1;
-	const char *ep = direct ? NULL : lt_epilogue(k, mm, &y, &bias, &aux);
-	if (ep && (E->plan->home[y] != k->gi || (aux >= 0 && E->plan->home[aux] != k->gi)))
-		ep = NULL;
+	p->direct &= E->plan->home[mm] == k->gi;
+	p->ep = p->direct ? NULL : lt_epilogue(k, mm, &p->y, &p->bias, &p->aux);
+	if (p->ep && (E->plan->home[p->y] != k->gi || (p->aux >= 0 && E->plan->home[p->aux] != k->gi)))
+		p->ep = NULL;
+	if (n->dt == FG_DT_I32)
+		return 1;
+	/* --gemm auto: cuBLASLt for a plain matmul and for an epilogue on its
+	 * menu; for any other epilogue whichever estimate is smaller */
+	p->refusal = own_gemm_refusal(k, mm, p->A, p->ta, p->B, p->tb, p->nd, p->ms);
+	gemm_estimates(k, mm, p->A, p->B, p->K, &p->est_own, &p->est_lt);
+	int pays = !p->refusal && !p->direct && !p->ep && p->est_own < p->est_lt;
+	p->own = !p->refusal && (E->gemm == FG_GEMM_FGC || (E->gemm == FG_GEMM_AUTO && pays));
+	return 1;
+}
+
+static void emit_gemm(Emit *E, Kern *k)
+{
+	GemmPlan p;
+	if (!plan_gemm(E, k, &p))
+		return;
+	const int mm = p.mm, A = p.A, B = p.B, ta = p.ta, tb = p.tb, nd = p.nd, direct = p.direct;
+	const int64_t M = p.M, N = p.N, K = p.K, *cnt = p.cnt;
+	const FgNode *n = &k->g->nodes[mm];
+	const FgShape *os = &n->shape;
+	const char *ep = p.ep;
+	const int y = p.y, bias = p.bias, aux = p.aux;
+	int64_t(*ms)[FG_MAX_RANK] = p.ms;
 	if (n->dt == FG_DT_I32) {
-		emit_matmul_i32(E, k, mm, A, ta, B, tb, st[0], st[1]);
+		emit_matmul_i32(E, k, mm, A, ta, B, tb, p.st[0], p.st[1]);
 		return;
 	}
-	/* --gemm auto: cuBLASLt for a plain matmul and for an epilogue on its
-	 * menu; for any other epilogue whichever own_gemm_pays() says. */
-	const char *refusal = own_gemm_refusal(k, mm, A, ta, B, tb, nd, ms);
-	int pays = !refusal && !direct && !ep && own_gemm_pays(k, mm, A, B, K);
-	if (!refusal && (E->gemm == FG_GEMM_FGC || (E->gemm == FG_GEMM_AUTO && pays))) {
+	if (p.own) {
 		emit_own_gemm(E, k, mm, A, ta, B, tb, nd ? cnt[0] : 1, nd ? ms[0][0] : 0, nd ? ms[1][0] : 0, !direct,
 			      E->gemm == FG_GEMM_FGC ? "--gemm fgc" :
-			      "an epilogue off cuBLASLt's menu, whose f32 pass would cost more than the generated "
-			      "matmul is slower (own_gemm_pays)");
+			      fmt(k->a, "an epilogue off cuBLASLt's menu, estimated %s here against %s for cuBLASLt "
+				  "and an epilogue kernel (own_gemm_pays)", us_str(k->a, p.est_own), us_str(k->a, p.est_lt)));
 		return;
 	}
 	int slot = E->gemms.n;
@@ -2622,9 +2665,52 @@ static void emit_gemm(Emit *E, Kern *k)
 					"then this epilogue over %s%s%s%s", k->plan->names[mm], slot,
 					shape_str(E->a, k->g->nodes[s].dt, shape_of(k, s)),
 					E->gemm == FG_GEMM_CUBLASLT ? "" : " (not the generated matmul: ",
-					E->gemm == FG_GEMM_CUBLASLT ? "" : refusal ? refusal :
-					"cuBLASLt's faster matmul pays for this pass (own_gemm_pays)",
+					E->gemm == FG_GEMM_CUBLASLT ? "" : p.refusal ? p.refusal :
+					fmt(k->a, "estimated %s there against %s for this pair (own_gemm_pays)",
+					    us_str(k->a, p.est_own), us_str(k->a, p.est_lt)),
 					E->gemm == FG_GEMM_CUBLASLT ? "" : ")"));
+}
+
+/* What fgc compile --gemm auto does with gemm group gi, in a phrase (fgc
+ * report); NULL for other groups and for a group it cannot compile. */
+const char *fg_cuda_gemm_note(const FgPlan *plan, int gi)
+{
+	const FgGraph *g = plan->g;
+	if (gi < 0 || gi >= plan->ngroups || plan->groups[gi].kind != FG_GROUP_GEMM)
+		return NULL;
+	Emit E;
+	memset(&E, 0, sizeof E);
+	E.a = g->arena;
+	E.g = g;
+	E.plan = plan;
+	E.gemm = FG_GEMM_AUTO;
+	E.member = fg_arena_array(E.a, (size_t)g->nnodes + 1, sizeof(int));
+	Kern k;
+	GemmPlan p;
+	kern_init(&k, &E, gi);
+	int ok = plan_gemm(&E, &k, &p);
+	kern_done(&k);
+	if (!ok)
+		return NULL;
+	const FgNode *n = &g->nodes[p.mm];
+	const char *est = fmt(E.a, "est %s, against %s for cuBLASLt and an epilogue kernel", us_str(E.a, p.est_own),
+			      us_str(E.a, p.est_lt));
+	if (n->dt == FG_DT_I32)
+		return "an i32 kernel (a thread an element, into scratch), then the epilogue kernel";
+	if (p.own) {
+		GemmTile t = gemm_tile(p.M, p.N, p.nd ? p.cnt[0] : 1, !p.direct);
+		return fmt(E.a, "the generated sm_90a matmul, %s %s%d x %d tiles, the epilogue on its registers (%s)",
+			   t.pp ? "ping-pong" : "cooperative", t.pp ? "" : "2 x ", t.wm, t.bn, est);
+	}
+	if (p.direct)
+		return fmt(E.a, "cuBLASLt, straight into %s", plan->names[p.mm]);
+	if (p.ep)
+		return fmt(E.a, "cuBLASLt with its own epilogue %s", p.ep + strlen("FGRT_EP_"));
+	if (p.refusal)
+		return fmt(E.a, "cuBLASLt into f32 scratch, then an epilogue kernel; not the generated matmul: %s",
+			   p.refusal);
+	return fmt(E.a, "cuBLASLt into f32 scratch, then an epilogue kernel (est %s, against %s for the generated "
+		   "matmul)", us_str(E.a, p.est_lt), us_str(E.a, p.est_own));
 }
 
 /* ------------------------------------------------------------ groups */

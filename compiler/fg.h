@@ -655,6 +655,10 @@ typedef struct FgCudaOptions {
  * and fg_program_run() (runtime/fgrt_program.h).  Returns the number of
  * groups it cannot compile, each reported through d. */
 int fg_cuda_emit(FILE *f, const FgPlan *plan, const char *source, FgGemmChoice gemm, FgDiag *d);
+/* What `fgc compile` (--gemm auto) does with gemm group gi, in a phrase for
+ * fgc report: the generated matmul or cuBLASLt, and why; NULL for other
+ * groups. */
+const char *fg_cuda_gemm_note(const FgPlan *plan, int gi);
 /* fgc compile: writes o->out.cu (nothing on failure), then builds o->out
  * with nvcc when o->build.  0, or 1 after reporting the error. */
 int fg_cuda_compile(const FgPlan *plan, const FgCudaOptions *o, FgDiag *d);

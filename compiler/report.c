@@ -180,6 +180,9 @@ static void text_groups(const Report *r)
 		fprintf(r->f, "\ngroup %-*d  %-*s  %s  (%d launch%s, est %.2f us, est regs %d)\n", wi, gi,
 			wk, kind_name(gr->kind), gr->name ? gr->name : "-", gr->cost.launches,
 			gr->cost.launches == 1 ? "" : "es", gr->cost.est_us, gr->est_regs);
+		const char *note = fg_cuda_gemm_note(plan, gi);
+		if (note)
+			fprintf(r->f, "  on the GPU: %s\n", note);
 		text_ops(r, gr);
 		text_io(r, gr);
 	}
@@ -423,6 +426,12 @@ static void json_group(const Report *r, int gi)
 	json_real(r->f, gr->cost.est_us);
 	fprintf(r->f, ",\n      \"est_regs\": %d,\n      \"bytes_read\": %lld,\n      \"bytes_written\": %lld,\n",
 		gr->est_regs, (long long)gr->bytes_read, (long long)gr->bytes_written);
+	const char *note = fg_cuda_gemm_note(r->plan, gi);
+	if (note) {
+		fputs("      \"on_gpu\": ", r->f);
+		json_str(r->f, note);
+		fputs(",\n", r->f);
+	}
 	json_ops(r, gr);
 	json_values(r, "reads", gr->reads, gr->nreads, 0);
 	fputs(",\n", r->f);
