@@ -3035,6 +3035,15 @@ int fg_cuda_compile(const FgPlan *plan, const FgCudaOptions *o, FgDiag *d)
 		fg_error(d, (FgLoc){0, 0}, "--arch %s: expected sm_NN or sm_NNa (sm_90a, sm_100a)", o->arch);
 		goto out;
 	}
+	/* the generated matmul is sm_90a code (wgmma, setmaxnreg) */
+	FgGemmChoice gemm = o->gemm;
+	if (o->arch && strcmp(o->arch, "sm_90a") != 0) {
+		if (gemm == FG_GEMM_FGC) {
+			fg_error(d, (FgLoc){0, 0}, "--gemm fgc needs --arch sm_90a: the generated matmul uses wgmma");
+			goto out;
+		}
+		gemm = FG_GEMM_CUBLASLT;
+	}
 	snprintf(cu, len + 4, "%s.cu", o->out);
 	snprintf(tmp, len + 40, "%s.cu.tmp.%ld", o->out, (long)getpid());
 	if (make_parent(d, cu) != 0)
@@ -3044,7 +3053,7 @@ int fg_cuda_compile(const FgPlan *plan, const FgCudaOptions *o, FgDiag *d)
 		fg_error(d, (FgLoc){0, 0}, "cannot write '%s': %s", cu, strerror(errno));
 		goto out;
 	}
-	int errors = fg_cuda_emit(f, plan, o->source ? o->source : "", o->gemm, d);
+	int errors = fg_cuda_emit(f, plan, o->source ? o->source : "", gemm, d);
 	int bad = ferror(f);
 	if (fclose(f) != 0 || bad) {
 		fg_error(d, (FgLoc){0, 0}, "cannot write '%s'", cu);

@@ -53,6 +53,22 @@ expect 1 "x.npy" -- run "$good" --inputs "$tmp/bad_in" --outputs "$tmp/o1"
 expect 1 "error" -- run "$good" --inputs "$tmp/no_such_dir" --outputs "$tmp/o2"
 expect 1 "not a regular file" -- run "$good" --inputs "$tmp/fifo_in" --outputs "$tmp/o3"
 expect 1 "x.npy: cannot open" -- run "$good" --inputs "$tmp/link_in" --outputs "$tmp/o4"
+# compile's --gemm: a known choice, sm_90a for the generated matmul
+mm=$tmp/mm.fg
+printf 'graph m {\n  input a : bf16[16, 32]\n  param w : bf16[32, 24]\n  y = gelu(matmul(a, w))\n  output y\n}\n' >"$mm"
+expect 1 "--gemm tiles: expected auto, cublaslt or fgc" -- compile "$mm" -o "$tmp/g1" --gemm tiles
+expect 1 "--gemm fgc needs --arch sm_90a" -- compile "$mm" -o "$tmp/g2" --gemm fgc --arch sm_80
+expect 1 "--build, --arch and --gemm belong to 'compile', not 'report'" -- report "$mm" --gemm fgc
+for d in g1.cu g2.cu; do
+  if [ -e "$tmp/$d" ]; then fail=$((fail + 1)); echo "FAIL a failed compile left $d behind"; fi
+done
+if "$fgc" compile "$mm" -o "$tmp/g3" --arch sm_80 && ! grep -q "fgg::launch" "$tmp/g3.cu" &&
+   "$fgc" compile "$mm" -o "$tmp/g4" && grep -q "fgg::launch" "$tmp/g4.cu"; then
+  pass=$((pass + 1)); echo "PASS --arch sm_80 keeps cuBLASLt, sm_90a takes the generated matmul"
+else
+  fail=$((fail + 1)); echo "FAIL --arch sm_80 / the default: who runs the matmul"
+fi
+
 for d in o o1 o2 o3 o4; do
   if [ -e "$tmp/$d" ]; then fail=$((fail + 1)); echo "FAIL a failed run left $d behind"; fi
 done
