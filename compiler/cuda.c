@@ -2291,6 +2291,22 @@ static const char *lt_epilogue(const Kern *k, int mm, int *y, int *bias, int *au
 	return *bias >= 0 ? "FGRT_EP_GELU_BIAS" : "FGRT_EP_GELU";
 }
 
+/* How a gemm group runs: its matmul and operands, the merged batch, and
+ * who multiplies (plan_gemm). */
+typedef struct GemmPlan {
+	int mm, A, B, ta, tb;
+	int64_t M, N, K;
+	int nd;                         /* merged batch dims, innermost first */
+	int64_t cnt[FG_MAX_RANK], ms[3][FG_MAX_RANK];
+	int64_t st[3][FG_MAX_RANK];     /* per batch dim: A's, B's and D's strides */
+	int direct;                     /* the matmul alone, written as it is */
+	const char *ep;                 /* cuBLASLt's own epilogue, or NULL */
+	int y, bias, aux;               /* its value, bias and AUX output */
+	const char *refusal;            /* why not the generated kernel, or NULL */
+	double est_own, est_lt;         /* own_gemm_pays' estimates, s */
+	int own;                        /* the generated kernel runs it */
+} GemmPlan;
+
 /* The generated matmul (runtime/fg_gemm_sm90.cuh): which schedule and
  * tile.  A consumer warpgroup computes wm x bn of D; cooperative (pp 0)
  * blocks are two of those side by side in rows, ping-pong blocks one, the
@@ -2321,10 +2337,10 @@ static GemmTile gemm_tile(int64_t M, int64_t N, int64_t Z, int heavy)
 	return t[3];
 }
 
-/* The rule that picks the generated matmul over cuBLASLt for a gemm group
- * whose epilogue cuBLASLt cannot fuse (fgc compile --gemm auto; own_gemm_pays
- * in plan_gemm), a cost
- * comparison calibrated on the H200 (docs/performance.md).  cuBLASLt
+/* The rule (own_gemm_pays) that picks the generated matmul over cuBLASLt
+ * for a gemm group whose epilogue cuBLASLt cannot fuse (fgc compile --gemm
+ * auto), a cost comparison calibrated on the H200 (docs/performance.md),
+ * made in plan_gemm from gemm_estimates().  cuBLASLt
  * writes D in f32 to scratch, and an epilogue kernel reads it back beside
  * the group's other reads and writes, one launch more: flops / LT_TFLOPS
  * + (8 bytes an element of D + the other bytes) / bandwidth + a launch.
@@ -2340,42 +2356,41 @@ static GemmTile gemm_tile(int64_t M, int64_t N, int64_t Z, int heavy)
 #define OWN_SHARE 0.97
 #define OWN_EPI_GBS 1000.0
 
-/* own_gemm_pays' two estimates, in seconds: the generated kernel (*own)
- * and cuBLASLt with the epilogue kernel after it (*lt). */
-static void gemm_estimates(const Kern *k, int mm, int A, int B, int64_t K, double *own, double *lt)
+/* own_gemm_pays' two estimates for p, in seconds: the generated kernel
+ * (p->est_own) and cuBLASLt with the epilogue kernel after it (p->est_lt). */
+static void gemm_estimates(const Kern *k, GemmPlan *p)
 {
-	const FgNode *n = &k->g->nodes[mm];
-	double flops = 2.0 * (double)numel(&n->shape) * (double)K, other = 0;
+	const FgNode *n = &k->g->nodes[p->mm];
+	double flops = 2.0 * (double)numel(&n->shape) * (double)p->K, other = 0;
 	for (int r = 0; r < k->gr->nreads + k->gr->nwrites; r++) {
 		int id = r < k->gr->nreads ? k->gr->reads[r] : k->gr->writes[r - k->gr->nreads];
-		if (id != A && id != B)
+		if (id != p->A && id != p->B)
 			other += (double)numel(shape_of(k, id)) * fg_dtype_size[k->g->nodes[id].dt];
 	}
 	const FgFuseOptions *o = &k->plan->opt;
-	*own = flops / (OWN_SHARE * LT_TFLOPS * 1e12) + other / (OWN_EPI_GBS * 1e9);
-	*lt = flops / (LT_TFLOPS * 1e12) + (8.0 * (double)numel(&n->shape) + other) / (o->bw_gbs * 1e9) +
-	      o->launch_us * 1e-6;
+	p->est_own = flops / (OWN_SHARE * LT_TFLOPS * 1e12) + other / (OWN_EPI_GBS * 1e9);
+	p->est_lt = flops / (LT_TFLOPS * 1e12) + (8.0 * (double)numel(&n->shape) + other) / (o->bw_gbs * 1e9) +
+		    o->launch_us * 1e-6;
 }
 
-/* Why the generated matmul cannot run group k's matmul mm (operands A and
- * B, stored transposed when ta / tb; nd merged batch dims with strides
- * ms), or NULL when it can. */
-static const char *own_gemm_refusal(const Kern *k, int mm, int A, int ta, int B, int tb, int nd,
-				    int64_t ms[3][FG_MAX_RANK])
+/* Why the generated matmul cannot run gemm p of group k, or NULL when it
+ * can. */
+static const char *own_gemm_refusal(const Kern *k, const GemmPlan *p)
 {
+	const int mm = p->mm;
 	const FgNode *n = &k->g->nodes[mm];
-	const FgShape *as = shape_of(k, A), *bs = shape_of(k, B), *os = &n->shape;
-	int64_t M = os->d[os->rank - 2], N = os->d[os->rank - 1], K = as->d[as->rank - (ta ? 2 : 1)];
-	if ((n->dt != FG_DT_F16 && n->dt != FG_DT_BF16) || k->g->nodes[A].dt != n->dt || k->g->nodes[B].dt != n->dt)
+	const FgShape *as = shape_of(k, p->A), *bs = shape_of(k, p->B), *os = &n->shape;
+	if ((n->dt != FG_DT_F16 && n->dt != FG_DT_BF16) || k->g->nodes[p->A].dt != n->dt ||
+	    k->g->nodes[p->B].dt != n->dt)
 		return "operands other than f16 or bf16";
-	if (nd > 1)
+	if (p->nd > 1)
 		return "batch dims that no single stride describes";
-	if (M >= INT32_MAX || N >= INT32_MAX || K >= INT32_MAX || numel(os) / (M * N) >= INT32_MAX || K < 1)
+	if (p->M >= INT32_MAX || p->N >= INT32_MAX || p->K >= INT32_MAX || numel(os) / (p->M * p->N) >= INT32_MAX)
 		return "a dimension of 2^31 or more";
-	/* the tensor-memory accelerator: pitches and strides of 16 bytes */
-	if (as->d[as->rank - 1] % 8 || bs->d[bs->rank - 1] % 8 || (nd && (ms[0][0] % 8 || ms[1][0] % 8)))
+	/* the tensor-memory accelerator: pitches and strides of 16 bytes (the
+	 * stored rows: K of A, or M when A is stored transposed; N or K of B) */
+	if (as->d[as->rank - 1] % 8 || bs->d[bs->rank - 1] % 8 || (p->nd && (p->ms[0][0] % 8 || p->ms[1][0] % 8)))
 		return "an operand row or batch stride not a multiple of 16 bytes";
-	(void)tb;
 	/* the accumulator is this thread's element: whatever reads it must be
 	 * elementwise on D's index, and every write has D's shape */
 	unsigned char *dep = fg_arena_alloc(k->a, (size_t)k->g->nnodes);
@@ -2397,19 +2412,25 @@ static const char *own_gemm_refusal(const Kern *k, int mm, int A, int ta, int B,
 	return NULL;
 }
 
-/* Group k's matmul mm on the generated kernel: the epilogue is a functor
+/* The tile gemm p runs on: ping-pong for an epilogue (heavy), by size. */
+static GemmTile plan_tile(const GemmPlan *p)
+{
+	return gemm_tile(p->M, p->N, p->nd ? p->cnt[0] : 1, !p->direct);
+}
+
+/* Group k's gemm p on the generated kernel: the epilogue is a functor
  * (NAME_epilogue) that the kernel calls for the pairs of elements a
  * thread holds, D[z][r][c] and D[z][r][c + 1] in v0 and v1; it computes
  * and stores every write of the group there, its loads read-only. */
-static void emit_own_gemm(Emit *E, Kern *k, int mm, int A, int ta, int B, int tb, int64_t Z, int64_t sa, int64_t sb,
-			  int heavy, const char *why)
+static void emit_own_gemm(Emit *E, Kern *k, const GemmPlan *p, const char *why)
 {
+	const int mm = p->mm, A = p->A, B = p->B, ta = p->ta, tb = p->tb;
 	const FgNode *n = &k->g->nodes[mm];
 	const FgShape *os = &n->shape;
 	const int R = os->rank, nb = R - 2;
-	const FgShape *as = shape_of(k, A);
-	const int64_t M = os->d[R - 2], N = os->d[R - 1], K = as->d[as->rank - (ta ? 2 : 1)];
-	const GemmTile t = gemm_tile(M, N, Z, heavy);
+	const int64_t M = p->M, N = p->N, K = p->K, Z = p->nd ? p->cnt[0] : 1;
+	const int64_t sa = p->nd ? p->ms[0][0] : 0, sb = p->nd ? p->ms[1][0] : 0;
+	const GemmTile t = plan_tile(p);
 	const char *name = fmt(k->a, "%s_epilogue", k->gr->name);
 	k->mm = mm;
 	k->nc = 1;
@@ -2495,27 +2516,11 @@ static const char *us_str(FgArena *a, double t)
 	return fmt(a, us >= 100 ? "%.0f us" : us >= 10 ? "%.1f us" : "%.2f us", us);
 }
 
-/* How a gemm group runs: its matmul and operands, the merged batch, and
- * who multiplies (plan_gemm). */
-typedef struct GemmPlan {
-	int mm, A, B, ta, tb;
-	int64_t M, N, K;
-	int nd;                         /* merged batch dims, innermost first */
-	int64_t cnt[FG_MAX_RANK], ms[3][FG_MAX_RANK];
-	int64_t st[3][FG_MAX_RANK];     /* per batch dim: A's, B's and D's strides */
-	int direct;                     /* the matmul alone, written as it is */
-	const char *ep;                 /* cuBLASLt's own epilogue, or NULL */
-	int y, bias, aux;               /* its value, bias and AUX output */
-	const char *refusal;            /* why not the generated kernel, or NULL */
-	double est_own, est_lt;         /* own_gemm_pays' estimates, s */
-	int own;                        /* the generated kernel runs it */
-} GemmPlan;
-
 /* Fills p for gemm group k; 0 (k->failed) when it cannot run. */
 static int plan_gemm(Emit *E, Kern *k, GemmPlan *p)
 {
 	memset(p, 0, sizeof *p);
-	p->mm = -1;
+	p->mm = p->y = p->bias = p->aux = -1;
 	for (int i = 0; i < k->gr->nnodes; i++)
 		if (k->g->nodes[k->gr->nodes[i]].op == FG_OP_MATMUL && is_member(k, k->gr->nodes[i]))
 			p->mm = p->mm < 0 ? k->gr->nodes[i] : -2;
@@ -2569,8 +2574,8 @@ static int plan_gemm(Emit *E, Kern *k, GemmPlan *p)
 		return 1;
 	/* --gemm auto: cuBLASLt for a plain matmul and for an epilogue on its
 	 * menu; for any other epilogue whichever estimate is smaller */
-	p->refusal = own_gemm_refusal(k, mm, p->A, p->ta, p->B, p->tb, p->nd, p->ms);
-	gemm_estimates(k, mm, p->A, p->B, p->K, &p->est_own, &p->est_lt);
+	p->refusal = own_gemm_refusal(k, p);
+	gemm_estimates(k, p);
 	int pays = !p->refusal && !p->direct && !p->ep && p->est_own < p->est_lt;
 	p->own = !p->refusal && (E->gemm == FG_GEMM_FGC || (E->gemm == FG_GEMM_AUTO && pays));
 	return 1;
@@ -2593,8 +2598,7 @@ static void emit_gemm(Emit *E, Kern *k)
 		return;
 	}
 	if (p.own) {
-		emit_own_gemm(E, k, mm, A, ta, B, tb, nd ? cnt[0] : 1, nd ? ms[0][0] : 0, nd ? ms[1][0] : 0, !direct,
-			      E->gemm == FG_GEMM_FGC ? "--gemm fgc" :
+		emit_own_gemm(E, k, &p, E->gemm == FG_GEMM_FGC ? "--gemm fgc" :
 			      fmt(k->a, "an epilogue off cuBLASLt's menu, estimated %s here against %s for cuBLASLt "
 				  "and an epilogue kernel (own_gemm_pays)", us_str(k->a, p.est_own), us_str(k->a, p.est_lt)));
 		return;
@@ -2698,7 +2702,7 @@ const char *fg_cuda_gemm_note(const FgPlan *plan, int gi)
 	if (n->dt == FG_DT_I32)
 		return "an i32 kernel (a thread an element, into scratch), then the epilogue kernel";
 	if (p.own) {
-		GemmTile t = gemm_tile(p.M, p.N, p.nd ? p.cnt[0] : 1, !p.direct);
+		GemmTile t = plan_tile(&p);
 		return fmt(E.a, "the generated sm_90a matmul, %s %s%d x %d tiles, the epilogue on its registers (%s)",
 			   t.pp ? "ping-pong" : "cooperative", t.pp ? "" : "2 x ", t.wm, t.bn, est);
 	}
