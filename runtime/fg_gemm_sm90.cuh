@@ -3,33 +3,39 @@
  * group's epilogue applied to the accumulator tile in registers before the
  * one store (issue 7).
  *
- * One kernel per gemm group: fgg::gemm<T, WM, BN, PP, MA, NB, Epi>.  D[z] = A[z]
- * B[z] for z < Z, row-major, A [M,K] (or [K,M] when MA: a transpose read
- * as a layout), B [K,N] when NB (N-major, a weight as stored) or [N,K].
- * Operands are f16 or bf16 (T), accumulated in f32.  A block is three
- * warpgroups: a producer whose one thread feeds the tensor-memory
- * accelerator (cp.async.bulk.tensor, 128-byte swizzle) into STAGES shared
- * buffers, each completing on a `full` mbarrier, and two consumers, each
- * issuing wgmma m64nBNk16 for 64 rows of the 128 x BN tile and releasing
- * a buffer on its `empty` mbarrier once the wgmma that read it retired.
- * setmaxnreg moves registers from the producer to the consumers.  The grid
- * is persistent (one block per multiprocessor, tiles t, t + grid, ...),
- * the tile order grouped by 8 tile rows so that neighbouring blocks share
- * A rows and B columns in L2.
+ * One kernel per gemm group: fgg::gemm<T, WM, BN, PP, MA, NB, Epi>.
+ * D[z] = A[z] B[z] for z < Z, row-major, A [M,K] (or [K,M] when MA: a
+ * transpose read as a layout), B [K,N] when NB (N-major, a weight as
+ * stored) or [N,K].  Operands are f16 or bf16 (T), accumulated in f32.  A
+ * block is three warpgroups: a producer whose one thread feeds the
+ * tensor-memory accelerator (cp.async.bulk.tensor, 128-byte swizzle) into
+ * STAGES shared buffers, each completing on a `full` mbarrier, and two
+ * consumers, each issuing wgmma m64nBNk16 for its WM x BN of D (WM / 64
+ * instructions a k step) and releasing a buffer on its `empty` mbarrier
+ * once the wgmma that read it retired.  Cooperative blocks (PP 0) give the
+ * two consumers the two halves of one 2WM x BN tile; ping-pong blocks (PP
+ * 1) give them alternate WM x BN tiles, in turn on named barriers, so that
+ * one's epilogue runs while the other's wgmma run.  setmaxnreg moves
+ * registers from the producer to the consumers.  The grid is persistent
+ * (one block per multiprocessor, tiles t, t + grid, ...), the tile order
+ * grouped by 8 tile rows so that neighbouring blocks share A rows and B
+ * columns in L2.
  *
  * Residues need no code: the accelerator fills what lies outside [M,K] /
  * [K,N] with zeros, so a partial tile multiplies zeros, and the epilogue
  * is called only for r < M, c < N.  What TMA cannot describe is refused
  * by the compiler, which keeps cuBLASLt for it (compiler/cuda.c
- * own_gemm): a row pitch or batch stride that is not a multiple of 16
- * bytes.
+ * own_gemm_refusal): a row pitch or batch stride that is not a multiple
+ * of 16 bytes.
  *
  * The epilogue is a functor the compiler writes per group:
  *     void operator()(int z, int r, int c, float v0, float v1) const
  * v0 and v1 are D[z][r][c] and D[z][r][c + 1] (c even; c + 1 may be N when
  * N is odd: the functor checks).  The wgmma accumulator layout gives each
- * thread such pairs: for n8 block j of its 64 rows, thread t of the
+ * thread such pairs: for n8 block j of each 64 rows, thread t of the
  * warpgroup holds rows 16(t/32) + (t%32)/4 (+ 8) at columns 8j + 2(t%4).
+ * A tile wholly inside D calls it unguarded, so the compiler may issue
+ * the epilogue's loads together.
  */
 #ifndef FG_GEMM_SM90_CUH
 #define FG_GEMM_SM90_CUH
@@ -462,7 +468,7 @@ gemm(const __grid_constant__ CUtensorMap ma, const __grid_constant__ CUtensorMap
 
 /* ------------------------------------------------------------ the host */
 
-/* Launches gemm<T, BN, MA, NB> on ctx->stream: A and B at a and b, batch
+/* Launches gemm<T, WM, BN, PP, MA, NB> on ctx->stream: A and B at a and b, batch
  * strides sa and sb in elements (0: one matrix for every z). */
 template <class T, int WM, int BN, int PP, int MA, int NB, class Epi>
 static void launch(FgrtContext *ctx, const void *a, const void *b, int M, int N, int K, int Z, int64_t sa,
