@@ -2834,9 +2834,12 @@ static void emit_program(Emit *E, const char *source)
 		(long long)E->scratch);
 	fprintf(E->f, "void fg_program_run(FgrtContext *ctx)\n{\n");
 	for (int t = 0; t < E->tensors.n; t++) {
-		int id = E->tensors.v[t];
-		const char *ty = stype(E->g->nodes[id].dt);
-		fprintf(E->f, "\t%s *t_%s = (%s *)ctx->ptr[%d];\n", ty, E->plan->names[id], ty, t);
+		int id = E->tensors.v[t], used = 0;
+		const char *ty = stype(E->g->nodes[id].dt), *name = fmt(E->a, "t_%s", E->plan->names[id]);
+		for (int i = 0; i < E->run.n && !used; i++)
+			used = uses(E->run.v[i], name);
+		if (used)       /* an input no group reads (the host still loads it) needs none */
+			fprintf(E->f, "\t%s *%s = (%s *)ctx->ptr[%d];\n", ty, name, ty, t);
 	}
 	for (int i = 0; i < E->run.n; i++)
 		fprintf(E->f, "\t%s\n", E->run.v[i]);
