@@ -9,7 +9,10 @@
 #      built -DFGRT_NO_MAIN, with nvcc's warnings as errors, and says the
 #      same when no GPU answers; so does tests/runtime/gemm_sm90.cu (the
 #      generated matmul's kernel in every schedule it tests) compile;
-#   4. tests/runtime/gpu-failures.sh parses (it runs on a GPU machine).
+#   4. tests/runtime/gpu-failures.sh parses (it runs on a GPU machine);
+#   5. tests/random/gpu-campaign.sh's batched builds: two random graphs'
+#      four programs in two binaries, each run picking its own program
+#      (NO_GPU=1: each must print its own graph's no-device line).
 # Where a GPU does answer, the no-device checks are skipped with a note
 # (gpu-failures.sh checks that path there).  Without nvcc (on PATH or in
 # /usr/local/cuda/bin) every test is skipped.
@@ -99,6 +102,17 @@ if wait "$sm90_pid"; then ok gemm-sm90-builds; else bad gemm-sm90-builds "nvcc f
 
 # 4. the GPU-side script parses
 if bash -n "$src/tests/runtime/gpu-failures.sh" 2>"$tmp/syntax.log"; then ok gpu-failures-parses; else bad gpu-failures-parses "bash -n" "$tmp/syntax.log"; fi
+
+# 5. the campaign's batches (without a GPU only: with one, the campaign
+# itself runs there)
+if [ $gpu -eq 0 ]; then
+	if NO_GPU=1 BATCH=2 bash "$src/tests/random/gpu-campaign.sh" "$fgc" 2 500000 "$tmp/campaign" 2 \
+		>"$tmp/campaign.log" 2>&1 && grep -q '^4 passed, 0 as the plan' "$tmp/campaign.log"; then
+		ok campaign-batches
+	else
+		bad campaign-batches "gpu-campaign.sh NO_GPU=1 BATCH=2" "$tmp/campaign.log"
+	fi
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -2,24 +2,39 @@
 # gpu-campaign.sh FGC N SEED OUTDIR [JOBS] - the random graphs on the GPU
 # (testing.md layer 5, issue 5): graphs SEED .. SEED+N-1 of gen_graph.py
 # (drawn again while `fgc run` gives non-finite outputs), each compiled
-# fused and --no-fuse into a binary that must match the reference
+# fused and --no-fuse into a program that must match the reference
 # interpreter's outputs (`fgc run --seed`) under --check's tolerances.
 #
 # One line per graph and variant, PASS or FAIL with the reason, then
-# "P passed, F failed, S skipped".  A binary that fails --check where the
+# "P passed, F failed, S skipped".  A program that fails --check where the
 # plan itself fails `fgc verify` on the CPU (same graph, same variant) is
 # PLAN, not FAIL: the GPU computed what the plan computes, and the plan's
 # stored f16/bf16 values are what differs from the f64 reference
-# (tests/run-random.sh tells rounding from a bug for such plans).  A failing graph stays in OUTDIR with
-# its logs (gSEED.fg, gSEED.VARIANT.log); the rest is removed.  Needs nvcc
-# and a GPU; JOBS (default: the processor count) graphs at a time.
+# (tests/run-random.sh tells rounding from a bug for such plans).  A
+# failing graph stays in OUTDIR with its logs (gSEED.fg, gSEED.VARIANT.*);
+# the rest is removed.  Needs nvcc and a GPU; JOBS (default: the processor
+# count) at a time.
+#
+# Building: nvcc's cost is mostly fixed per file (one random program alone
+# took 2.9 s to compile here, ten in one file 4.1 s), so the programs are
+# compiled BATCH at a time (default 50) as one translation unit, each in a
+# namespace, into one binary whose fg_program and fg_program_run forward
+# to the program the environment's FG_MODEL names.  A batch nvcc refuses
+# is built program by program, so one bad .cu fails one program.
+# NO_GPU=1 stops after the builds and runs each binary once without a
+# GPU instead: every program must say "RGSEED: error: no CUDA device",
+# naming its own graph (a check of the batching, for machines without one).
 set -u
 fgc=$(realpath "$1") n=$2 seed0=$3 out=$4 jobs=${5:-$(nproc)}
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 nvcc=${NVCC:-nvcc}
+batch=${BATCH:-50}
 flags=(-O3 -gencode=arch=compute_90a,code=sm_90a -I"$src/runtime")
 mkdir -p "$out/rt" || exit 1
+out=$(cd "$out" && pwd)         # the batches #include by absolute path
+log=$out/campaign.log
+: >"$log"
 
 # The runtime, compiled once.
 for f in fgrt_host.cu npy.c half.c check.c; do
@@ -29,8 +44,9 @@ for f in fgrt_host.cu npy.c half.c check.c; do
 	fi
 done
 
-one() {
-	local seed=$1 g=$out/g$1 v ok=1
+# 1. Per graph: the graph, the reference outputs, the two programs' .cu.
+prepare() {
+	local seed=$1 g=$out/g$1 v opt
 	if ! python3 "$here/gen_graph.py" "$seed" -o "$g.fg" --fgc "$fgc" >"$g.gen.log" 2>&1; then
 		echo "SKIP $seed: gen_graph.py: $(tail -1 "$g.gen.log")"
 		rm -f "$g".*
@@ -41,34 +57,117 @@ one() {
 		return
 	fi
 	for v in fused nofuse; do
-		local opt=()
+		opt=()
 		[ $v = nofuse ] && opt=(--no-fuse)
-		if ! "$fgc" compile "$g.fg" "${opt[@]}" -o "$g.$v" >"$g.$v.log" 2>&1; then
-			echo "FAIL $seed $v: fgc compile: $(head -1 "$g.$v.log")"
-			ok=0
-		elif ! "$nvcc" "${flags[@]}" "$g.$v.cu" "$out"/rt/*.o -lcublasLt -o "$g.$v.bin" >>"$g.$v.log" 2>&1; then
-			echo "FAIL $seed $v: nvcc: $(grep -m1 error "$g.$v.log")"
-			ok=0
-		elif ! timeout 120 "$g.$v.bin" --seed "$seed" --check "$g.ref" >"$g.$v.check" 2>&1; then
-			if ! "$fgc" verify "${opt[@]}" "$g.fg" --seed "$seed" >"$g.$v.verify" 2>&1; then
-				echo "PLAN $seed $v: fgc verify fails the same plan; --check: $(grep -m1 FAIL "$g.$v.check")"
-			else
-				echo "FAIL $seed $v: --check: $(grep -m1 -v '^ok ' "$g.$v.check")"
-				ok=0
-			fi
+		if "$fgc" compile "$g.fg" "${opt[@]}" -o "$g.$v" >"$g.$v.log" 2>&1; then
+			echo "g$seed.$v" >"$g.$v.ready"
 		else
-			echo "PASS $seed $v"
+			echo "FAIL $seed $v: fgc compile: $(head -1 "$g.$v.log")"
 		fi
 	done
-	[ $ok = 1 ] && rm -rf "$g".*
 }
-export -f one
+
+# 2. A batch (the programs listed in batchB.list) into one binary; each
+# program's way to run goes to gSEED.VARIANT.run: "BINARY NAME" (NAME for
+# FG_MODEL, "-" for a binary of its own).
+build() {
+	local b=$1 list=$out/batch$1.list unit=$out/batch$1.cu i=0 m
+	{
+		printf '#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n'
+		printf '#include "fg_device.cuh"\n#include "fg_gemm_sm90.cuh"\n'
+		while read -r m; do
+			i=$((i + 1))
+			printf 'namespace m%d {\n#include "%s.cu"\n}\n' $i "$out/$m"
+		done <"$list"
+		printf 'static const struct {\n\tconst char *name;\n\tconst FgrtProgram *prog;\n'
+		printf '\tvoid (*run)(FgrtContext *);\n} fg_models[] = {\n'
+		i=0
+		while read -r m; do
+			i=$((i + 1))
+			printf '\t{"%s", &m%d::fg_program, m%d::fg_program_run},\n' "$m" $i $i
+		done <"$list"
+		cat <<'EOF'
+};
+
+/* The program FG_MODEL names (gpu-campaign.sh); exit 2 if none. */
+static int fg_model(void)
+{
+	static int picked = -1;
+	const char *want = getenv("FG_MODEL");
+	for (int i = 0; picked < 0 && want && i < (int)(sizeof fg_models / sizeof fg_models[0]); i++)
+		if (strcmp(want, fg_models[i].name) == 0)
+			picked = i;
+	if (picked < 0) {
+		fprintf(stderr, "FG_MODEL=%s: no such program in this binary\n", want ? want : "(unset)");
+		exit(2);
+	}
+	return picked;
+}
+
+extern const FgrtProgram fg_program = *fg_models[fg_model()].prog;
+
+void fg_program_run(FgrtContext *ctx)
+{
+	fg_models[fg_model()].run(ctx);
+}
+EOF
+	} >"$unit"
+	if "$nvcc" "${flags[@]}" "$unit" "$out"/rt/*.o -lcublasLt -o "$out/batch$b.bin" >"$out/batch$b.log" 2>&1; then
+		while read -r m; do echo "$out/batch$b.bin $m" >"$out/$m.run"; done <"$list"
+		return
+	fi
+	while read -r m; do
+		if "$nvcc" "${flags[@]}" "$out/$m.cu" "$out"/rt/*.o -lcublasLt -o "$out/$m.bin" >>"$out/$m.log" 2>&1; then
+			echo "$out/$m.bin -" >"$out/$m.run"
+		else
+			echo "FAIL ${m#g}: nvcc: $(grep -m1 error "$out/$m.log")" | sed 's/\./ /'
+		fi
+	done <"$list"
+}
+
+# 3. One program against its reference.
+check() {
+	local m=$1 seed v g bin name opt=()
+	seed=${m#g} && seed=${seed%.*} && v=${m##*.} && g=$out/g$seed
+	read -r bin name <"$out/$m.run"
+	[ "$name" = - ] && name=
+	[ $v = nofuse ] && opt=(--no-fuse)
+	if [ "${NO_GPU:-0}" = 1 ]; then
+		FG_MODEL=$name "$bin" --seed "$seed" >"$g.$v.check" 2>&1
+		if grep -q "^rg$seed: error: no CUDA device" "$g.$v.check"; then
+			echo "PASS $seed $v (no GPU: the binary ran rg$seed)"
+		else
+			echo "FAIL $seed $v: not rg$seed's no-device line: $(head -1 "$g.$v.check")"
+		fi
+	elif FG_MODEL=$name timeout 120 "$bin" --seed "$seed" --check "$g.ref" >"$g.$v.check" 2>&1; then
+		echo "PASS $seed $v"
+	elif ! "$fgc" verify "${opt[@]}" "$g.fg" --seed "$seed" >"$g.$v.verify" 2>&1; then
+		echo "PLAN $seed $v: fgc verify fails the same plan; --check: $(grep -m1 FAIL "$g.$v.check")"
+	else
+		echo "FAIL $seed $v: --check: $(grep -m1 -v '^ok ' "$g.$v.check")"
+	fi
+}
+export -f prepare build check
 export fgc out here nvcc
 export flags_s="${flags[*]}"
 
-seq "$seed0" $((seed0 + n - 1)) | xargs -P "$jobs" -I{} bash -c 'flags=($flags_s); one {}' >"$out/campaign.log"
-cat "$out/campaign.log"
-pass=$(grep -c '^PASS' "$out/campaign.log") fail=$(grep -c '^FAIL' "$out/campaign.log")
-skip=$(grep -c '^SKIP' "$out/campaign.log") plan=$(grep -c '^PLAN' "$out/campaign.log")
+seq "$seed0" $((seed0 + n - 1)) | xargs -P "$jobs" -I{} bash -c 'prepare {}' >>"$log"
+(cd "$out" && ls -- *.ready 2>/dev/null | sed 's/\.ready$//' | sort -V) | split -l "$batch" -d -a 4 - "$out/batch"
+for f in "$out"/batch[0-9][0-9][0-9][0-9]; do [ -e "$f" ] && mv "$f" "$f.list"; done
+ls "$out"/batch*.list 2>/dev/null | sed 's/.*batch\([0-9]*\)\.list/\1/' |
+	xargs -P "$jobs" -I{} bash -c 'flags=($flags_s); build {}' >>"$log"
+(cd "$out" && ls -- *.run 2>/dev/null | sed 's/\.run$//') | xargs -P "$jobs" -I{} bash -c 'check {}' >>"$log"
+
+sort -k2,2n -k3,3 "$log"
+pass=$(grep -c '^PASS' "$log") fail=$(grep -c '^FAIL' "$log")
+skip=$(grep -c '^SKIP' "$log") plan=$(grep -c '^PLAN' "$log")
 echo "$pass passed, $plan as the plan (fgc verify fails it too), $fail failed, $skip skipped"
+# keep what a failure needs; the binaries and units are rebuilt from it
+bad=$(grep -E '^(FAIL|PLAN)' "$log" | awk '{print $2}' | sort -u)
+for g in "$out"/g*.fg; do
+	[ -e "$g" ] || continue
+	s=${g##*/g} && s=${s%.fg}
+	echo "$bad" | grep -qx "$s" || rm -rf "$out/g$s".*
+done
+rm -f "$out"/batch*.bin "$out"/g*.bin
 [ "$fail" -eq 0 ]
