@@ -88,7 +88,8 @@ struct BiasGeluRes {
 	{
 		(void)z;
 		const int64_t o = (int64_t)r * N + c;
-		const __nv_bfloat162 b = __ldg((const __nv_bfloat162 *)(bias + c)), x = __ldg((const __nv_bfloat162 *)(res + o));
+		const __nv_bfloat162 b = __ldg((const __nv_bfloat162 *)(bias + c));
+		const __nv_bfloat162 x = __ldg((const __nv_bfloat162 *)(res + o));
 		*(__nv_bfloat162 *)(d + o) = __floats2bfloat162_rn(fg_gelu(v0 + __low2float(b)) + __low2float(x),
 								   fg_gelu(v1 + __high2float(b)) + __high2float(x));
 	}
