@@ -203,17 +203,16 @@ template <class T, int WM, int BN, int PP, int MA, int NB> static int sweep(Fgrt
 	return bad;
 }
 
-/* The mean of 20 runs of the kernel, in ms. */
-template <int WM, int BN, int PP, class Epi>
-static float time_ms(FgrtContext *ctx, const void *a, const void *b, int M, int N, int K, const Epi &epi)
+/* The mean of 20 runs of enqueue(), in ms, after one. */
+template <class F> static float time_of(FgrtContext *ctx, F enqueue)
 {
 	cudaEvent_t e0, e1;
 	CK(cudaEventCreate(&e0));
 	CK(cudaEventCreate(&e1));
-	fgg::launch<__nv_bfloat16, WM, BN, PP, 0, 1>(ctx, a, b, M, N, K, 1, 0, 0, epi);
+	enqueue();
 	CK(cudaEventRecord(e0, ctx->stream));
 	for (int i = 0; i < 20; i++)
-		fgg::launch<__nv_bfloat16, WM, BN, PP, 0, 1>(ctx, a, b, M, N, K, 1, 0, 0, epi);
+		enqueue();
 	CK(cudaEventRecord(e1, ctx->stream));
 	CK(cudaEventSynchronize(e1));
 	float ms;
@@ -223,23 +222,17 @@ static float time_ms(FgrtContext *ctx, const void *a, const void *b, int M, int 
 	return ms / 20;
 }
 
-/* The same for cuBLASLt's plain matmul of g. */
+/* The kernel in schedule WM x BN (PP), A [M,K], B [K,N]. */
+template <int WM, int BN, int PP, class Epi>
+static float time_ms(FgrtContext *ctx, const void *a, const void *b, int M, int N, int K, const Epi &epi)
+{
+	return time_of(ctx, [&] { fgg::launch<__nv_bfloat16, WM, BN, PP, 0, 1>(ctx, a, b, M, N, K, 1, 0, 0, epi); });
+}
+
+/* cuBLASLt's plain matmul of g. */
 static float time_lt(FgrtContext *ctx, const FgrtGemm *g, const void *a, const void *b, void *d)
 {
-	cudaEvent_t e0, e1;
-	CK(cudaEventCreate(&e0));
-	CK(cudaEventCreate(&e1));
-	fgrt_gemm(ctx, 0, g, a, b, d);
-	CK(cudaEventRecord(e0, ctx->stream));
-	for (int i = 0; i < 20; i++)
-		fgrt_gemm(ctx, 0, g, a, b, d);
-	CK(cudaEventRecord(e1, ctx->stream));
-	CK(cudaEventSynchronize(e1));
-	float ms;
-	CK(cudaEventElapsedTime(&ms, e0, e1));
-	CK(cudaEventDestroy(e0));
-	CK(cudaEventDestroy(e1));
-	return ms / 20;
+	return time_of(ctx, [&] { fgrt_gemm(ctx, 0, g, a, b, d); });
 }
 
 static int cmp_float(const void *x, const void *y)
