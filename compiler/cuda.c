@@ -2356,6 +2356,23 @@ static GemmTile gemm_tile(int64_t M, int64_t N, int64_t Z, int heavy)
 #define OWN_SHARE 0.97
 #define OWN_EPI_GBS 1000.0
 
+/* Whether an epilogue op of gemm p (a member other than the matmul and its
+ * operand transposes) reads node id: an operand read again, a residual. */
+static int epilogue_reads(const Kern *k, const GemmPlan *p, int id)
+{
+	const FgNode *mm = &k->g->nodes[p->mm];
+	for (int i = 0; i < k->gr->nnodes; i++) {
+		int m = k->gr->nodes[i];
+		const FgNode *n = &k->g->nodes[m];
+		if (m == p->mm || !is_member(k, m) || operand_side(k, mm, m))
+			continue;
+		for (int j = 0; j < n->nin; j++)
+			if (n->in[j] == id)
+				return 1;
+	}
+	return 0;
+}
+
 /* own_gemm_pays' two estimates for p, in seconds: the generated kernel
  * (p->est_own) and cuBLASLt with the epilogue kernel after it (p->est_lt). */
 static void gemm_estimates(const Kern *k, GemmPlan *p)
@@ -2364,7 +2381,7 @@ static void gemm_estimates(const Kern *k, GemmPlan *p)
 	double flops = 2.0 * (double)numel(&n->shape) * (double)p->K, other = 0;
 	for (int r = 0; r < k->gr->nreads + k->gr->nwrites; r++) {
 		int id = r < k->gr->nreads ? k->gr->reads[r] : k->gr->writes[r - k->gr->nreads];
-		if (id != p->A && id != p->B)
+		if ((id != p->A && id != p->B) || epilogue_reads(k, p, id))
 			other += (double)numel(shape_of(k, id)) * fg_dtype_size[k->g->nodes[id].dt];
 	}
 	const FgFuseOptions *o = &k->plan->opt;
@@ -2488,7 +2505,7 @@ static void emit_own_gemm(Emit *E, Kern *k, const GemmPlan *p, const char *why)
 	fprintf(f, "struct %s {\n", name);
 	for (int r = 0; r < k->gr->nreads + k->gr->nwrites; r++) {
 		int id = r < k->gr->nreads ? k->gr->reads[r] : k->gr->writes[r - k->gr->nreads];
-		if (r < k->gr->nreads && (!k->used[r] || id == A || id == B))
+		if (r < k->gr->nreads && !k->used[r])  /* the operands, unless the epilogue reads them too */
 			continue;
 		fprintf(f, "\t%s%s *%s;\n", r < k->gr->nreads ? "const " : "", stype(k->g->nodes[id].dt),
 			tensor_param(k, id));
