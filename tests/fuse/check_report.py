@@ -6,6 +6,8 @@
   # expect-edge: REASON VALUE: TEXT   ... VALUE crosses it, its detail says TEXT
   # expect-write: VALUE REASON   VALUE is written for REASON
   # expect-error: LINE:COL: TEXT fgc report fails with this located error
+  # expect-gpu: VALUE: TEXT      the gemm group that writes VALUE says TEXT
+                                 of how it runs on the GPU (its on_gpu)
 
 Whatever the expectations, every report must be well formed: each write
 and each edge has one of the reasons of the contract, every group reads
@@ -24,7 +26,7 @@ def fail(path, msg):
 
 
 def expectations(path):
-    exp, edges, writes, error = {}, [], [], None
+    exp, edges, writes, error, gpu = {}, [], [], None, []
     for line in open(path, encoding="utf-8", errors="replace"):
         if line.startswith("# expect:"):
             for item in line.split(":", 1)[1].split():
@@ -36,7 +38,9 @@ def expectations(path):
             writes.append(line.split(":", 1)[1].split())
         elif line.startswith("# expect-error:"):
             error = line.split(":", 1)[1].strip()
-    return exp, edges, writes, error
+        elif line.startswith("# expect-gpu:"):
+            gpu.append(line.split(":", 1)[1].strip().split(": ", 1))
+    return exp, edges, writes, error, gpu
 
 
 def check_shape(path, r):
@@ -59,7 +63,7 @@ def check_shape(path, r):
 
 def main():
     fgc, path = sys.argv[1], sys.argv[2]
-    exp, edges, writes, error = expectations(path)
+    exp, edges, writes, error, gpu = expectations(path)
     p = subprocess.run([fgc, "report", "--format", "json", path], capture_output=True, text=True)
     if error:
         where, text = error.split(": ", 1)
@@ -93,6 +97,10 @@ def main():
         found = [w for g in groups for w in g["writes"] if w["value"] == value]
         if not found or found[0]["reason"] != reason:
             fail(path, f"{value} is not written for {reason}: {found}")
+    for value, text in gpu:
+        notes = [g.get("on_gpu", "") for g in groups if any(w["value"] == value for w in g["writes"])]
+        if not notes or text not in notes[0]:
+            fail(path, f"the group writing {value} does not say {text!r} of the GPU: {notes}")
     print(f"PASS {path}")
 
 
