@@ -2202,7 +2202,8 @@ static void emit_matmul_i32(Emit *E, Kern *k, int mm, int A, int ta, int B, int 
 		k->failed = 1;
 		return;
 	}
-	const char *args = emit_kernel(&m, name, LOOP_BLOCK, ps, 3, 0);
+	/* matmul(x, transpose(x)) reads one tensor twice: one parameter */
+	const char *args = emit_kernel(&m, name, LOOP_BLOCK, ps, A == B ? 2 : 3, 0);
 	add_launch(E, name, k->gi, grid_for(numel(os), LOOP_BLOCK), LOOP_BLOCK, args);
 	k->mm = mm;
 	Param acc = {fmt(k->a, "const int *__restrict__ mm_%s", k->plan->names[mm]), "(const int *)ctx->scratch"};
