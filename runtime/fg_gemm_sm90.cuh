@@ -368,14 +368,17 @@ gemm(const __grid_constant__ CUtensorMap ma, const __grid_constant__ CUtensorMap
 				if (++s == C::STAGES)
 					s = 0, ph ^= 1;
 			}
+			/* every wgmma of the tile issued: the other consumer's next tile
+			 * may start, its wgmma queued behind these (waiting for them
+			 * first would drain the tensor cores at each tile) */
+			if (PP && tile + gridDim.x < tiles)
+				named_arrive(2 - c);
 			wg_wait<0>();
 #pragma unroll
 			for (int mi = 0; mi < WM / 64; mi++)
 				pin<BN / 2>(d[mi]);
 			if (l == 0)
 				bar_arrive(&empty[held]);
-			if (PP && tile + gridDim.x < tiles)
-				named_arrive(2 - c);    /* the other consumer's next tile may start */
 			const int c0 = tn * BN + (l % 4) * 2, rb = tm * C::BMB + (PP ? 0 : c * WM) + w * 16 + l / 4;
 			/* a tile inside D calls the epilogue unguarded, so that the
 			 * compiler may issue its loads together, ahead of the stores */
