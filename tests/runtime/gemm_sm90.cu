@@ -6,12 +6,16 @@
  *   gemm_sm90 [--quick]            the sweep: PASS/FAIL per tile width,
  *                                  operand layout and type; exit 1 on a FAIL
  *   gemm_sm90 --bench [M N K]      bf16, D[M,N] = A[M,K] B[K,N] (default
- *                                  8192^3): cuBLASLt's plain matmul, then
- *                                  the kernel in both schedules with a
- *                                  plain store and with a bias + GELU +
- *                                  residual epilogue; each timed as the mean
- *                                  of 20 runs in each of 7 rounds taken in
- *                                  turn, the medians compared
+ *                                  8192^3): cuBLASLt's plain matmul and
+ *                                  its bias + GELU epilogue, then the
+ *                                  kernel in three schedules with a plain
+ *                                  store and with a bias + GELU + residual
+ *                                  epilogue; each timed as the mean of 20
+ *                                  runs in each of 7 rounds taken in turn,
+ *                                  the medians compared
+ *   gemm_sm90 --profile [M N K]    the same variants, each launched twice,
+ *                                  the second in a profiler range: for
+ *                                  ncu --profile-from-start off
  *
  * The sweep: both schedules, tile widths 64, 128 and 256; A stored [M,K]
  * or [K,M], B [K,N] or [N,K]; bf16 and f16; M, N, K among 1, 7, 64, 127,
@@ -31,6 +35,7 @@
 #include <string.h>
 
 #include <cublasLt.h>
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
 #include "fg_gemm_sm90.cuh"
@@ -224,15 +229,9 @@ template <class F> static float time_of(FgrtContext *ctx, F enqueue)
 
 /* The kernel in schedule WM x BN (PP), A [M,K], B [K,N]. */
 template <int WM, int BN, int PP, class Epi>
-static float time_ms(FgrtContext *ctx, const void *a, const void *b, int M, int N, int K, const Epi &epi)
+static void launch_own(FgrtContext *ctx, const void *a, const void *b, int M, int N, int K, const Epi &epi)
 {
-	return time_of(ctx, [&] { fgg::launch<__nv_bfloat16, WM, BN, PP, 0, 1>(ctx, a, b, M, N, K, 1, 0, 0, epi); });
-}
-
-/* cuBLASLt's plain matmul of g. */
-static float time_lt(FgrtContext *ctx, const FgrtGemm *g, const void *a, const void *b, void *d)
-{
-	return time_of(ctx, [&] { fgrt_gemm(ctx, 0, g, a, b, d); });
+	fgg::launch<__nv_bfloat16, WM, BN, PP, 0, 1>(ctx, a, b, M, N, K, 1, 0, 0, epi);
 }
 
 static int cmp_float(const void *x, const void *y)
@@ -241,12 +240,29 @@ static int cmp_float(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
+/* The benchmark's variants, in the order of its output: cuBLASLt plain and
+ * with its nearest epilogue (bias + tanh GELU; no residual on its menu),
+ * then fgc's kernel in three schedules, plain and with bias + erf GELU +
+ * residual. */
+static const char *const VARIANT_NAMES[] = {
+	"cuBLASLt plain",
+	"cuBLASLt bias+gelu(tanh) epilogue",
+	"fgc cooperative 2x64x256 plain",
+	"fgc ping-pong 128x128 plain",
+	"fgc ping-pong 64x256 plain",
+	"fgc cooperative 2x64x256 bias+gelu+residual",
+	"fgc ping-pong 128x128 bias+gelu+residual",
+	"fgc ping-pong 64x256 bias+gelu+residual",
+};
+
 /* The clocks of a GPU under a long matmul load settle below their idle
  * burst (power), so every variant is timed in each of ROUNDS rounds, in
- * turn with cuBLASLt, after a warm-up: the medians are compared. */
-enum { ROUNDS = 7, VARIANTS = 5 };
+ * turn, after a warm-up: the medians are compared. */
+enum { ROUNDS = 7, VARIANTS = sizeof VARIANT_NAMES / sizeof VARIANT_NAMES[0] };
 
-static int bench(FgrtContext *ctx, int M, int N, int K)
+/* bf16 D[M,N] = A[M,K] B[K,N]: each variant timed (profile: launched
+ * twice, the second between cudaProfilerStart and Stop, for ncu). */
+static int bench(FgrtContext *ctx, int M, int N, int K, int profile)
 {
 	__nv_bfloat16 *a, *b, *d, *bias, *res;
 	CK(cudaMalloc(&a, (int64_t)M * K * 2));
@@ -259,33 +275,52 @@ static int bench(FgrtContext *ctx, int M, int N, int K)
 	fill<<<1024, 256>>>(res, (int64_t)M * N, 3);
 	fill<<<64, 256>>>(bias, N, 4);
 	const double flop = 2.0 * M * (double)N * K;
-	FgrtGemm g;
+	FgrtGemm g, ge;
 	memset(&g, 0, sizeof g);
 	g.ab = g.d = FGRT_BF16, g.m = M, g.n = N, g.k = K, g.batch = 1;
+	ge = g;
+	ge.epilogue = FGRT_EP_GELU_BIAS;
 	const StoreBf16 st = {d, N};
 	const BiasGeluRes ep = {bias, res, d, N};
-	float t[VARIANTS][ROUNDS];
-	for (int i = 0; i < 3; i++)
-		time_lt(ctx, &g, a, b, d);
-	for (int r = 0; r < ROUNDS; r++) {
-		t[0][r] = time_lt(ctx, &g, a, b, d);
-		t[1][r] = time_ms<64, 256, 0>(ctx, a, b, M, N, K, st);
-		t[2][r] = time_ms<128, 128, 1>(ctx, a, b, M, N, K, st);
-		t[3][r] = time_ms<64, 256, 0>(ctx, a, b, M, N, K, ep);
-		t[4][r] = time_ms<128, 128, 1>(ctx, a, b, M, N, K, ep);
+	auto launch = [&](int v) {
+		switch (v) {
+		case 0: fgrt_gemm(ctx, 0, &g, a, b, d); break;
+		case 1: fgrt_gemm_ep(ctx, 1, &ge, a, b, d, bias, NULL); break;
+		case 2: launch_own<64, 256, 0>(ctx, a, b, M, N, K, st); break;
+		case 3: launch_own<128, 128, 1>(ctx, a, b, M, N, K, st); break;
+		case 4: launch_own<64, 256, 1>(ctx, a, b, M, N, K, st); break;
+		case 5: launch_own<64, 256, 0>(ctx, a, b, M, N, K, ep); break;
+		case 6: launch_own<128, 128, 1>(ctx, a, b, M, N, K, ep); break;
+		default: launch_own<64, 256, 1>(ctx, a, b, M, N, K, ep); break;
+		}
+	};
+	if (profile) {
+		/* ncu --profile-from-start off: the second launch of each */
+		for (int v = 0; v < VARIANTS; v++) {
+			launch(v);
+			CK(cudaStreamSynchronize(ctx->stream));
+			CK(cudaProfilerStart());
+			launch(v);
+			CK(cudaStreamSynchronize(ctx->stream));
+			CK(cudaProfilerStop());
+		}
+		for (int v = 0; v < VARIANTS; v++)
+			printf("profiled %d: %s\n", v, VARIANT_NAMES[v]);
+	} else {
+		float t[VARIANTS][ROUNDS], med[VARIANTS];
+		for (int v = 0; v < VARIANTS; v++)
+			time_of(ctx, [&] { launch(v); });
+		for (int r = 0; r < ROUNDS; r++)
+			for (int v = 0; v < VARIANTS; v++)
+				t[v][r] = time_of(ctx, [&] { launch(v); });
+		printf("bench bf16 M %d N %d K %d, A[M,K] B[K,N], medians of %d rounds:\n", M, N, K, ROUNDS);
+		for (int v = 0; v < VARIANTS; v++) {
+			qsort(t[v], ROUNDS, sizeof(float), cmp_float);
+			med[v] = t[v][ROUNDS / 2];
+			printf("  %-44s %.3f ms  %4.0f TFLOP/s  %5.1f%% of cuBLASLt plain\n", VARIANT_NAMES[v],
+			       med[v], flop / med[v] / 1e9, 100 * med[0] / med[v]);
+		}
 	}
-	float med[VARIANTS];
-	for (int v = 0; v < VARIANTS; v++) {
-		qsort(t[v], ROUNDS, sizeof(float), cmp_float);
-		med[v] = t[v][ROUNDS / 2];
-	}
-	static const char *const cfg[2] = {"cooperative 2x64x256", "ping-pong 128x128"};
-	printf("bench bf16 M %d N %d K %d, A[M,K] B[K,N], medians of %d rounds: cuBLASLt plain %.3f ms "
-	       "(%.0f TFLOP/s)\n", M, N, K, ROUNDS, med[0], flop / med[0] / 1e9);
-	for (int i = 0; i < 2; i++)
-		printf("  fgc %-22s plain %.3f ms (%.0f TFLOP/s, %.1f%% of cuBLASLt); bias+gelu+residual %.3f ms "
-		       "(%.1f%% of cuBLASLt plain)\n", cfg[i], med[1 + i], flop / med[1 + i] / 1e9,
-		       100 * med[0] / med[1 + i], med[3 + i], 100 * med[0] / med[3 + i]);
 	CK(cudaFree(a));
 	CK(cudaFree(b));
 	CK(cudaFree(d));
@@ -296,11 +331,12 @@ static int bench(FgrtContext *ctx, int M, int N, int K)
 
 int main(int argc, char **argv)
 {
-	int quick = 0, mnk[3] = {0, 0, 0};
+	int quick = 0, profile = 0, mnk[3] = {0, 0, 0};
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick")) {
 			quick = 1;
-		} else if (!strcmp(argv[i], "--bench")) {
+		} else if (!strcmp(argv[i], "--bench") || !strcmp(argv[i], "--profile")) {
+			profile = argv[i][2] == 'p';
 			for (int j = 0; j < 3; j++)
 				mnk[j] = i + 1 < argc && argv[i + 1][0] != '-' ? atoi(argv[++i]) : 8192;
 			if (mnk[0] < 1 || mnk[1] < 2 || mnk[2] < 1 || mnk[1] % 8 || mnk[2] % 8) {
@@ -308,12 +344,12 @@ int main(int argc, char **argv)
 				return 2;
 			}
 		} else {
-			fprintf(stderr, "usage: %s [--quick] [--bench [M N K]]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--quick] [--bench|--profile [M N K]]\n", argv[0]);
 			return 2;
 		}
 	}
 	FgrtContext ctx;
-	FgrtGemmPlan *slots[1] = {NULL};
+	FgrtGemmPlan *slots[2] = {NULL, NULL};
 	memset(&ctx, 0, sizeof ctx);
 	ctx.prog = &fg_program;
 	CK(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));
@@ -327,7 +363,7 @@ int main(int argc, char **argv)
 	CK(cudaMalloc(&ctx.workspace, ctx.workspace_bytes));
 	ctx.gemm = slots;
 	if (mnk[0])
-		return bench(&ctx, mnk[0], mnk[1], mnk[2]);
+		return bench(&ctx, mnk[0], mnk[1], mnk[2], profile);
 	int bad = 0;
 	bad += sweep<__nv_bfloat16, 64, 256, 0, 0, 1>(&ctx, quick, "bf16 cooperative 2x64x256 A[M,K] B[K,N]");
 	bad += sweep<__nv_bfloat16, 64, 256, 0, 0, 0>(&ctx, quick, "bf16 cooperative 2x64x256 A[M,K] B[N,K]");

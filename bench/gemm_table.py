@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""
+gemm_table.py - issue 7's benchmark table in one run on one GPU: fgc's
+generated matmul against cuBLAS, cuBLASLt's nearest epilogue, PyTorch
+eager and torch.compile.
+
+    python3 bench/gemm_table.py [--gpuout out/gpu] [--out out/gemm-table]
+                                [--shapes M,N,K ...] [--samples NAME,...]
+                                [--rounds R] [--runs N]
+
+`make -f Makefile.gpu bench-gemm` builds what it runs and runs it.
+
+1. The kernel alone, bf16, D[M,N] = A[M,K] B[K,N], for each --shapes entry
+   (default 8192,8192,8192 and six shapes of the samples' matmuls): the
+   runtime test GPUOUT/runtime-tests/gemm_sm90 --bench times, in one
+   process, 7 rounds taken in turn, cuBLASLt's plain matmul, cuBLASLt with
+   its bias + GELU(tanh) epilogue (the nearest on its menu: it has no
+   residual add), and fgc's kernel in three schedules, plain and with the
+   epilogue gelu(D + bias) + residual.  For the first shape PyTorch runs
+   the same in this process: torch.matmul (cuBLAS), and the epilogue
+   graph `F.gelu(a @ b + bias) + res` eager and under torch.compile
+   (mode max-autotune-no-cudagraphs), its result checked against eager.
+   R rounds alternate the binary and the PyTorch timings; medians.
+2. The matmul samples at their default sizes (peers.py's flow: the module
+   `fgc emit-torch` writes, float64 reference, testing.md's gates): fgc as
+   compiled (--gemm auto), on its generated matmul wherever it can run
+   (--gemm fgc, GPUOUT/bench/NAME.fgc), on cuBLASLt with its nearest
+   epilogue and epilogue kernels (--gemm cublaslt, NAME.lt), PyTorch eager
+   and torch.compile; every one checked, timed in R rounds.
+
+Writes OUT/gemm-table.md and OUT/gemm-table.json and prints the tables,
+with the issue's two targets (the matmul alone at >= 95% of cuBLAS, with
+its epilogue within 3% of cuBLAS's plain matmul) stated as met or missed.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers  # noqa: E402  (the samples' flow, checks and timing)
+
+ROOT = peers.ROOT
+SHAPES = ["8192,8192,8192", "8192,16384,4096", "8192,4096,16384", "8192,14336,4096", "8192,4096,14336",
+          "4096,4096,1024", "4096,1024,1024"]
+SAMPLES = "gemm_bias_gelu_bf16,mlp_bf16,swiglu_bf16,transformer_block"
+VARIANT = re.compile(r"^  (\S.*?)\s+([0-9.]+) ms\s+\d+ TFLOP/s", re.M)
+SAMPLE_BINARIES = [("auto", "", "fgc --gemm auto"), ("fgc", ".fgc", "fgc --gemm fgc"),
+                   ("lt", ".lt", "fgc --gemm cublaslt")]
+log = peers.log
+
+
+def kernel_bench(binary, shape):
+    """gemm_sm90 --bench M N K: variant name -> ms."""
+    cmd = [binary, "--bench"] + shape.split(",")
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        raise RuntimeError("%s: status %d\n%s" % (" ".join(cmd), p.returncode, (p.stdout + p.stderr)[-2000:]))
+    found = {name: float(ms) for name, ms in VARIANT.findall(p.stdout)}
+    if not found:
+        raise RuntimeError("%s printed no variant lines:\n%s" % (" ".join(cmd), p.stdout[-2000:]))
+    return found
+
+
+def torch_peers(shape, args):
+    """PyTorch's callables for one shape, the epilogue graph checked."""
+    m, n, k = (int(x) for x in shape.split(","))
+    g = torch.Generator(device="cuda").manual_seed(args.seed)
+    a = torch.rand(m, k, device="cuda", generator=g).sub_(0.5).to(torch.bfloat16)
+    b = torch.rand(k, n, device="cuda", generator=g).sub_(0.5).mul_(0.05).to(torch.bfloat16)
+    bias = torch.rand(n, device="cuda", generator=g).sub_(0.5).to(torch.bfloat16)
+    res = torch.rand(m, n, device="cuda", generator=g).sub_(0.5).to(torch.bfloat16)
+
+    def epilogue(a, b, bias, res):
+        return F.gelu(a @ b + bias) + res
+
+    compiled = torch.compile(epilogue, mode="max-autotune-no-cudagraphs")
+    want, got = epilogue(a, b, bias, res).float(), compiled(a, b, bias, res).float()
+    err = float((want - got).abs().max())
+    check = "ok (max abs diff from eager %.3g)" % err if err <= 1.6e-2 * float(want.abs().max()) + 1e-5 \
+        else "FAIL: max abs diff from eager %.3g" % err
+    return {
+        "torch.matmul (cuBLAS) plain": lambda: torch.matmul(a, b),
+        "PyTorch eager gelu(a@b + bias) + res": lambda: epilogue(a, b, bias, res),
+        "torch.compile gelu(a@b + bias) + res": lambda: compiled(a, b, bias, res),
+    }, check
+
+
+def bench_kernels(args, clock):
+    """Part 1: one row per shape and variant, name -> median ms."""
+    binary = os.path.join(args.gpuout, "runtime-tests", "gemm_sm90")
+    rows = []
+    for i, shape in enumerate(args.shapes):
+        log("== kernel %s" % shape)
+        fns, check = torch_peers(shape, args) if i == 0 else ({}, None)
+        times = {}
+        for r in range(args.rounds):
+            for name, ms in kernel_bench(binary, shape).items():
+                times.setdefault(name, []).append(ms)
+            if fns:
+                ts = peers.time_interleaved(clock, list(fns.values()), args.runs, args.warmup if r == 0 else 2)
+                for name, t in zip(fns, ts):
+                    times.setdefault(name, []).append(statistics.median(t))
+        m, n, k = (int(x) for x in shape.split(","))
+        row = {"shape": shape, "flop": 2.0 * m * n * k, "ms": {v: statistics.median(t) for v, t in times.items()},
+               "rounds_ms": times}
+        if check:
+            row["compile_check"] = check
+        rows.append(row)
+        torch._dynamo.reset()
+        torch.cuda.empty_cache()
+    return rows
+
+
+def bench_samples(args, clock):
+    """Part 2: one row per sample: checks and median ms of each competitor."""
+    rows = []
+    for name in args.samples:
+        log("== sample %s" % name)
+        row = {"sample": name}
+        try:
+            work = os.path.join(args.work, name)
+            os.makedirs(work, exist_ok=True)
+            mod = peers.emit(name, args, work)
+            inputs = list(mod.make_inputs(args.seed, "cuda").values())
+            ref = mod.forward(*[t.to(torch.float64) if t.is_floating_point() else t for t in inputs],
+                              reference=True)
+            fns = {"eager": lambda: mod.forward(*inputs)}
+            row["eager_check"] = peers.check_all(fns["eager"](), ref, mod)
+            compiled = peers.compile_peer(mod, inputs, ref, row)
+            if compiled:
+                fns["compile"] = lambda: compiled(*inputs)
+            binaries = {}
+            for key, suffix, _ in SAMPLE_BINARIES:
+                sub = {}
+                if peers.check_fgc(mod, os.path.join(args.gpuout, "bench", name + suffix), args, work, ref, sub):
+                    binaries[key] = os.path.join(args.gpuout, "bench", name + suffix)
+                row[key + "_check"] = sub["fgc_check"]
+            ref.clear()
+            times = {k: [] for k in list(fns) + list(binaries)}
+            for r in range(args.rounds):
+                ts = peers.time_interleaved(clock, list(fns.values()), args.runs, args.warmup if r == 0 else 2)
+                for k, t in zip(fns, ts):
+                    times[k] += t
+                for k, binary in binaries.items():
+                    times[k].append(peers.run_binary(binary, args.seed, args.runs)[0])
+            row["ms"] = {k: statistics.median(t) for k, t in times.items() if t}
+        except Exception as e:  # one sample's failure must not lose the others' rows
+            row["error"] = peers.first_line(e)
+            log("%s failed: %s" % (name, e))
+        torch._dynamo.reset()
+        torch.cuda.empty_cache()
+        rows.append(row)
+    return rows
+
+
+def best(ms, prefix, suffix):
+    """The fastest fgc schedule among the variants named prefix...suffix."""
+    hits = [(t, v) for v, t in ms.items() if v.startswith(prefix) and v.endswith(suffix)]
+    return min(hits) if hits else (None, None)
+
+
+def kernel_tables(rows):
+    """The first shape's every competitor, then one line per shape, then
+    the targets."""
+    first = rows[0]
+    lt = first["ms"]["cuBLASLt plain"]
+    lines = ["### %s bf16, D = A[M,K] B[K,N]; epilogue gelu(D + bias) + residual" % first["shape"].replace(",", " x "),
+             "", "| implementation | ms | TFLOP/s | % of cuBLASLt plain |", "|---|---|---|---|"]
+    for v, t in first["ms"].items():
+        lines.append("| %s | %.3f | %.0f | %.1f%% |" % (v, t, first["flop"] / t / 1e9, 100 * lt / t))
+    if "compile_check" in first:
+        lines += ["", "torch.compile's result against eager: %s." % first["compile_check"]]
+    lines += ["", "### Every shape (bf16, medians; % of cuBLASLt plain in the same run)", "",
+              "| M,N,K | cuBLASLt plain ms | cuBLASLt bias+gelu(tanh) | fgc best plain | fgc best bias+gelu+residual |",
+              "|---|---|---|---|---|"]
+    verdict = []
+    for row in rows:
+        ms, lt = row["ms"], row["ms"]["cuBLASLt plain"]
+        ltep = ms.get("cuBLASLt bias+gelu(tanh) epilogue")
+        tp, vp = best(ms, "fgc ", " plain")
+        te, ve = best(ms, "fgc ", " bias+gelu+residual")
+        lines.append("| %s | %.3f | %.1f%% | %.1f%% (%s) | %.1f%% (%s) |" % (
+            row["shape"], lt, 100 * lt / ltep, 100 * lt / tp, vp[4:-6], 100 * lt / te, ve[4:-19]))
+        if row is first:
+            verdict = [
+                "- the matmul alone at >= 95%% of cuBLAS (%s): %.1f%%, %s" % (
+                    row["shape"], 100 * lt / tp, "met" if lt / tp >= 0.95 else "missed by %.1f points"
+                    % (95 - 100 * lt / tp)),
+                "- with the epilogue within 3%% of cuBLAS's plain matmul (>= 97%%): %.1f%%, %s" % (
+                    100 * lt / te, "met" if lt / te >= 0.97 else "missed by %.1f points" % (97 - 100 * lt / te)),
+            ]
+    return "\n".join(lines + ["", "Targets (issue 7), first shape:"] + verdict)
+
+
+def sample_table(rows):
+    cols = [k for k, _, _ in SAMPLE_BINARIES] + ["eager", "compile"]
+    titles = [t for _, _, t in SAMPLE_BINARIES] + ["PyTorch eager", "torch.compile"]
+    lines = ["| sample | " + " | ".join(t + " ms" for t in titles) + " | agree with the f64 reference ("
+             + " / ".join(titles) + ") |", "|" + "---|" * (len(cols) + 2)]
+    for row in rows:
+        if "error" in row:
+            lines.append("| %s | %s |" % (row["sample"], row["error"]) + " |" * len(cols))
+            continue
+        cells = ["%.3f" % row["ms"][k] if k in row.get("ms", {}) else "-" for k in cols]
+        checks = " / ".join(row.get(k + "_check", "-") for k in cols)
+        lines.append("| %s | %s | %s |" % (row["sample"], " | ".join(cells), checks))
+    return "\n".join(lines)
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[1], formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--fgc", default=os.path.join(ROOT, "build", "fgc"), help="the fgc compiler (default build/fgc)")
+    p.add_argument("--gpuout", default=os.path.join(ROOT, "out", "gpu"), help="Makefile.gpu's GPUOUT")
+    p.add_argument("--out", default=os.path.join(ROOT, "out", "gemm-table"), help="where the tables go")
+    p.add_argument("--work", default="/tmp/fgc-gemm-table", help="modules, outputs and logs")
+    p.add_argument("--shapes", nargs="*", default=SHAPES, help="M,N,K of the kernel rows (the first gets PyTorch's)")
+    p.add_argument("--samples", default=SAMPLES, help="comma-separated sample names (default %s)" % SAMPLES)
+    p.add_argument("--rounds", type=int, default=3, help="rounds alternating the competitors (default 3)")
+    p.add_argument("--runs", type=int, default=20, help="timed calls per round (default 20)")
+    p.add_argument("--warmup", type=int, default=5, help="untimed calls before timing (default 5)")
+    p.add_argument("--seed", type=int, default=7, help="the inputs' seed (default 7)")
+    args = p.parse_args()
+    args.samples = [s for s in args.samples.split(",") if s]
+    args.small, args.device, args.rounds = False, "cuda", max(1, args.rounds)
+    return args
+
+
+def main():
+    args = parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("gemm_table.py: no CUDA device")
+    os.makedirs(args.out, exist_ok=True)
+    os.makedirs(args.work, exist_ok=True)
+    clock = peers.Clock("cuda")
+    env = peers.environment("cuda", 0.0, 0.0, args.fgc)
+    kernels = bench_kernels(args, clock) if args.shapes else []
+    samples = bench_samples(args, clock) if args.samples else []
+    md = ["# fgc's generated matmul against cuBLAS and torch.compile", "",
+          "Measured %s on %s (torch %s, CUDA %s); fgc %s." % (env["date"], env["gpu"], env["torch"], env["cuda"],
+                                                              env["fgc"]), ""]
+    if kernels:
+        md += [kernel_tables(kernels), ""]
+    if samples:
+        md += ["### The matmul samples at their default sizes (ms, medians of %d rounds)" % args.rounds, "",
+               sample_table(samples), ""]
+    text = "\n".join(md)
+    with open(os.path.join(args.out, "gemm-table.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(args.out, "gemm-table.json"), "w") as f:
+        json.dump({"environment": env, "kernels": kernels, "samples": samples}, f, indent=1)
+    log("\n" + text)
+
+
+if __name__ == "__main__":
+    main()
