@@ -19,8 +19,10 @@ eager and torch.compile.
    epilogue gelu(D + bias) + residual.  For the first shape PyTorch runs
    the same in this process: torch.matmul (cuBLAS), and the epilogue
    graph `F.gelu(a @ b + bias) + res` eager and under torch.compile
-   (mode max-autotune-no-cudagraphs), its result checked against eager.
-   R rounds alternate the binary and the PyTorch timings; medians.
+   (mode max-autotune-no-cudagraphs), its result checked against eager,
+   timed the binary's way (7 rounds, each the mean of N calls issued back
+   to back: the clocks of a matmul under sustained load).  R rounds
+   alternate the binary and the PyTorch timings; medians.
 2. The matmul samples at their default sizes (peers.py's flow: the module
    `fgc emit-torch` writes, float64 reference, testing.md's gates): fgc as
    compiled (--gemm auto), on its generated matmul wherever it can run
@@ -92,7 +94,28 @@ def torch_peers(shape, args):
     }, check
 
 
-def bench_kernels(args, clock):
+def back_to_back(fns, runs, warmup, rounds=7):
+    """gemm_sm90's method, for PyTorch's callables: in each of `rounds`
+    rounds, each fn in turn, the mean of `runs` calls issued back to back
+    between two CUDA events (a matmul under sustained load, its clocks
+    what the power allows); the median over the rounds, in ms."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    t = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start.record()
+            for _ in range(runs):
+                fn()
+            end.record()
+            end.synchronize()
+            t[name].append(start.elapsed_time(end) / runs)
+    return {name: statistics.median(v) for name, v in t.items()}
+
+
+def bench_kernels(args):
     """Part 1: one row per shape and variant, name -> median ms."""
     binary = os.path.join(args.gpuout, "runtime-tests", "gemm_sm90")
     rows = []
@@ -104,9 +127,8 @@ def bench_kernels(args, clock):
             for name, ms in kernel_bench(binary, shape).items():
                 times.setdefault(name, []).append(ms)
             if fns:
-                ts = peers.time_interleaved(clock, list(fns.values()), args.runs, args.warmup if r == 0 else 2)
-                for name, t in zip(fns, ts):
-                    times.setdefault(name, []).append(statistics.median(t))
+                for name, ms in back_to_back(fns, args.runs, args.warmup if r == 0 else 2).items():
+                    times.setdefault(name, []).append(ms)
         m, n, k = (int(x) for x in shape.split(","))
         row = {"shape": shape, "flop": 2.0 * m * n * k, "ms": {v: statistics.median(t) for v, t in times.items()},
                "rounds_ms": times}
@@ -240,13 +262,18 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     clock = peers.Clock("cuda")
     env = peers.environment("cuda", 0.0, 0.0, args.fgc)
-    kernels = bench_kernels(args, clock) if args.shapes else []
+    kernels = bench_kernels(args) if args.shapes else []
     samples = bench_samples(args, clock) if args.samples else []
     md = ["# fgc's generated matmul against cuBLAS and torch.compile", "",
           "Measured %s on %s (torch %s, CUDA %s); fgc %s." % (env["date"], env["gpu"], env["torch"], env["cuda"],
                                                               env["fgc"]), ""]
     if kernels:
         md += [kernel_tables(kernels), ""]
+    md += ["Kernel rows: gemm_sm90 --bench and PyTorch alike, 7 rounds of each variant in turn, each the mean of "
+           "%d launches back to back; the median of the %d x 7 figures. Clocks follow the power of a sustained "
+           "matmul: compare rows of one run only. Sample rows: peers.py's method (each call timed alone; the "
+           "fgc binaries' --bench replays their CUDA graph); medians of %d rounds." % (args.runs, args.rounds,
+                                                                                   args.rounds), ""]
     if samples:
         md += ["### The matmul samples at their default sizes (ms, medians of %d rounds)" % args.rounds, "",
                sample_table(samples), ""]
