@@ -8,7 +8,8 @@
 #   3. tests/runtime/gemm_epilogue.cu compiles and links with the runtime
 #      built -DFGRT_NO_MAIN, with nvcc's warnings as errors, and says the
 #      same when no GPU answers; so does tests/runtime/gemm_sm90.cu (the
-#      generated matmul's kernel in every schedule it tests) compile;
+#      generated matmul's kernel in every schedule it tests) and
+#      tests/runtime/initcheck_bulk.cu (docs/testing.md's probe) compile;
 #   4. tests/runtime/gpu-failures.sh parses (it runs on a GPU machine);
 #   5. tests/random/gpu-campaign.sh's batched builds: two random graphs'
 #      four programs in two binaries, each run picking its own program
@@ -62,6 +63,8 @@ nvcc "${nvflags[@]}" -DFGRT_NO_MAIN -D_POSIX_C_SOURCE=200809L -o "$tmp/gemm_sm90
 	"$src/tests/runtime/gemm_sm90.cu" "$src/runtime/fgrt_host.cu" "$src/runtime/half.c" "$src/runtime/check.c" \
 	-lcublasLt >"$tmp/sm90.log" 2>&1 &
 sm90_pid=$!
+nvcc "${nvflags[@]}" -o "$tmp/initcheck_bulk" "$src/tests/runtime/initcheck_bulk.cu" >"$tmp/bulk.log" 2>&1 &
+bulk_pid=$!
 if ! "$fgc" compile "$src/samples/ew4_f32.fg" "${dims[@]}" -o "$model" --build >"$tmp/build.log" 2>&1; then
 	bad build "fgc compile --build failed" "$tmp/build.log"
 	wait
@@ -99,6 +102,7 @@ else
 	bad gemm-epilogue-builds "nvcc failed" "$tmp/gemm.log"
 fi
 if wait "$sm90_pid"; then ok gemm-sm90-builds; else bad gemm-sm90-builds "nvcc failed" "$tmp/sm90.log"; fi
+if wait "$bulk_pid"; then ok initcheck-bulk-builds; else bad initcheck-bulk-builds "nvcc failed" "$tmp/bulk.log"; fi
 
 # 4. the GPU-side script parses
 if bash -n "$src/tests/runtime/gpu-failures.sh" 2>"$tmp/syntax.log"; then ok gpu-failures-parses; else bad gpu-failures-parses "bash -n" "$tmp/syntax.log"; fi
