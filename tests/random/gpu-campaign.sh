@@ -5,14 +5,16 @@
 # fused and --no-fuse into a program that must match the reference
 # interpreter's outputs (`fgc run --seed`) under --check's tolerances.
 #
-# One line per graph and variant, PASS or FAIL with the reason, then
-# "P passed, F failed, S skipped".  A program that fails --check where the
+# One line per graph and variant, PASS, PLAN, ROUND or FAIL with the
+# reason, then the counts.  A program that fails --check where the
 # plan itself fails `fgc verify` on the CPU (same graph, same variant) is
 # PLAN, not FAIL: the GPU computed what the plan computes, and the plan's
 # stored f16/bf16 values are what differs from the f64 reference
 # (tests/run-random.sh tells rounding from a bug for such plans).  A
-# failing graph stays in OUTDIR with its logs (gSEED.fg, gSEED.VARIANT.*);
-# the rest is removed.  Needs nvcc and a GPU; JOBS (default: the processor
+# mismatch of a plan that verifies is ROUND when the graph with every
+# f16/bf16 made f32 passes on the GPU (all_f32 below), else FAIL.  A graph
+# with a FAIL, PLAN or ROUND stays in OUTDIR with its logs and the GPU's
+# outputs (gSEED.fg, gSEED.VARIANT.*); the rest is removed.  Needs nvcc and a GPU; JOBS (default: the processor
 # count) at a time.
 #
 # Building: nvcc's cost is mostly fixed per file (one random program alone
@@ -137,9 +139,32 @@ EOF
 	done <"$list"
 }
 
-# 3. One program against its reference.
+# all_f32 SEED VARIANT: whether a program's mismatch is the rounding of its
+# f16/bf16 values (tests/run-random.sh's all-f32 test, on the GPU): the
+# graph with every f16/bf16 made f32, under the same plan when fused,
+# built alone and run against its own reference, passes --check.  Prints
+# what it found; status 1 when it does not show that.
+all_f32() {
+	local seed=$1 v=$2 g=$out/g$1 opt=()
+	[ $v = nofuse ] && opt=(--no-fuse)
+	python3 "$here/gen_graph.py" --promote "$g.fg" "$g.f32.fg" && ! cmp -s "$g.fg" "$g.f32.fg" || return 1
+	if [ $v = fused ]; then
+		"$fgc" report --format json "$g.fg" | python3 "$here/gen_graph.py" --plan-sig >"$g.sig" &&
+			"$fgc" report --format json "$g.f32.fg" | python3 "$here/gen_graph.py" --plan-sig >"$g.f32.sig" &&
+			cmp -s "$g.sig" "$g.f32.sig" || return 1
+	fi
+	rm -rf "$g.f32.ref"
+	"$fgc" run "$g.f32.fg" --seed "$seed" --outputs "$g.f32.ref" >"$g.f32.ref.log" 2>&1 &&
+		"$fgc" compile "$g.f32.fg" "${opt[@]}" -o "$g.$v.f32" >"$g.$v.f32.log" 2>&1 &&
+		"$nvcc" $flags_s "$g.$v.f32.cu" "$out"/rt/*.o -lcublasLt -o "$g.$v.f32.bin" >>"$g.$v.f32.log" 2>&1 &&
+		timeout 120 "$g.$v.f32.bin" --seed "$seed" --check "$g.f32.ref" >"$g.$v.f32.check" 2>&1 &&
+		echo "with every f16/bf16 made f32 it passes on the GPU"
+}
+
+# 3. One program against its reference.  A mismatch keeps the GPU's
+# outputs (gSEED.VARIANT.out/), to be looked at without the GPU.
 check() {
-	local m=$1 seed v g bin name opt=()
+	local m=$1 seed v g bin name opt=() why
 	seed=${m#g} && seed=${seed%.*} && v=${m##*.} && g=$out/g$seed
 	read -r bin name <"$out/$m.run"
 	[ "$name" = - ] && name=
@@ -152,17 +177,28 @@ check() {
 		else
 			echo "FAIL $seed $v: not rg$seed's no-device line: $(head -1 "$g.$v.check")"
 		fi
-	elif FG_MODEL=$name timeout 120 "$bin" --seed "$seed" --check "$g.ref" >"$g.$v.check" 2>&1; then
-		echo "PASS $seed $v"
-	elif grep -q '^FAIL .*max abs err' "$g.$v.check" && ! "$fgc" verify "${opt[@]}" "$g.fg" --seed "$seed" >"$g.$v.verify" 2>&1; then
-		# only a mismatch --check reports can be the plan's; a crash or a
-		# timeout is the binary's
-		echo "PLAN $seed $v: fgc verify fails the same plan; --check: $(grep -m1 FAIL "$g.$v.check")"
-	else
-		echo "FAIL $seed $v: --check: $(grep -m1 -v '^ok ' "$g.$v.check")"
+		return
 	fi
+	if FG_MODEL=$name timeout 120 "$bin" --seed "$seed" --check "$g.ref" >"$g.$v.check" 2>&1; then
+		echo "PASS $seed $v"
+		return
+	fi
+	if ! grep -q '^FAIL .*max abs err' "$g.$v.check"; then
+		# a crash or a timeout is the binary's, whatever the plan
+		echo "FAIL $seed $v: --check: $(grep -m1 -v '^ok ' "$g.$v.check")"
+		return
+	fi
+	why=$(grep -m1 FAIL "$g.$v.check")
+	if ! "$fgc" verify "${opt[@]}" "$g.fg" --seed "$seed" >"$g.$v.verify" 2>&1; then
+		echo "PLAN $seed $v: fgc verify fails the same plan; --check: $why"
+	elif all=$(all_f32 "$seed" "$v"); then
+		echo "ROUND $seed $v: $all; --check: $why"
+	else
+		echo "FAIL $seed $v: --check: $why"
+	fi
+	FG_MODEL=$name timeout 120 "$bin" --seed "$seed" --outputs "$g.$v.out" >/dev/null 2>&1
 }
-export -f prepare build check
+export -f prepare build all_f32 check
 export fgc out here nvcc
 export flags_s="${flags[*]}"
 
@@ -182,14 +218,15 @@ echo "ran in $((SECONDS - t0)) s" >&2
 
 sort -k2,2n -k3,3 "$log"
 pass=$(grep -c '^PASS' "$log") fail=$(grep -c '^FAIL' "$log")
-skip=$(grep -c '^SKIP' "$log") plan=$(grep -c '^PLAN' "$log")
-echo "$pass passed, $plan as the plan (fgc verify fails it too), $fail failed, $skip skipped"
+skip=$(grep -c '^SKIP' "$log") plan=$(grep -c '^PLAN' "$log") round=$(grep -c '^ROUND' "$log")
+echo "$pass passed, $plan as the plan (fgc verify fails it too), $round as rounding (all-f32 passes on the GPU)," \
+	"$fail failed, $skip skipped"
 # keep what a failure needs; the binaries and units are rebuilt from it
-bad=$(grep -E '^(FAIL|PLAN)' "$log" | awk '{print $2}' | sort -u)
+bad=$(grep -E '^(FAIL|PLAN|ROUND)' "$log" | awk '{print $2}' | sort -u)
 for g in "$out"/g*.fg; do
 	[ -e "$g" ] || continue
 	s=${g##*/g} && s=${s%.fg}
 	echo "$bad" | grep -qx "$s" || rm -rf "$out/g$s".*
 done
-rm -f "$out"/batch* "$out"/g*.bin
+rm -f "$out"/batch* "$out"/g*.bin "$out"/g*.f32.cu
 [ "$fail" -eq 0 ]
