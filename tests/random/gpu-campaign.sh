@@ -26,7 +26,8 @@
 # NO_GPU=1 stops after the builds and runs each binary once without a
 # GPU instead: every program must say "RGSEED: error: no CUDA device",
 # naming its own graph (a check of the batching, for machines without one).
-# STAGE=prepare stops after step 1 and keeps OUTDIR; STAGE=run then does
+# SEEDS="S1 S2 ..." draws those graphs instead of N from SEED (to run a
+# campaign's failures again).  STAGE=prepare stops after step 1 and keeps OUTDIR; STAGE=run then does
 # the rest from that OUTDIR (prepare where CPU time is cheap, copy OUTDIR,
 # build and run where the GPU is).  The H200 campaign of docs/testing.md:
 # 1,000 graphs prepared here in 490 s on 2 cores (74 MB, 8.5 MB as
@@ -204,7 +205,8 @@ export flags_s="${flags[*]}"
 
 t0=$SECONDS
 if [ "$stage" != run ]; then
-	seq "$seed0" $((seed0 + n - 1)) | xargs -P "$jobs" -I{} bash -c 'prepare {}' >>"$log"
+	if [ -n "${SEEDS:-}" ]; then printf '%s\n' $SEEDS; else seq "$seed0" $((seed0 + n - 1)); fi |
+		xargs -P "$jobs" -I{} bash -c 'prepare {}' >>"$log"
 	echo "prepared $n graphs in $((SECONDS - t0)) s" >&2
 	[ "$stage" = prepare ] && exit 0
 fi
