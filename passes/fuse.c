@@ -315,6 +315,8 @@ static int kept_axis(const FgNode *r, const FgShape *in, int d)
  * NumPy-aligned from the last axis (s broadcasts into that value). */
 static void ax_align(signed char *dst, const FgShape *s, const signed char *src, int srank)
 {
+	if (s->rank > FG_MAX_RANK)      /* shapes are checked at build: tells gcc -O2 so */
+		fg_die("rank %d past FG_MAX_RANK", s->rank);
 	for (int j = 0; j < s->rank; j++)
 		dst[j] = s->d[j] == 1 ? AX_ZERO : src[j + srank - s->rank];
 }
@@ -339,6 +341,8 @@ static void operand_axes(const Fuser *f, int v, int o, const signed char *mv, si
 	const FgShape *os = &node(f, o)->shape, *vs = &n->shape;
 	int a[FG_MAX_RANK], b[FG_MAX_RANK], na, nb;
 
+	if (os->rank > FG_MAX_RANK)     /* as in ax_align */
+		fg_die("rank %d past FG_MAX_RANK", os->rank);
 	*moved = 0;
 	switch (n->op) {
 	case FG_OP_TRANSPOSE:
