@@ -332,6 +332,7 @@ struct Emit {
 	FG_VEC(const char *) gemms;     /* FgrtGemm definitions */
 	int64_t scratch;
 	FgGemmChoice gemm;
+	int tf32;               /* --tf32 */
 	int errors;
 };
 
@@ -2646,7 +2647,8 @@ static void emit_gemm(Emit *E, Kern *k)
 		"%s"
 		"};\n",
 		k->gr->name, k->plan->names[mm], k->plan->names[A], ta ? "^T" : "", k->plan->names[B], tb ? "^T" : "",
-		slot, rt_dtype(k->g->nodes[A].dt), direct || ep ? rt_dtype(n->dt) : "FGRT_F32",
+		slot, k->g->nodes[A].dt == FG_DT_F32 && E->tf32 ? "FGRT_TF32" : rt_dtype(k->g->nodes[A].dt),
+		direct || ep ? rt_dtype(n->dt) : "FGRT_F32",
 		(long long)M, (long long)N, (long long)K, ta, tb,
 		(long long)(nd ? cnt[0] : 1), (long long)(nd ? ms[0][0] : 0), (long long)(nd ? ms[1][0] : 0),
 		(long long)(nd ? ms[2][0] : 0), nd > 1 ? nd - 1 : 0, outer_n, outer_a, outer_b, outer_d, epf);
@@ -2770,7 +2772,8 @@ static void emit_group(Emit *E, int gi)
 /* Which of testing.md's gates checks each value: the RMSE gate for values
  * fed by a reduction or a matmul, or by a float value the plan stores and
  * reads back (rounded once more than the reference), as fg_plan_verify
- * decides; else the elementwise one. */
+ * decides; else the elementwise one.  2: the RMSE gate at tf32's precision,
+ * for values fed by an f32 matmul under --tf32. */
 static void rmse_gates(Emit *E, unsigned char *rmse)
 {
 	const FgGraph *g = E->g;
@@ -2785,9 +2788,14 @@ static void rmse_gates(Emit *E, unsigned char *rmse)
 	for (int id = 0; id < g->nnodes; id++) {
 		const FgNode *n = &g->nodes[id];
 		FgOpClass c = fg_op_info[n->op].cls;
+		int tf32 = c == FG_CLASS_MATMUL && E->tf32 && g->nodes[n->in[0]].dt == FG_DT_F32;
 		rmse[id] = c == FG_CLASS_REDUCE || c == FG_CLASS_MATMUL;
-		for (int j = 0; j < n->nin; j++)
-			rmse[id] |= rmse[n->in[j]] | read_back[n->in[j]];
+		for (int j = 0; j < n->nin; j++) {
+			rmse[id] |= rmse[n->in[j]] != 0 || read_back[n->in[j]];
+			tf32 |= rmse[n->in[j]] == 2;
+		}
+		if (tf32)
+			rmse[id] = 2;
 	}
 }
 
@@ -2797,7 +2805,8 @@ static void emit_tensors(Emit *E)
 	unsigned char *rmse = fg_arena_alloc(E->a, (size_t)g->nnodes + 1);
 	rmse_gates(E, rmse);
 	fprintf(E->f, "/* ------------------------------------------------------------ the program */\n\n");
-	fprintf(E->f, "/* name, dtype, rank, shape, role, arena offset, --check by the RMSE gate */\n");
+	fprintf(E->f, "/* name, dtype, rank, shape, role, arena offset, --check by the RMSE gate (2: at tf32's "
+		"precision) */\n");
 	fprintf(E->f, "static const FgrtTensor fg_tensors[] = {\n");
 	for (int t = 0; t < E->tensors.n; t++) {
 		int id = E->tensors.v[t];
@@ -2883,12 +2892,13 @@ static void emit_header(Emit *E, const char *source)
 	fprintf(E->f, "#include \"fg_device.cuh\"\n#include \"fg_gemm_sm90.cuh\"\n\n");
 }
 
-int fg_cuda_emit(FILE *f, const FgPlan *plan, const char *source, FgGemmChoice gemm, FgDiag *d)
+int fg_cuda_emit(FILE *f, const FgPlan *plan, const char *source, FgGemmChoice gemm, int tf32, FgDiag *d)
 {
 	Emit E;
 	const FgGraph *g = plan->g;
 	memset(&E, 0, sizeof E);
 	E.gemm = gemm;
+	E.tf32 = tf32;
 	E.a = g->arena;
 	E.g = g;
 	E.plan = plan;
@@ -3078,7 +3088,7 @@ int fg_cuda_compile(const FgPlan *plan, const FgCudaOptions *o, FgDiag *d)
 		fg_error(d, (FgLoc){0, 0}, "cannot write '%s': %s", cu, strerror(errno));
 		goto out;
 	}
-	int errors = fg_cuda_emit(f, plan, o->source ? o->source : "", gemm, d);
+	int errors = fg_cuda_emit(f, plan, o->source ? o->source : "", gemm, o->tf32, d);
 	int bad = ferror(f);
 	if (fclose(f) != 0 || bad) {
 		fg_error(d, (FgLoc){0, 0}, "cannot write '%s'", cu);

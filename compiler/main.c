@@ -31,6 +31,7 @@ typedef struct Options {
 	const char *out;              /* compile: -o OUT (writes OUT.cu) */
 	const char *arch;             /* compile: --arch for --build */
 	int build;                    /* compile: --build runs nvcc */
+	int tf32;                     /* compile: --tf32 */
 	const char *gemm;             /* compile: --gemm auto|cublaslt|fgc */
 	int group;                    /* extract: the group, or -1 */
 	uint64_t seed;
@@ -68,6 +69,9 @@ static const char usage[] =
 	"                   generated sm_90a kernel for epilogues cuBLASLt cannot\n"
 	"                   fuse), cublaslt, or fgc (the generated kernel wherever\n"
 	"                   it can)\n"
+	"  --tf32           (compile) f32 matmuls may multiply as tf32 on the tensor\n"
+	"                   cores (10 bits of each operand's mantissa); --check then\n"
+	"                   holds the values they feed to tf32's precision\n"
 	"  --no-fuse        one group per op: the unfused baseline\n"
 	"  --bw GBS         cost model: device bandwidth in GB/s (default 4300)\n"
 	"  --launch-us US   cost model: cost of one kernel launch in us (default 3)\n"
@@ -222,6 +226,9 @@ static int parse_args(FgArena *a, int argc, char **argv, Options *o)
 		} else if (strcmp(arg, "--build") == 0) {
 			o->build = 1;
 			continue;
+		} else if (strcmp(arg, "--tf32") == 0) {
+			o->tf32 = 1;
+			continue;
 		} else if (arg[0] == '-' && arg[1]) {
 			return usage_error("unknown option '%s'", arg);
 		} else if (!o->command) {
@@ -294,7 +301,7 @@ static int command(int cmd, const Options *o, FgGraph *g, FgDiag *d)
 			fg_report_dot(stdout, &plan);
 		return 0;
 	case 5: {
-		FgCudaOptions co = {o->out, o->file, o->arch, o->build, FG_GEMM_AUTO};
+		FgCudaOptions co = {o->out, o->file, o->arch, o->build, FG_GEMM_AUTO, o->tf32};
 		if (o->gemm)
 			co.gemm = !strcmp(o->gemm, "fgc") ? FG_GEMM_FGC : !strcmp(o->gemm, "cublaslt") ? FG_GEMM_CUBLASLT : FG_GEMM_AUTO;
 		return fg_cuda_compile(&plan, &co, d);
@@ -363,8 +370,8 @@ int main(int argc, char **argv)
 		usage_error("'compile' needs -o OUT%s", "");
 		goto out;
 	}
-	if (cmd != 5 && (o.build || o.arch || o.gemm)) {
-		usage_error("--build, --arch and --gemm belong to 'compile', not '%s'", o.command);
+	if (cmd != 5 && (o.build || o.arch || o.gemm || o.tf32)) {
+		usage_error("--build, --arch, --gemm and --tf32 belong to 'compile', not '%s'", o.command);
 		goto out;
 	}
 	if (cmd != 5 && cmd != 6 && o.out) {

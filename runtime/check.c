@@ -143,6 +143,11 @@ FgrtTol fgrt_tolerance(const char *dtype, int rmse)
 		t = (FgrtTol){1e-3, 1e-5, 3, 0x1p-11};
 	else if (strcmp(dtype, "bf16") == 0)
 		t = (FgrtTol){1.6e-2, 1e-5, 3, 0x1p-8};
+	/* fed by a matmul that multiplied f32 as tf32 (10 bits kept of each
+	 * operand's 23, rounded or truncated): a 16-bit type's gate with
+	 * tf32's unit, 2^-10, where the dtype's own is finer */
+	if (rmse == 2 && t.unit_roundoff > 0 && t.unit_roundoff < 0x1p-10)
+		t.rmse_m = 3, t.unit_roundoff = 0x1p-10;
 	if (!rmse)
 		t.rmse_m = 0;
 	return t;

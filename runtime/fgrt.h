@@ -106,7 +106,9 @@ typedef struct FgrtCheck {
 
 /* The tolerances of testing.md for a dtype named as in .fg ("f16"):
  * f32 with the transcendental rtol, the RMSE gate when rmse is set (for
- * values downstream of a reduction or matmul), exact for i32 and bool. */
+ * values downstream of a reduction or matmul; 2: of an f32 matmul done in
+ * tf32, whose unit roundoff 2^-10 the gate then takes where the dtype's is
+ * finer), exact for i32 and bool. */
 FgrtTol fgrt_tolerance(const char *dtype, int rmse);
 
 /* actual and expected are numel doubles; expected_rounded may be NULL

@@ -100,8 +100,8 @@ static void lt_check(cublasStatus_t s, const char *call, const char *file, int l
 
 /* ---------------------------------------------------------------- dtypes */
 
-static const char *const dtype_name[] = {"f32", "f16", "bf16", "i32", "bool"};
-static const size_t dtype_size[] = {4, 2, 2, 4, 1};
+static const char *const dtype_name[] = {"f32", "f16", "bf16", "i32", "bool", "f32 (as tf32)"};
+static const size_t dtype_size[] = {4, 2, 2, 4, 1, 4};
 #ifndef FGRT_NO_MAIN
 /* The .npy type each dtype travels as (bf16 as float values). */
 static const FgrtNpyType storage[] = {FGRT_NPY_F4, FGRT_NPY_F2, FGRT_NPY_F4, FGRT_NPY_I4, FGRT_NPY_B1};
@@ -328,6 +328,7 @@ static cudaDataType_t lt_type(FgrtDtype t)
 {
 	switch (t) {
 	case FGRT_F32:
+	case FGRT_TF32:
 		return CUDA_R_32F;
 	case FGRT_F16:
 		return CUDA_R_16F;
@@ -419,7 +420,9 @@ static FgrtGemmPlan *make_plan(FgrtContext *ctx, int slot, const FgrtGemm *g, co
 	cudaDataType_t ab = lt_type(g->ab), dt = lt_type(g->d);
 	cublasOperation_t opa = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
 	cublasOperation_t opb = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-	LT(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+	/* f32 operands under --tf32: the tensor cores' tf32 path */
+	LT(cublasLtMatmulDescCreate(&p->op, g->ab == FGRT_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+				    CUDA_R_32F));
 	LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
 	LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
 	if (g->trans_b)

@@ -42,6 +42,9 @@ typedef enum FgrtDtype {
 	FGRT_BF16,
 	FGRT_I32,
 	FGRT_BOOL,
+	FGRT_TF32,                      /* FgrtGemm.ab only: f32 operands that the
+					   matmul may multiply as tf32 (fgc compile
+					   --tf32) */
 } FgrtDtype;
 
 /* Roles, a bit set: a value may be an output and saved at once. */
@@ -62,7 +65,9 @@ typedef struct FgrtTensor {
 	int64_t offset;                 /* in the arena; -1 for inputs and params */
 	int rmse;                       /* --check: the RMSE gate (fed by a
 					   reduction, a matmul or a value stored
-					   and read back), else elementwise;
+					   and read back), else elementwise; 2:
+					   the RMSE gate at tf32's precision (fed
+					   by an f32 matmul under --tf32);
 					   fgrt_tolerance() gives the numbers */
 } FgrtTensor;
 

@@ -58,7 +58,8 @@ mm=$tmp/mm.fg
 printf 'graph m {\n  input a : bf16[16, 32]\n  param w : bf16[32, 24]\n  y = gelu(matmul(a, w))\n  output y\n}\n' >"$mm"
 expect 1 "--gemm tiles: expected auto, cublaslt or fgc" -- compile "$mm" -o "$tmp/g1" --gemm tiles
 expect 1 "--gemm fgc needs --arch sm_90a" -- compile "$mm" -o "$tmp/g2" --gemm fgc --arch sm_80
-expect 1 "--build, --arch and --gemm belong to 'compile', not 'report'" -- report "$mm" --gemm fgc
+expect 1 "--build, --arch, --gemm and --tf32 belong to 'compile', not 'report'" -- report "$mm" --gemm fgc
+expect 1 "--build, --arch, --gemm and --tf32 belong to 'compile', not 'run'" -- run "$mm" --tf32 --outputs "$tmp/o5"
 for d in g1.cu g2.cu; do
   if [ -e "$tmp/$d" ]; then fail=$((fail + 1)); echo "FAIL a failed compile left $d behind"; fi
 done
@@ -68,8 +69,21 @@ if "$fgc" compile "$mm" -o "$tmp/g3" --arch sm_80 && ! grep -q "fgg::launch" "$t
 else
   fail=$((fail + 1)); echo "FAIL --arch sm_80 / the default: who runs the matmul"
 fi
+# --tf32: f32 operands go to cuBLASLt's tf32 path, and what they feed is
+# checked at tf32's precision (rmse 2); 16-bit ones and the default keep f32
+mf=$tmp/mf.fg
+printf 'graph f {\n  input a : f32[16, 32]\n  param w : f32[32, 24]\n  input h : bf16[16, 32]\n  param v : bf16[32, 24]\n  y = tanh(matmul(a, w))\n  z = matmul(h, v)\n  output y, z\n}\n' >"$mf"
+if "$fgc" compile "$mf" -o "$tmp/t1" --tf32 && grep -q "FGRT_TF32, FGRT_F32" "$tmp/t1.cu" &&
+   grep -q '{"y", FGRT_F32, 2, {16, 24}, FGRT_OUTPUT, [0-9]*, 2}' "$tmp/t1.cu" &&
+   grep -q '{"z", FGRT_BF16, 2, {16, 24}, FGRT_OUTPUT, [0-9]*, 1}' "$tmp/t1.cu" &&
+   "$fgc" compile "$mf" -o "$tmp/t2" && ! grep -q "TF32" "$tmp/t2.cu" &&
+   grep -q '{"y", FGRT_F32, 2, {16, 24}, FGRT_OUTPUT, [0-9]*, 1}' "$tmp/t2.cu"; then
+  pass=$((pass + 1)); echo "PASS --tf32: f32 matmuls on tf32, their values at its gate; not without it"
+else
+  fail=$((fail + 1)); echo "FAIL --tf32: operand types or gates in the emitted tables"
+fi
 
-for d in o o1 o2 o3 o4; do
+for d in o o1 o2 o3 o4 o5; do
   if [ -e "$tmp/$d" ]; then fail=$((fail + 1)); echo "FAIL a failed run left $d behind"; fi
 done
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run-cuda-compile.sh FGC SOURCE_DIR BUILD_DIR - the CUDA backend without a
-# GPU: for every samples/*.fg (at its `# test-dims:` sizes) and every
-# tests/gpu/*.fg, fused and --no-fuse,
+# GPU: for every samples/*.fg and every tests/gpu/*.fg (at its
+# `# test-dims:` sizes, with its `# compile-flags:`), fused and --no-fuse,
 #   1. `fgc compile` writes NAME.cu, and the same bytes a second time;
 #   2. nvcc compiles it for sm_90a with warnings as errors, and ptxas
 #      (-Xptxas -v) reports no kernel that spills registers to local memory,
@@ -45,8 +45,9 @@ for fg in "$src"/samples/*.fg "$src"/tests/gpu/*.fg "$tmp/big-index-64bit.fg"; d
 	[ -e "$fg" ] || continue
 	base=$(basename "$fg" .fg)
 	read -ra dims < <(sed -n 's/^# test-dims://p' "$fg")
+	read -ra cflags < <(sed -n 's/^# compile-flags://p' "$fg")
 	for variant in fused nofuse; do
-		name=$base flags=("${dims[@]}")
+		name=$base flags=("${dims[@]}" "${cflags[@]}")
 		if [ $variant = nofuse ]; then name=$base.nofuse flags+=(--no-fuse); fi
 		names+=("$name")
 		out=$tmp/$name log=$tmp/$name.log

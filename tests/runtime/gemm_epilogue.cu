@@ -11,7 +11,10 @@
  *
  * The sweep: every epilogue (none, BIAS, RELU, RELU_BIAS, GELU, GELU_BIAS
  * and the four AUX forms) for bf16, f16 and f32 operands with a result of
- * their own type, and bf16 and f16 operands with an f32 result; odd shapes
+ * their own type, bf16 and f16 operands with an f32 result, and f32
+ * operands multiplied as tf32 (FGRT_TF32, fgc compile --tf32) into f32,
+ * judged by the tf32 gate (fgrt_tolerance(..., 2)); a tf32 group none of
+ * whose cases leaves the f32 gate fails (tf32 was not in effect); odd shapes
  * (m, n, k among 1, 7, 33, 64, 127), A and B each stored plain or
  * transposed, one matrix or a strided batch of 3, and per pair one case
  * with an outer batch dim of 2 over a broadcast B and a bias per matrix.
@@ -77,19 +80,21 @@ static void throw_died(void)
 
 /* ------------------------------------------------------------- values */
 
-static const char *const type_name[] = {"f32", "f16", "bf16"};
+/* by FgrtDtype; tf32: f32 data that cuBLASLt multiplies as tf32 */
+static const char *const type_name[] = {"f32", "f16", "bf16", "i32", "bool", "tf32"};
 static const char *const ep_name[] = {"none", "BIAS", "RELU", "RELU_BIAS", "GELU", "GELU_BIAS",
 				      "RELU_AUX", "RELU_AUX_BIAS", "GELU_AUX", "GELU_AUX_BIAS"};
 
 static size_t type_size(FgrtDtype t)
 {
-	return t == FGRT_F32 ? 4 : 2;
+	return t == FGRT_F32 || t == FGRT_TF32 ? 4 : 2;
 }
 
 static double round_to(FgrtDtype t, double x)
 {
 	switch (t) {
 	case FGRT_F32:
+	case FGRT_TF32:
 		return (float)x;
 	case FGRT_F16:
 		return fgrt_f16_to_f64(fgrt_f64_to_f16(x));
@@ -101,7 +106,7 @@ static double round_to(FgrtDtype t, double x)
 /* x must be a value of type t already. */
 static void put(FgrtDtype t, void *buf, int64_t i, double x)
 {
-	if (t == FGRT_F32)
+	if (t == FGRT_F32 || t == FGRT_TF32)
 		((float *)buf)[i] = (float)x;
 	else if (t == FGRT_F16)
 		((uint16_t *)buf)[i] = fgrt_f64_to_f16(x);
@@ -111,7 +116,7 @@ static void put(FgrtDtype t, void *buf, int64_t i, double x)
 
 static double get(FgrtDtype t, const void *buf, int64_t i)
 {
-	if (t == FGRT_F32)
+	if (t == FGRT_F32 || t == FGRT_TF32)
 		return ((const float *)buf)[i];
 	if (t == FGRT_F16)
 		return fgrt_f16_to_f64(((const uint16_t *)buf)[i]);
@@ -143,6 +148,8 @@ typedef struct Case {
 
 typedef struct Result {
 	int died, ok;
+	int past_f32;           /* D outside the f32 gate (tf32 operands: the
+				   sign that cuBLASLt multiplied as tf32) */
 	double worst;           /* largest rmse / limit over D and aux */
 	char why[512];
 } Result;
@@ -302,8 +309,13 @@ static void run_case(FgrtContext *ctx, const Case *c, uint64_t seed, Result *res
 					got[at] = get(c->d, hd, at);
 				}
 		}
-	FgrtTol tol = fgrt_tolerance(type_name[c->d], 1);
+	FgrtTol tol = fgrt_tolerance(type_name[c->d], c->ab == FGRT_TF32 ? 2 : 1);
 	FgrtCheck ck;
+	if (c->ab == FGRT_TF32) {
+		FgrtTol f32 = fgrt_tolerance("f32", 1);
+		fgrt_check(got, out, outr, nd, &f32, &ck);
+		res->past_f32 = !ck.ok;
+	}
 	fgrt_check(got, out, outr, nd, &tol, &ck);
 	res->ok = ck.ok;
 	res->worst = ck.rmse_limit > 0 ? ck.rmse / ck.rmse_limit : 0;
@@ -411,7 +423,7 @@ int main(int argc, char **argv)
 	static const struct {
 		FgrtDtype ab, d;
 	} types[] = {{FGRT_BF16, FGRT_BF16}, {FGRT_F16, FGRT_F16}, {FGRT_F32, FGRT_F32}, {FGRT_BF16, FGRT_F32},
-		     {FGRT_F16, FGRT_F32}};
+		     {FGRT_F16, FGRT_F32}, {FGRT_TF32, FGRT_F32}};
 	static const int64_t shapes[][3] = {{1, 1, 1},  {1, 127, 33}, {127, 1, 64},  {7, 33, 64},
 					    {33, 7, 127}, {64, 127, 33}, {127, 64, 7}, {33, 64, 1}};
 	int quick = 0;
@@ -442,7 +454,7 @@ int main(int argc, char **argv)
 	uint64_t seed = 1;
 	for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
 		for (int e = FGRT_EP_NONE; e <= FGRT_EP_GELU_AUX_BIAS; e++) {
-			int n = 0, bad = 0, shown = 0;
+			int n = 0, bad = 0, shown = 0, past_f32 = 0;
 			double worst = 0;
 			for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
 				for (int tr = 0; tr < 4; tr++)
@@ -461,6 +473,7 @@ int main(int argc, char **argv)
 							c.ta = tr & 1, c.tb = tr >> 1, c.batch = batch, c.outer = outer;
 							run_case(&ctx, &c, seed++, &r);
 							n++;
+							past_f32 += r.past_f32;
 							if (r.worst > worst)
 								worst = r.worst;
 							if (r.ok)
@@ -473,6 +486,11 @@ int main(int argc, char **argv)
 								       type_name[c.ab], type_name[c.d], ep_name[e], d, r.why);
 							}
 						}
+			/* tf32 that never leaves the f32 gate was not tf32 */
+			if (types[t].ab == FGRT_TF32 && !past_f32 && !bad) {
+				bad = 1;
+				printf("    every tf32 case within the f32 gate: cuBLASLt did not multiply as tf32\n");
+			}
 			cases += n;
 			failed += bad;
 			groups_failed += bad > 0;

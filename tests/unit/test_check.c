@@ -1,7 +1,8 @@
 /*
  * test_check.c - the golden-comparison gates (runtime/check.c): the
  * elementwise gate exactly at its boundary, NaN and infinity positions in
- * both modes, the RMSE gate passing and failing, and the report fields.
+ * both modes, the RMSE gate passing and failing, the report fields, and
+ * the tf32 gate.
  */
 #include <check.h>
 #include <math.h>
@@ -205,6 +206,28 @@ START_TEST(rmse_floor_for_exact_reference)
 }
 END_TEST
 
+/* fgrt_tolerance's tf32 gate (rmse 2): f32 values a tf32 matmul fed take
+ * the unit roundoff 2^-10 and m 3; bf16 keeps its own, coarser unit; an f32
+ * value off by 2^-12 relative passes it and fails the f32 gate. */
+START_TEST(tf32_gate)
+{
+	FgrtTol f = fgrt_tolerance("f32", 1), t = fgrt_tolerance("f32", 2), b = fgrt_tolerance("bf16", 2);
+	ck_assert(f.rmse_m == 2 && f.unit_roundoff == 0x1p-24);
+	ck_assert(t.rmse_m == 3 && t.unit_roundoff == 0x1p-10);
+	ck_assert(b.rmse_m == 3 && b.unit_roundoff == 0x1p-8);
+	double e[64], a[64];
+	for (int i = 0; i < 64; i++) {
+		e[i] = 0.3 + i / 64.0;
+		a[i] = e[i] * (1 + (i % 2 ? 1 : -1) * 0x1p-12);
+	}
+	FgrtCheck res;
+	fgrt_check(a, e, e, 64, &t, &res);
+	ck_assert(res.ok);
+	fgrt_check(a, e, e, 64, &f, &res);
+	ck_assert(!res.ok);
+}
+END_TEST
+
 static Suite *check_suite(void)
 {
 	Suite *s = suite_create("check");
@@ -220,6 +243,7 @@ static Suite *check_suite(void)
 	tcase_add_test(tc, rmse_gate);
 	tcase_add_test(tc, rmse_specials);
 	tcase_add_test(tc, rmse_floor_for_exact_reference);
+	tcase_add_test(tc, tf32_gate);
 	suite_add_tcase(s, tc);
 	return s;
 }
