@@ -2357,6 +2357,9 @@ static GemmTile gemm_tile(int64_t M, int64_t N, int64_t Z, int heavy)
 #define LT_TFLOPS 792.0
 #define OWN_SHARE 0.97
 #define OWN_EPI_GBS 1000.0
+/* tf32 (--tf32): the tensor cores' tf32 rate is half their 16-bit one (the
+ * H200's datasheet); not measured here yet */
+#define TF32_SHARE 0.5
 
 /* Whether an epilogue op of gemm p (a member other than the matmul and its
  * operand transposes) reads node id: an operand read again, a residual. */
@@ -2387,9 +2390,9 @@ static void gemm_estimates(const Kern *k, GemmPlan *p)
 			other += (double)numel(shape_of(k, id)) * fg_dtype_size[k->g->nodes[id].dt];
 	}
 	const FgFuseOptions *o = &k->plan->opt;
-	p->est_own = flops / (OWN_SHARE * LT_TFLOPS * 1e12) + other / (OWN_EPI_GBS * 1e9);
-	p->est_lt = flops / (LT_TFLOPS * 1e12) + (8.0 * (double)numel(&n->shape) + other) / (o->bw_gbs * 1e9) +
-		    o->launch_us * 1e-6;
+	const double rate = LT_TFLOPS * 1e12 * (n->dt == FG_DT_F32 ? TF32_SHARE : 1);
+	p->est_own = flops / (OWN_SHARE * rate) + other / (OWN_EPI_GBS * 1e9);
+	p->est_lt = flops / rate + (8.0 * (double)numel(&n->shape) + other) / (o->bw_gbs * 1e9) + o->launch_us * 1e-6;
 }
 
 /* Why the generated matmul cannot run gemm p of group k, or NULL when it
@@ -2399,16 +2402,21 @@ static const char *own_gemm_refusal(const Kern *k, const GemmPlan *p)
 	const int mm = p->mm;
 	const FgNode *n = &k->g->nodes[mm];
 	const FgShape *as = shape_of(k, p->A), *bs = shape_of(k, p->B), *os = &n->shape;
-	if ((n->dt != FG_DT_F16 && n->dt != FG_DT_BF16) || k->g->nodes[p->A].dt != n->dt ||
+	const int tf32 = n->dt == FG_DT_F32 && k->E->tf32;
+	if ((n->dt != FG_DT_F16 && n->dt != FG_DT_BF16 && !tf32) || k->g->nodes[p->A].dt != n->dt ||
 	    k->g->nodes[p->B].dt != n->dt)
-		return "operands other than f16 or bf16";
+		return k->E->tf32 ? "operands other than f16, bf16 or f32" : "operands other than f16 or bf16 (f32 "
+		       "with --tf32)";
+	if (tf32 && (p->ta || !p->tb))
+		return "tf32 operands not both K-major (wgmma transposes 16-bit ones only: A [M,K] and B [N,K])";
 	if (p->nd > 1)
 		return "batch dims that no single stride describes";
 	if (p->M >= INT32_MAX || p->N >= INT32_MAX || p->K >= INT32_MAX || numel(os) / (p->M * p->N) >= INT32_MAX)
 		return "a dimension of 2^31 or more";
 	/* the tensor-memory accelerator: pitches and strides of 16 bytes (the
 	 * stored rows: K of A, or M when A is stored transposed; N or K of B) */
-	if (as->d[as->rank - 1] % 8 || bs->d[bs->rank - 1] % 8 || (p->nd && (p->ms[0][0] % 8 || p->ms[1][0] % 8)))
+	const int64_t v = 16 / fg_dtype_size[n->dt];
+	if (as->d[as->rank - 1] % v || bs->d[bs->rank - 1] % v || (p->nd && (p->ms[0][0] % v || p->ms[1][0] % v)))
 		return "an operand row or batch stride not a multiple of 16 bytes";
 	/* the accumulator is this thread's element: whatever reads it must be
 	 * elementwise on D's index, and every write has D's shape */
@@ -2519,7 +2527,7 @@ static void emit_own_gemm(Emit *E, Kern *k, const GemmPlan *p, const char *why)
 	for (int i = 0; i < k->lines[0].n; i++)
 		fprintf(f, "\t\t%s\n", k->lines[0].v[i].text);
 	fprintf(f, "\t}\n};\n\n");
-	const char *tname = n->dt == FG_DT_F16 ? "__half" : "__nv_bfloat16";
+	const char *tname = n->dt == FG_DT_F32 ? "float" : n->dt == FG_DT_F16 ? "__half" : "__nv_bfloat16";
 	int64_t rows = t.pp ? t.wm : 2 * t.wm;
 	int64_t tiles = ((M + rows - 1) / rows) * ((N + t.bn - 1) / t.bn) * Z;
 	add_call(E, k->gr->name, k->gi, tiles, 384,

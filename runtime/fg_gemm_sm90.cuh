@@ -6,11 +6,14 @@
  * One kernel per gemm group: fgg::gemm<T, WM, BN, PP, MA, NB, Epi>.
  * D[z] = A[z] B[z] for z < Z, row-major, A [M,K] (or [K,M] when MA: a
  * transpose read as a layout), B [K,N] when NB (N-major, a weight as
- * stored) or [N,K].  Operands are f16 or bf16 (T), accumulated in f32.  A
+ * stored) or [N,K].  Operands are f16 or bf16 (T), accumulated in f32, or
+ * f32 (T float) multiplied as tf32 (fgc compile --tf32; the tensor cores
+ * read 10 of each operand's 23 mantissa bits), then both K-major: wgmma
+ * has no transposed tf32 operands.  A
  * block is three warpgroups: a producer whose one thread feeds the
  * tensor-memory accelerator (cp.async.bulk.tensor, 128-byte swizzle) into
  * STAGES shared buffers, each completing on a `full` mbarrier, and two
- * consumers, each issuing wgmma m64nBNk16 for its WM x BN of D (WM / 64
+ * consumers, each issuing wgmma m64nBNk16 (k8 for tf32) for its WM x BN of D (WM / 64
  * instructions a k step) and releasing a buffer on its `empty` mbarrier
  * once the wgmma that read it retired.  Cooperative blocks (PP 0) give the
  * two consumers the two halves of one 2WM x BN tile; ping-pong blocks (PP
@@ -50,7 +53,12 @@
 
 namespace fgg {
 
-constexpr int BK = 64;          /* 128 bytes of 16-bit values: one swizzle row */
+constexpr int ROW = 128;        /* bytes of a stage's row: one swizzle row */
+/* A k block of T: one row of ROW bytes (64 16-bit values, 32 f32). */
+template <class T> __host__ __device__ constexpr int bk()
+{
+	return ROW / (int)sizeof(T);
+}
 constexpr int CONSUMERS = 2;
 constexpr int THREADS = 128 * (1 + CONSUMERS);
 
@@ -59,13 +67,13 @@ constexpr int THREADS = 128 * (1 + CONSUMERS);
  * consumers split a block tile of 2 WM rows.  Ping-pong (PP 1): the block
  * tile is WM rows and the consumers take turns, tile by tile, so one
  * runs its epilogue while the other's wgmma use the tensor cores.  The
- * shared-memory plan: STAGES buffers of A (BMB x BK) and B (BN x BK),
- * about 200 KB in all, then the barriers. */
+ * shared-memory plan: STAGES buffers of A (BMB rows) and B (BN rows) of
+ * ROW bytes, about 200 KB in all, then the barriers. */
 template <int WM, int BN, int PP> struct Tile {
 	static_assert(WM * BN <= 128 * 128 && WM % 64 == 0 && BN % 64 == 0, "128 accumulators a thread at most");
 	static constexpr int BMB = PP ? WM : 2 * WM;
-	static constexpr int A_BYTES = BMB * BK * 2;
-	static constexpr int B_BYTES = BN * BK * 2;
+	static constexpr int A_BYTES = BMB * ROW;
+	static constexpr int B_BYTES = BN * ROW;
 	static constexpr int STAGES = 200 * 1024 / (A_BYTES + B_BYTES) > 8 ? 8 : 200 * 1024 / (A_BYTES + B_BYTES);
 	static constexpr int SMEM = 1024 + STAGES * (A_BYTES + B_BYTES) + 2 * STAGES * 8;
 };
@@ -115,8 +123,9 @@ FG_GEMM_DEV void tma_load(void *dst, const CUtensorMap *m, uint64_t *bar, int c0
 
 /* A wgmma shared-memory descriptor, 128-byte swizzle: K-major tiles are
  * rows of 128 bytes, 8 rows (1024 bytes) apart per core-matrix group
- * (sbo), lbo unused; MN-major tiles are blocks of 64 columns, lbo bytes
- * apart, each BK rows of 128 bytes, 8 rows per group (sbo 1024). */
+ * (sbo), lbo unused; MN-major tiles (16-bit only) are blocks of 64
+ * columns, lbo bytes apart, each bk rows of 128 bytes, 8 rows per group
+ * (sbo 1024). */
 FG_GEMM_DEV uint64_t desc(const void *p, uint32_t lbo, uint32_t sbo)
 {
 	return (uint64_t)((smem_addr(p) & 0x3FFFF) >> 4) | (uint64_t)(lbo >> 4) << 16 | (uint64_t)(sbo >> 4) << 32 |
@@ -169,22 +178,23 @@ template <int R> FG_GEMM_DEV void regs_inc()
 	asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R));
 }
 
-/* wgmma m64nNk16 with f32 accumulators d (N / 2 a thread), A and B from
+/* wgmma m64nNkK with f32 accumulators d (N / 2 a thread), A and B from
  * shared memory by descriptor; acc 0 overwrites d.  TA / TB: A M-major, B
  * N-major.  The operand lists are written out, one macro per width N
- * (PTX takes no arrays); the operand type (CT, its PTX name TY) is the
- * macro's parameter. */
+ * (PTX takes no arrays); the operand type (CT, its PTX name TY), K (16,
+ * or 8 for tf32) and the transpose operands (TR: none for tf32, which
+ * takes K-major operands alone) are the macro's parameters. */
 template <int N, class T> struct Wgmma;
 
-#define FG_WGMMA_N64(CT, TY) \
+#define FG_WGMMA_N64(CT, TY, K, TR) \
 template <> struct Wgmma<64, CT> { \
 	template <int TA, int TB> static __device__ __forceinline__ void mma(float *d, uint64_t da, uint64_t db, int acc) \
 	{ \
 		asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
-			"wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {" \
+			"wgmma.mma_async.sync.aligned.m64n64k" K ".f32." TY "." TY " {" \
 			"%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
 			"%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
-			"}, %32, %33, p, 1, 1, %35, %36;\n}\n" \
+			"}, %32, %33, p, 1, 1" TR ";\n}\n" \
 			: "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
 			  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
 			  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
@@ -193,17 +203,17 @@ template <> struct Wgmma<64, CT> { \
 	} \
 };
 
-#define FG_WGMMA_N128(CT, TY) \
+#define FG_WGMMA_N128(CT, TY, K, TR) \
 template <> struct Wgmma<128, CT> { \
 	template <int TA, int TB> static __device__ __forceinline__ void mma(float *d, uint64_t da, uint64_t db, int acc) \
 	{ \
 		asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
-			"wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {" \
+			"wgmma.mma_async.sync.aligned.m64n128k" K ".f32." TY "." TY " {" \
 			"%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
 			"%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
 			"%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
 			"%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
-			"}, %64, %65, p, 1, 1, %67, %68;\n}\n" \
+			"}, %64, %65, p, 1, 1" TR ";\n}\n" \
 			: "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
 			  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
 			  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
@@ -216,12 +226,12 @@ template <> struct Wgmma<128, CT> { \
 	} \
 };
 
-#define FG_WGMMA_N256(CT, TY) \
+#define FG_WGMMA_N256(CT, TY, K, TR) \
 template <> struct Wgmma<256, CT> { \
 	template <int TA, int TB> static __device__ __forceinline__ void mma(float *d, uint64_t da, uint64_t db, int acc) \
 	{ \
 		asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n" \
-			"wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " {" \
+			"wgmma.mma_async.sync.aligned.m64n256k" K ".f32." TY "." TY " {" \
 			"%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
 			"%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
 			"%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
@@ -230,7 +240,7 @@ template <> struct Wgmma<256, CT> { \
 			"%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
 			"%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
 			"%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
-			"}, %128, %129, p, 1, 1, %131, %132;\n}\n" \
+			"}, %128, %129, p, 1, 1" TR ";\n}\n" \
 			: "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
 			  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
 			  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
@@ -251,12 +261,15 @@ template <> struct Wgmma<256, CT> { \
 	} \
 };
 
-FG_WGMMA_N64(__nv_bfloat16, "bf16")
-FG_WGMMA_N64(__half, "f16")
-FG_WGMMA_N128(__nv_bfloat16, "bf16")
-FG_WGMMA_N128(__half, "f16")
-FG_WGMMA_N256(__nv_bfloat16, "bf16")
-FG_WGMMA_N256(__half, "f16")
+FG_WGMMA_N64(__nv_bfloat16, "bf16", "16", ", %35, %36")
+FG_WGMMA_N64(__half, "f16", "16", ", %35, %36")
+FG_WGMMA_N64(float, "tf32", "8", "")
+FG_WGMMA_N128(__nv_bfloat16, "bf16", "16", ", %67, %68")
+FG_WGMMA_N128(__half, "f16", "16", ", %67, %68")
+FG_WGMMA_N128(float, "tf32", "8", "")
+FG_WGMMA_N256(__nv_bfloat16, "bf16", "16", ", %131, %132")
+FG_WGMMA_N256(__half, "f16", "16", ", %131, %132")
+FG_WGMMA_N256(float, "tf32", "8", "")
 
 /* ------------------------------------------------------------ the kernel */
 
@@ -279,6 +292,9 @@ gemm(const __grid_constant__ CUtensorMap ma, const __grid_constant__ CUtensorMap
 {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	using C = Tile<WM, BN, PP>;
+	/* a k block of T, and a wgmma k step: 32 bytes of each K-major row */
+	constexpr int BK = bk<T>(), KS = 32 / (int)sizeof(T);
+	static_assert(sizeof(T) == 2 || (!MA && !NB), "tf32 operands are K-major (wgmma transposes 16-bit ones only)");
 	extern __shared__ uint8_t fg_smem[];
 	uint8_t *sa = (uint8_t *)(((uintptr_t)fg_smem + 1023) & ~(uintptr_t)1023);
 	uint8_t *sb = sa + C::STAGES * C::A_BYTES;
@@ -311,14 +327,14 @@ gemm(const __grid_constant__ CUtensorMap ma, const __grid_constant__ CUtensorMap
 				if (MA) {
 #pragma unroll
 					for (int j = 0; j < C::BMB / 64; j++)
-						tma_load(a + j * 64 * BK * 2, &ma, &full[s], m0 + 64 * j, k0, az);
+						tma_load(a + j * BK * ROW, &ma, &full[s], m0 + 64 * j, k0, az);
 				} else {
 					tma_load(a, &ma, &full[s], k0, m0, az);
 				}
 				if (NB) {
 #pragma unroll
 					for (int j = 0; j < BN / 64; j++)
-						tma_load(b + j * 64 * BK * 2, &mb, &full[s], n0 + 64 * j, k0, bz);
+						tma_load(b + j * BK * ROW, &mb, &full[s], n0 + 64 * j, k0, bz);
 				} else {
 					tma_load(b, &mb, &full[s], k0, n0, bz);
 				}
@@ -344,18 +360,18 @@ gemm(const __grid_constant__ CUtensorMap ma, const __grid_constant__ CUtensorMap
 			for (int kb = 0; kb < nk; kb++) {
 				bar_wait(&full[s], ph);
 				/* 64 rows are 8 KB of A's buffer in either layout */
-				const uint8_t *a = sa + s * C::A_BYTES + (PP ? 0 : c * WM * BK * 2), *b = sb + s * C::B_BYTES;
+				const uint8_t *a = sa + s * C::A_BYTES + (PP ? 0 : c * WM * ROW), *b = sb + s * C::B_BYTES;
 #pragma unroll
 				for (int mi = 0; mi < WM / 64; mi++)
 					pin<BN / 2>(d[mi]);
 				wg_fence();
 #pragma unroll
-				for (int kk = 0; kk < BK / 16; kk++) {
-					const uint64_t db = NB ? desc(b + kk * 16 * 128, 64 * BK * 2, 1024) : desc(b + kk * 32, 16, 1024);
+				for (int kk = 0; kk < BK / KS; kk++) {
+					const uint64_t db = NB ? desc(b + kk * 16 * ROW, BK * ROW, 1024) : desc(b + kk * 32, 16, 1024);
 #pragma unroll
 					for (int mi = 0; mi < WM / 64; mi++) {
-						const uint8_t *am = a + mi * 64 * BK * 2;
-						const uint64_t da = MA ? desc(am + kk * 16 * 128, 64 * BK * 2, 1024) : desc(am + kk * 32, 16, 1024);
+						const uint8_t *am = a + mi * 64 * ROW;
+						const uint64_t da = MA ? desc(am + kk * 16 * ROW, BK * ROW, 1024) : desc(am + kk * 32, 16, 1024);
 						Wgmma<BN, T>::template mma<MA, NB>(d[mi], da, db, kb > 0 || kk > 0);
 					}
 				}
@@ -418,21 +434,24 @@ static void launch(FgrtContext *ctx, const void *a, const void *b, int M, int N,
 		   int64_t sb, const Epi &epi)
 {
 	using C = Tile<WM, BN, PP>;
-	const FgrtDtype dt = std::is_same<T, __half>::value ? FGRT_F16 : FGRT_BF16;
+	const FgrtDtype dt = std::is_same<T, float>::value    ? FGRT_TF32
+			     : std::is_same<T, __half>::value ? FGRT_F16 : FGRT_BF16;
+	const uint64_t es = sizeof(T);
+	const uint32_t BK = bk<T>();
 	CUtensorMap ma, mb;
 	const int za = sa != 0 && Z > 1, zb = sb != 0 && Z > 1;
 	{
 		const uint64_t rows = MA ? K : M, cols = MA ? M : K;
 		const uint64_t dims[3] = {cols, rows, za ? (uint64_t)Z : 1};
-		const uint64_t pitch[2] = {cols * 2, za ? (uint64_t)sa * 2 : rows * cols * 2};
-		const uint32_t box[3] = {MA ? 64u : (uint32_t)BK, MA ? (uint32_t)BK : (uint32_t)C::BMB, 1};
+		const uint64_t pitch[2] = {cols * es, za ? (uint64_t)sa * es : rows * cols * es};
+		const uint32_t box[3] = {MA ? 64u : BK, MA ? BK : (uint32_t)C::BMB, 1};
 		fgrt_tmap(&ma, a, dt, dims, pitch, box);
 	}
 	{
 		const uint64_t rows = NB ? K : N, cols = NB ? N : K;
 		const uint64_t dims[3] = {cols, rows, zb ? (uint64_t)Z : 1};
-		const uint64_t pitch[2] = {cols * 2, zb ? (uint64_t)sb * 2 : rows * cols * 2};
-		const uint32_t box[3] = {NB ? 64u : (uint32_t)BK, NB ? (uint32_t)BK : (uint32_t)BN, 1};
+		const uint64_t pitch[2] = {cols * es, zb ? (uint64_t)sb * es : rows * cols * es};
+		const uint32_t box[3] = {NB ? 64u : BK, NB ? BK : (uint32_t)BN, 1};
 		fgrt_tmap(&mb, b, dt, dims, pitch, box);
 	}
 	static int sms;

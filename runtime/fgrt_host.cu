@@ -566,8 +566,10 @@ void fgrt_tmap(void *map, const void *base, FgrtDtype dt, const uint64_t dims[3]
 		encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
 	}
 	const cuuint32_t unit[3] = {1, 1, 1};
+	/* tf32 operands travel as f32: the tensor cores read the bits they use */
 	CUresult r = encode((CUtensorMap *)map, dt == FGRT_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 :
-			    CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void *)base, dims, pitch, box, unit,
+			    dt == FGRT_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+			    3, (void *)base, dims, pitch, box, unit,
 			    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
 			    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 	if (r != CUDA_SUCCESS)

@@ -177,8 +177,9 @@ void fgrt_launched(FgrtContext *ctx, int i);
 
 /* For the generated matmul (fg_gemm_sm90.cuh): a CUDA call's failure as
  * the runtime reports one, and a tensor map (CUtensorMap, 64 bytes at
- * map) of a 3-d 16-bit tensor at base: dims innermost first, the two outer
- * pitches in bytes, a box of box[] elements; 128-byte swizzle. */
+ * map) of a 3-d tensor at base (f16, bf16, or f32 for FGRT_TF32): dims
+ * innermost first, the two outer pitches in bytes, a box of box[] elements;
+ * 128-byte swizzle. */
 void fgrt_cuda(cudaError_t e, const char *call);
 void fgrt_tmap(void *map, const void *base, FgrtDtype dt, const uint64_t dims[3], const uint64_t pitch[2],
 	       const uint32_t box[3]);

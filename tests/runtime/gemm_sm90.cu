@@ -18,7 +18,9 @@
  *                                  ncu --profile-from-start off
  *
  * The sweep: both schedules, tile widths 64, 128 and 256; A stored [M,K]
- * or [K,M], B [K,N] or [N,K]; bf16 and f16; M, N, K among 1, 7, 64, 127,
+ * or [K,M], B [K,N] or [N,K]; bf16 and f16, and f32 multiplied as tf32
+ * (K-major operands only, their values cut to tf32 first so that the
+ * products are exact as in the 16-bit cases); M, N, K among 1, 7, 64, 127,
  * 1000 and 4097 (the stored row lengths a multiple of 8, the
  * accelerator's 16 bytes), one matrix or a batch of 3 (B shared or not).
  * Inputs are drawn in [-1, 1] and rounded to their type; D (f32) is
@@ -116,12 +118,25 @@ __global__ void reference(const T *a, const T *b, double *d, int M, int N, int K
 	d[i] = s;
 }
 
+/* v as an operand of type T: rounded to T; for float (tf32 operands)
+ * truncated to tf32's 10 mantissa bits, so that the tensor cores read it
+ * exactly whether they round or truncate. */
+template <class T> __device__ T operand(float v)
+{
+	return (T)v;
+}
+
+template <> __device__ float operand<float>(float v)
+{
+	return __uint_as_float(__float_as_uint(v) & 0xFFFFE000u);
+}
+
 template <class T> __global__ void fill(T *p, int64_t n, uint64_t seed)
 {
 	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
 		uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
 		x ^= x >> 31, x *= 0xBF58476D1CE4E5B9ull, x ^= x >> 29;
-		p[i] = (T)((float)(x >> 40) / (float)(1 << 23) - 1.0f);
+		p[i] = operand<T>((float)(x >> 40) / (float)(1 << 23) - 1.0f);
 	}
 }
 
@@ -374,6 +389,9 @@ int main(int argc, char **argv)
 	bad += sweep<__nv_bfloat16, 64, 128, 0, 1, 1>(&ctx, quick, "bf16 cooperative 2x64x128 A[K,M] B[K,N]");
 	bad += sweep<__half, 128, 128, 1, 0, 1>(&ctx, quick, "f16 ping-pong 128x128 A[M,K] B[K,N]");
 	bad += sweep<__half, 64, 64, 0, 1, 0>(&ctx, quick, "f16 cooperative 2x64x64 A[K,M] B[N,K]");
+	bad += sweep<float, 64, 256, 0, 0, 0>(&ctx, quick, "tf32 cooperative 2x64x256 A[M,K] B[N,K]");
+	bad += sweep<float, 128, 128, 1, 0, 0>(&ctx, quick, "tf32 ping-pong 128x128 A[M,K] B[N,K]");
+	bad += sweep<float, 64, 64, 1, 0, 0>(&ctx, quick, "tf32 ping-pong 64x64 A[M,K] B[N,K]");
 	printf("%s\n", bad ? "FAILED" : "all passed");
 	return bad ? 1 : 0;
 }
