@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """gemm-tf32-sim.py - the NumPy estimate behind tests/gpu/gemm-tf32.fg's
-comment and docs/testing.md's tf32 gate: the graph's four outputs with
+comment and docs/testing.md's tf32 gate: the graph's five outputs with
 f32 matmul operands cut to tf32 (truncated, as tensor cores may, or
 rounded to nearest even), against the exact (f64) result, under
 runtime/check.c's RMSE gate (m 3, unit roundoff 2^-10; the f32 output's
@@ -11,7 +11,11 @@ for the f32 gate (m 2, 2^-24).
 
     /usr/bin/python3 tests/gpu/gemm-tf32-sim.py
 """
+import math
+
 import numpy as np
+
+erf = np.vectorize(math.erf)
 
 
 def trunc(a):
@@ -51,6 +55,7 @@ def main():
             x = f32(rng.uniform(-1, 1, (M, K)))
             w = f32(rng.uniform(-1, 1, (K, N)) / np.sqrt(K))
             b = f32(rng.uniform(-1, 1, N))
+            wt = f32(rng.uniform(-1, 1, (N, K)) / np.sqrt(N))
             xb = f32(rng.uniform(-1, 1, (3, M, 40)))
             wb = f32(rng.uniform(-1, 1, (40, N)) / np.sqrt(40))
             e1, a1 = x @ w, cut(x) @ cut(w)
@@ -59,6 +64,7 @@ def main():
                 "y2": (np.maximum(a1 + b, 0), np.maximum(e1 + b, 0)),
                 "y3": (softmax(cut(xb) @ cut(wb) * 0.5), softmax(xb @ wb * 0.5)),
                 "y4 before its bf16 cast": (np.tanh(a1 * 4), np.tanh(e1 * 4)),
+                "y5": tuple(g * 0.5 * (1 + erf(g / math.sqrt(2))) for g in (cut(x) @ cut(wt).T + b, x @ wt.T + b)),
             }
             for k, (a, e) in pairs.items():
                 t, f = ratio(a, e, 3, 2.0 ** -10), ratio(a, e, 2, 2.0 ** -24)
