@@ -9,11 +9,11 @@
  * stored) or [N,K].  Operands are f16 or bf16 (T), accumulated in f32, or
  * f32 (T float) multiplied as tf32 (fgc compile --tf32; the tensor cores
  * read 10 of each operand's 23 mantissa bits), then both K-major: wgmma
- * has no transposed tf32 operands.  A
- * block is three warpgroups: a producer whose one thread feeds the
- * tensor-memory accelerator (cp.async.bulk.tensor, 128-byte swizzle) into
- * STAGES shared buffers, each completing on a `full` mbarrier, and two
- * consumers, each issuing wgmma m64nBNk16 (k8 for tf32) for its WM x BN of D (WM / 64
+ * has no transposed tf32 operands.  A block is three warpgroups: a
+ * producer whose one thread feeds the tensor-memory accelerator
+ * (cp.async.bulk.tensor, 128-byte swizzle) into STAGES shared buffers,
+ * each completing on a `full` mbarrier, and two consumers, each issuing
+ * wgmma m64nBNk16 (k8 for tf32) for its WM x BN of D (WM / 64
  * instructions a k step) and releasing a buffer on its `empty` mbarrier
  * once the wgmma that read it retired.  Cooperative blocks (PP 0) give the
  * two consumers the two halves of one 2WM x BN tile; ping-pong blocks (PP
