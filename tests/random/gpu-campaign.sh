@@ -6,16 +6,16 @@
 # interpreter's outputs (`fgc run --seed`) under --check's tolerances.
 #
 # One line per graph and variant, PASS, PLAN, ROUND or FAIL with the
-# reason, then the counts.  A program that fails --check where the
-# plan itself fails `fgc verify` on the CPU (same graph, same variant) is
-# PLAN, not FAIL: the GPU computed what the plan computes, and the plan's
-# stored f16/bf16 values are what differs from the f64 reference
+# reason, then the counts.  A program that fails --check where the plan
+# itself fails `fgc verify` on the CPU (same graph, same variant) is PLAN,
+# not FAIL: the GPU computed what the plan computes, and the plan's stored
+# f16/bf16 values are what differs from the f64 reference
 # (tests/run-random.sh tells rounding from a bug for such plans).  A
 # mismatch of a plan that verifies is ROUND when the graph with every
 # f16/bf16 made f32 passes on the GPU (all_f32 below), else FAIL.  A graph
 # with a FAIL, PLAN or ROUND stays in OUTDIR with its logs and the GPU's
-# outputs (gSEED.fg, gSEED.VARIANT.*); the rest is removed.  Needs nvcc and a GPU; JOBS (default: the processor
-# count) at a time.
+# outputs (gSEED.fg, gSEED.VARIANT.*); the rest is removed.  Needs nvcc
+# and a GPU; JOBS (default: the processor count) at a time.
 #
 # Building: nvcc's cost is mostly fixed per file (one random program alone
 # took 2.9 s to compile here, ten in one file 4.1 s), so the programs are
@@ -27,12 +27,13 @@
 # GPU instead: every program must say "RGSEED: error: no CUDA device",
 # naming its own graph (a check of the batching, for machines without one).
 # SEEDS="S1 S2 ..." draws those graphs instead of N from SEED (to run a
-# campaign's failures again).  STAGE=prepare stops after step 1 and keeps OUTDIR; STAGE=run then does
-# the rest from that OUTDIR (prepare where CPU time is cheap, copy OUTDIR,
-# build and run where the GPU is).  The H200 campaign of docs/testing.md:
-# 1,000 graphs prepared here in 490 s on 2 cores (74 MB, 8.5 MB as
-# .tar.gz); there, 40 batches built in 145 s on 16 cores, then about 0.2 s
-# of wall time per program run (16 at a time on one GPU: 1,852 in 375 s).
+# campaign's failures again).  STAGE=prepare stops after step 1 and keeps
+# OUTDIR; STAGE=run then does the rest from that OUTDIR (prepare where CPU
+# time is cheap, copy OUTDIR, build and run where the GPU is).  The H200
+# campaign of docs/testing.md: 1,000 graphs prepared here in 490 s on 2
+# cores (74 MB, 8.5 MB as .tar.gz); there, 40 batches built in 145 s on 16
+# cores, then about 0.2 s of wall time per program run (16 at a time on
+# one GPU: 1,852 in 375 s).
 set -u
 fgc=$(realpath "$1") n=$2 seed0=$3 out=$4 jobs=${5:-$(nproc)}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -205,6 +206,7 @@ export flags_s="${flags[*]}"
 
 t0=$SECONDS
 if [ "$stage" != run ]; then
+	[ -n "${SEEDS:-}" ] && n=$(printf '%s\n' $SEEDS | wc -l)
 	if [ -n "${SEEDS:-}" ]; then printf '%s\n' $SEEDS; else seq "$seed0" $((seed0 + n - 1)); fi |
 		xargs -P "$jobs" -I{} bash -c 'prepare {}' >>"$log"
 	echo "prepared $n graphs in $((SECONDS - t0)) s" >&2
