@@ -2600,8 +2600,13 @@ static int plan_gemm(Emit *E, Kern *k, GemmPlan *p)
 	if (n->dt == FG_DT_I32)
 		return 1;
 	/* --gemm auto: cuBLASLt for a plain matmul and for an epilogue on its
-	 * menu; for any other epilogue whichever estimate is smaller */
+	 * menu; for any other epilogue whichever estimate is smaller; and
+	 * cuBLASLt for tf32 until the generated kernel's tf32 path has run on
+	 * a GPU (--gemm fgc takes it) */
 	p->refusal = own_gemm_refusal(k, p);
+	if (!p->refusal && n->dt == FG_DT_F32 && E->gemm != FG_GEMM_FGC)
+		p->refusal = "tf32, kept on cuBLASLt by --gemm auto until the generated kernel's tf32 path has run on "
+			     "a GPU (--gemm fgc takes it)";
 	gemm_estimates(k, p);
 	int pays = !p->refusal && !p->direct && !p->ep && p->est_own < p->est_lt;
 	p->own = !p->refusal && (E->gemm == FG_GEMM_FGC || (E->gemm == FG_GEMM_AUTO && pays));
