@@ -70,15 +70,18 @@ else
   fail=$((fail + 1)); echo "FAIL --arch sm_80 / the default: who runs the matmul"
 fi
 # --tf32: f32 operands go to cuBLASLt's tf32 path, and what they feed is
-# checked at tf32's precision (rmse 2); 16-bit ones and the default keep f32
+# checked at tf32's precision (rmse 2); 16-bit ones and the default keep f32;
+# the generated kernel takes the K-major product (u) under --gemm fgc only
 mf=$tmp/mf.fg
-printf 'graph f {\n  input a : f32[16, 32]\n  param w : f32[32, 24]\n  input h : bf16[16, 32]\n  param v : bf16[32, 24]\n  y = tanh(matmul(a, w))\n  z = matmul(h, v)\n  output y, z\n}\n' >"$mf"
+printf 'graph f {\n  input a : f32[16, 32]\n  param w : f32[32, 24]\n  param wt : f32[24, 32]\n  input h : bf16[16, 32]\n  param v : bf16[32, 24]\n  y = tanh(matmul(a, w))\n  z = matmul(h, v)\n  u = gelu(matmul(a, transpose(wt)))\n  output y, z, u\n}\n' >"$mf"
 if "$fgc" compile "$mf" -o "$tmp/t1" --tf32 && grep -q "FGRT_TF32, FGRT_F32" "$tmp/t1.cu" &&
    grep -q '{"y", FGRT_F32, 2, {16, 24}, FGRT_OUTPUT, [0-9]*, 2}' "$tmp/t1.cu" &&
    grep -q '{"z", FGRT_BF16, 2, {16, 24}, FGRT_OUTPUT, [0-9]*, 1}' "$tmp/t1.cu" &&
    "$fgc" compile "$mf" -o "$tmp/t2" && ! grep -q "TF32" "$tmp/t2.cu" &&
-   grep -q '{"y", FGRT_F32, 2, {16, 24}, FGRT_OUTPUT, [0-9]*, 1}' "$tmp/t2.cu"; then
-  pass=$((pass + 1)); echo "PASS --tf32: f32 matmuls on tf32, their values at its gate; not without it"
+   grep -q '{"y", FGRT_F32, 2, {16, 24}, FGRT_OUTPUT, [0-9]*, 1}' "$tmp/t2.cu" &&
+   ! grep -q "fgg::launch<float" "$tmp/t1.cu" &&
+   "$fgc" compile "$mf" -o "$tmp/t3" --tf32 --gemm fgc && [ "$(grep -c "fgg::launch<float" "$tmp/t3.cu")" = 1 ]; then
+  pass=$((pass + 1)); echo "PASS --tf32: f32 matmuls on tf32, their values at its gate; not without it; the generated kernel's tf32 with --gemm fgc alone"
 else
   fail=$((fail + 1)); echo "FAIL --tf32: operand types or gates in the emitted tables"
 fi
