@@ -43,11 +43,11 @@ batch=${BATCH:-50}
 flags=(-O3 -gencode=arch=compute_90a,code=sm_90a -I"$src/runtime")
 mkdir -p "$out/rt" || exit 1
 out=$(cd "$out" && pwd)         # the batches #include by absolute path
-log=$out/campaign.log
+log=$out/campaign.log   # prepare.log's lines, then the builds' and runs'
 stage=${STAGE:-all}
 rm -f "$out"/batch* "$out"/*.run                # a reused OUTDIR's
 if [ "$stage" != run ]; then
-	: >"$log"
+	: >"$out/prepare.log"
 	rm -f "$out"/*.ready
 fi
 
@@ -148,18 +148,19 @@ EOF
 # what it found; status 1 when it does not show that.
 all_f32() {
 	local seed=$1 v=$2 g=$out/g$1 opt=()
+	local p=$g.$v.f32      # the variant's own files: both variants run at once
 	[ $v = nofuse ] && opt=(--no-fuse)
-	python3 "$here/gen_graph.py" --promote "$g.fg" "$g.f32.fg" && ! cmp -s "$g.fg" "$g.f32.fg" || return 1
+	python3 "$here/gen_graph.py" --promote "$g.fg" "$p.fg" && ! cmp -s "$g.fg" "$p.fg" || return 1
 	if [ $v = fused ]; then
-		"$fgc" report --format json "$g.fg" | python3 "$here/gen_graph.py" --plan-sig >"$g.sig" &&
-			"$fgc" report --format json "$g.f32.fg" | python3 "$here/gen_graph.py" --plan-sig >"$g.f32.sig" &&
-			cmp -s "$g.sig" "$g.f32.sig" || return 1
+		"$fgc" report --format json "$g.fg" | python3 "$here/gen_graph.py" --plan-sig >"$p.sig0" &&
+			"$fgc" report --format json "$p.fg" | python3 "$here/gen_graph.py" --plan-sig >"$p.sig" &&
+			cmp -s "$p.sig0" "$p.sig" || return 1
 	fi
-	rm -rf "$g.f32.ref"
-	"$fgc" run "$g.f32.fg" --seed "$seed" --outputs "$g.f32.ref" >"$g.f32.ref.log" 2>&1 &&
-		"$fgc" compile "$g.f32.fg" "${opt[@]}" -o "$g.$v.f32" >"$g.$v.f32.log" 2>&1 &&
-		"$nvcc" $flags_s "$g.$v.f32.cu" "$out"/rt/*.o -lcublasLt -o "$g.$v.f32.bin" >>"$g.$v.f32.log" 2>&1 &&
-		timeout 120 "$g.$v.f32.bin" --seed "$seed" --check "$g.f32.ref" >"$g.$v.f32.check" 2>&1 &&
+	rm -rf "$p.ref"
+	"$fgc" run "$p.fg" --seed "$seed" --outputs "$p.ref" >"$p.ref.log" 2>&1 &&
+		"$fgc" compile "$p.fg" "${opt[@]}" -o "$p" >"$p.log" 2>&1 &&
+		"$nvcc" $flags_s "$p.cu" "$out"/rt/*.o -lcublasLt -o "$p.bin" >>"$p.log" 2>&1 &&
+		timeout 120 "$p.bin" --seed "$seed" --check "$p.ref" >"$p.check" 2>&1 &&
 		echo "with every f16/bf16 made f32 it passes on the GPU"
 }
 
@@ -208,10 +209,11 @@ t0=$SECONDS
 if [ "$stage" != run ]; then
 	[ -n "${SEEDS:-}" ] && n=$(printf '%s\n' $SEEDS | wc -l)
 	if [ -n "${SEEDS:-}" ]; then printf '%s\n' $SEEDS; else seq "$seed0" $((seed0 + n - 1)); fi |
-		xargs -P "$jobs" -I{} bash -c 'prepare {}' >>"$log"
+		xargs -P "$jobs" -I{} bash -c 'prepare {}' >>"$out/prepare.log"
 	echo "prepared $n graphs in $((SECONDS - t0)) s" >&2
 	[ "$stage" = prepare ] && exit 0
 fi
+cp "$out/prepare.log" "$log"    # a second STAGE=run counts afresh
 (cd "$out" && ls -- *.ready 2>/dev/null | sed 's/\.ready$//' | sort -V) | split -l "$batch" -d -a 4 - "$out/batch"
 for f in "$out"/batch[0-9][0-9][0-9][0-9]; do [ -e "$f" ] && mv "$f" "$f.list"; done
 ls "$out"/batch*.list 2>/dev/null | sed 's/.*batch\([0-9]*\)\.list/\1/' |
@@ -230,6 +232,7 @@ bad=$(grep -E '^(FAIL|PLAN|ROUND)' "$log" | awk '{print $2}' | sort -u)
 for g in "$out"/g*.fg; do
 	[ -e "$g" ] || continue
 	s=${g##*/g} && s=${s%.fg}
+	[[ $s == *.* ]] && continue     # gSEED.VARIANT.f32.fg goes with gSEED
 	echo "$bad" | grep -qx "$s" || rm -rf "$out/g$s".*
 done
 rm -f "$out"/batch* "$out"/g*.bin "$out"/g*.f32.cu
