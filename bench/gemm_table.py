@@ -274,16 +274,8 @@ def parse_args():
     return args
 
 
-def main():
-    args = parse_args()
-    if not torch.cuda.is_available():
-        sys.exit("gemm_table.py: no CUDA device")
-    os.makedirs(args.out, exist_ok=True)
-    os.makedirs(args.work, exist_ok=True)
-    clock = peers.Clock("cuda")
-    env = peers.environment("cuda", 0.0, 0.0, args.fgc)
-    kernels = bench_kernels(args) if args.shapes else []
-    samples = bench_samples(args, clock) if args.samples else []
+def write_tables(args, env, kernels, samples):
+    """OUT/gemm-table.md and .json from what has run; samples None: not yet."""
     md = ["# fgc's generated matmul against cuBLAS and torch.compile", "",
           "Measured %s on %s (torch %s, CUDA %s); fgc %s." % (env["date"], env["gpu"], env["torch"], env["cuda"],
                                                               env["fgc"]), ""]
@@ -295,15 +287,34 @@ def main():
            "the median of %d x %d calls each timed alone; the fgc binaries: the median of %d runs of --bench "
            "%d, each a median of CUDA-graph replays)." % (KERNEL_RUNS, args.rounds, args.rounds, args.runs,
                                                           args.rounds, args.runs), ""]
-    if samples:
+    if samples is None:
+        md += ["(The samples' table is still being measured.)", ""]
+    elif samples:
         md += ["### The matmul samples at their default sizes (ms, medians of %d rounds)" % args.rounds, "",
                sample_table(samples), ""]
     text = "\n".join(md)
     with open(os.path.join(args.out, "gemm-table.md"), "w") as f:
         f.write(text)
     with open(os.path.join(args.out, "gemm-table.json"), "w") as f:
-        json.dump({"environment": env, "kernels": kernels, "samples": samples}, f, indent=1)
-    log("\n" + text)
+        json.dump({"environment": env, "kernels": kernels, "samples": samples or []}, f, indent=1)
+    return text
+
+
+def main():
+    args = parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("gemm_table.py: no CUDA device")
+    os.makedirs(args.out, exist_ok=True)
+    os.makedirs(args.work, exist_ok=True)
+    clock = peers.Clock("cuda")
+    env = peers.environment("cuda", 0.0, 0.0, args.fgc)
+    kernels = bench_kernels(args) if args.shapes else []
+    if args.samples:    # the kernel rows are kept if the samples do not finish
+        write_tables(args, env, kernels, None)
+        samples = bench_samples(args, clock)
+    else:
+        samples = []
+    log("\n" + write_tables(args, env, kernels, samples))
 
 
 if __name__ == "__main__":
