@@ -22,7 +22,12 @@ eager and torch.compile.
    (mode max-autotune-no-cudagraphs), its result checked against eager,
    timed the binary's way (7 rounds, each the mean of N calls issued back
    to back: the clocks of a matmul under sustained load).  R rounds
-   alternate the binary and the PyTorch timings; medians.
+   alternate the binary and the PyTorch timings; medians.  Then, for the
+   first shape, per clock: each of the binary's kernels and torch.matmul's
+   once under Nsight Compute (ncu, which locks the clocks at base), in SM
+   cycles.  The timed rows of two processes can differ by several percent
+   for one kernel (the power-managed clocks: torch.matmul runs the very
+   kernel cuBLASLt plain runs); the cycles are the like-for-like figure.
 2. The matmul samples at their default sizes (peers.py's flow: the module
    `fgc emit-torch` writes, float64 reference, testing.md's gates): fgc as
    compiled (--gemm auto), on its generated matmul wherever it can run
@@ -32,12 +37,15 @@ eager and torch.compile.
 
 Writes OUT/gemm-table.md and OUT/gemm-table.json and prints the tables,
 with the issue's two targets (the matmul alone at >= 95% of cuBLAS, with
-its epilogue within 3% of cuBLAS's plain matmul) stated as met or missed.
+its epilogue within 3% of cuBLAS's plain matmul) stated as met or missed,
+timed and per clock.
 """
 import argparse
+import csv
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -116,6 +124,68 @@ def back_to_back(fns, runs, warmup, rounds=7):
     return {name: statistics.median(v) for name, v in t.items()}
 
 
+NCU_METRICS = {"gpu__time_duration.sum": "ms", "sm__cycles_elapsed.avg": "cycles"}
+NCU_UNITS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3, "nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0,
+             "second": 1e3, "cycle": 1.0, "cycles": 1.0, "": 1.0}     # to ms; cycles as counted
+
+
+def ncu_kernels(cmd):
+    """The kernels cmd launches between cudaProfilerStart and Stop, run
+    under Nsight Compute (which locks the clocks at base for each one): a
+    list in launch order of {"name", "ms", "cycles"} (cycles: SM cycles
+    elapsed, the average over the SMs), and cmd's own output."""
+    ncu = shutil.which("ncu")
+    if not ncu:
+        raise RuntimeError("ncu is not on PATH")
+    full = [ncu, "--profile-from-start", "off", "--csv", "--metrics", ",".join(NCU_METRICS)] + cmd
+    p = subprocess.run(full, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        raise RuntimeError("%s: status %d\n%s" % (" ".join(full), p.returncode, (p.stdout + p.stderr)[-2000:]))
+    rows = list(csv.reader(line for line in p.stdout.splitlines() if line.startswith('"')))
+    if not rows:
+        raise RuntimeError("%s printed no metrics:\n%s" % (" ".join(full), (p.stdout + p.stderr)[-2000:]))
+    col = {name: i for i, name in enumerate(rows[0])}
+    kernels = {}
+    for r in rows[1:]:
+        k = kernels.setdefault(int(r[col["ID"]]), {"name": r[col["Kernel Name"]]})
+        unit = r[col["Metric Unit"]]
+        if unit not in NCU_UNITS:
+            raise RuntimeError("ncu: unexpected unit %r for %s" % (unit, r[col["Metric Name"]]))
+        k[NCU_METRICS[r[col["Metric Name"]]]] = float(r[col["Metric Value"]].replace(",", "")) * NCU_UNITS[unit]
+    return [kernels[i] for i in sorted(kernels)], p.stdout
+
+
+def per_clock(binary, shape):
+    """gemm_sm90 --profile's variants and torch.matmul under ncu: variant
+    name -> {"name", "ms", "cycles"} (the fair comparison per clock: the
+    timed rows follow the power-managed clocks of each process)."""
+    cmd = [binary, "--profile"] + shape.split(",")
+    found, printed = ncu_kernels(cmd)
+    names = re.findall(r"^profiled \d+: (.*)$", printed, re.M)
+    if len(names) != len(found):
+        raise RuntimeError("%s: %d variants, %d kernels profiled" % (" ".join(cmd), len(names), len(found)))
+    out = dict(zip(names, found))
+    mm, _ = ncu_kernels([sys.executable, os.path.abspath(__file__), "--ncu-torch", shape])
+    if len(mm) != 1:
+        raise RuntimeError("torch.matmul ran %d kernels under ncu, not one" % len(mm))
+    out["torch.matmul (cuBLAS) plain"] = mm[0]
+    return out
+
+
+def ncu_torch(shape):
+    """What ncu profiles for per_clock: one torch.matmul of gemm_table's
+    inputs, after a warm-up call."""
+    m, n, k = (int(x) for x in shape.split(","))
+    a = torch.rand(m, k, device="cuda").sub_(0.5).to(torch.bfloat16)
+    b = torch.rand(k, n, device="cuda").sub_(0.5).mul_(0.05).to(torch.bfloat16)
+    torch.matmul(a, b)
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStart()
+    torch.matmul(a, b)
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStop()
+
+
 def bench_kernels(args):
     """Part 1: one row per shape and variant, name -> median ms."""
     binary = os.path.join(args.gpuout, "runtime-tests", "gemm_sm90")
@@ -136,6 +206,11 @@ def bench_kernels(args):
             row.update(ms={v: statistics.median(t) for v, t in times.items()}, rounds_ms=times)
             if check:
                 row["compile_check"] = check
+            if i == 0:
+                try:
+                    row["ncu"] = per_clock(binary, shape)
+                except Exception as e:  # no ncu, or no permission: the timed rows stand
+                    row["ncu_error"] = peers.first_line(e)
         except Exception as e:  # one shape's failure must not lose the others' rows
             row["error"] = peers.first_line(e)
             log("%s failed: %s" % (shape, e))
@@ -238,7 +313,24 @@ def kernel_tables(rows):
     lt, (tp, _), (te, _) = ms.get("cuBLASLt plain"), best(ms, "fgc ", " plain"), best(ms, "fgc ", " bias+gelu+residual")
     verdict = [target("the matmul alone at >= 95%% of cuBLAS (%s)" % first["shape"], lt, tp, 95),
                target("with the epilogue within 3% of cuBLAS's plain matmul (>= 97%)", lt, te, 97)]
-    return "\n".join(lines + ["", "Targets (issue 7), first shape:"] + verdict)
+    lines += ["", "Targets (issue 7), first shape, timed:"] + verdict
+    if "ncu" in first:
+        nc = first["ncu"]
+        cyc = {v: k["cycles"] for v, k in nc.items()}
+        lt = cyc.get("cuBLASLt plain")
+        lines += ["", "### %s per clock: each kernel once under ncu (clocks locked at base), SM cycles" %
+                  first["shape"].replace(",", " x "), "",
+                  "| implementation | kernel | ms | SM cycles (M) | % of cuBLASLt plain |", "|---|---|---|---|---|"]
+        for v, k in nc.items():
+            lines.append("| %s | %s | %.3f | %.3f | %s |" % (v, k["name"].split("(")[0].strip()[:80], k["ms"],
+                                                           k["cycles"] / 1e6, pct(lt, k["cycles"])))
+        (cp, _), (ce, _) = best(cyc, "fgc ", " plain"), best(cyc, "fgc ", " bias+gelu+residual")
+        lines += ["", "Targets (issue 7), first shape, per clock:",
+                  target("the matmul alone at >= 95% of cuBLAS", lt, cp, 95),
+                  target("with the epilogue within 3% of cuBLAS's plain matmul (>= 97%)", lt, ce, 97)]
+    elif "ncu_error" in first:
+        lines += ["", "Per clock: not measured (%s)." % first["ncu_error"]]
+    return "\n".join(lines)
 
 
 def sample_table(rows):
@@ -301,6 +393,9 @@ def write_tables(args, env, kernels, samples):
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--ncu-torch":     # per_clock's child, under ncu
+        ncu_torch(sys.argv[2])
+        return
     args = parse_args()
     if not torch.cuda.is_available():
         sys.exit("gemm_table.py: no CUDA device")
