@@ -580,6 +580,9 @@ typedef struct FgFuseOptions {
 	double bw_gbs;          /* device bandwidth, GB/s (default 4300) */
 	double launch_us;       /* cost of one launch, us (default 3) */
 	int reg_limit;          /* registers per thread (default 128) */
+	int tf32;               /* --tf32: f32 matmuls may multiply as tf32; the
+				 * partition ignores it, the report's GPU
+				 * notes (fg_cuda_gemm_note) follow it */
 } FgFuseOptions;
 
 typedef struct FgPlan {

@@ -69,9 +69,9 @@ static const char usage[] =
 	"                   generated sm_90a kernel for epilogues cuBLASLt cannot\n"
 	"                   fuse), cublaslt, or fgc (the generated kernel wherever\n"
 	"                   it can)\n"
-	"  --tf32           (compile) f32 matmuls may multiply as tf32 on the tensor\n"
-	"                   cores (10 bits of each operand's mantissa); --check then\n"
-	"                   holds the values they feed to tf32's precision\n"
+	"  --tf32           (compile, report) f32 matmuls may multiply as tf32 on the\n"
+	"                   tensor cores (10 bits of each operand's mantissa); --check\n"
+	"                   then holds the values they feed to tf32's precision\n"
 	"  --no-fuse        one group per op: the unfused baseline\n"
 	"  --bw GBS         cost model: device bandwidth in GB/s (default 4300)\n"
 	"  --launch-us US   cost model: cost of one kernel launch in us (default 3)\n"
@@ -227,7 +227,7 @@ static int parse_args(FgArena *a, int argc, char **argv, Options *o)
 			o->build = 1;
 			continue;
 		} else if (strcmp(arg, "--tf32") == 0) {
-			o->tf32 = 1;
+			o->tf32 = o->fuse.tf32 = 1;
 			continue;
 		} else if (arg[0] == '-' && arg[1]) {
 			return usage_error("unknown option '%s'", arg);
@@ -370,8 +370,12 @@ int main(int argc, char **argv)
 		usage_error("'compile' needs -o OUT%s", "");
 		goto out;
 	}
-	if (cmd != 5 && (o.build || o.arch || o.gemm || o.tf32)) {
-		usage_error("--build, --arch, --gemm and --tf32 belong to 'compile', not '%s'", o.command);
+	if (cmd != 5 && (o.build || o.arch || o.gemm)) {
+		usage_error("--build, --arch and --gemm belong to 'compile', not '%s'", o.command);
+		goto out;
+	}
+	if (cmd != 5 && cmd != 2 && o.tf32) {
+		usage_error("--tf32 belongs to 'compile' and 'report', not '%s'", o.command);
 		goto out;
 	}
 	if (cmd != 5 && cmd != 6 && o.out) {

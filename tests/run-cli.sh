@@ -58,8 +58,8 @@ mm=$tmp/mm.fg
 printf 'graph m {\n  input a : bf16[16, 32]\n  param w : bf16[32, 24]\n  y = gelu(matmul(a, w))\n  output y\n}\n' >"$mm"
 expect 1 "--gemm tiles: expected auto, cublaslt or fgc" -- compile "$mm" -o "$tmp/g1" --gemm tiles
 expect 1 "--gemm fgc needs --arch sm_90a" -- compile "$mm" -o "$tmp/g2" --gemm fgc --arch sm_80
-expect 1 "--build, --arch, --gemm and --tf32 belong to 'compile', not 'report'" -- report "$mm" --gemm fgc
-expect 1 "--build, --arch, --gemm and --tf32 belong to 'compile', not 'run'" -- run "$mm" --tf32 --outputs "$tmp/o5"
+expect 1 "--build, --arch and --gemm belong to 'compile', not 'report'" -- report "$mm" --gemm fgc
+expect 1 "--tf32 belongs to 'compile' and 'report', not 'run'" -- run "$mm" --tf32 --outputs "$tmp/o5"
 for d in g1.cu g2.cu; do
   if [ -e "$tmp/$d" ]; then fail=$((fail + 1)); echo "FAIL a failed compile left $d behind"; fi
 done
@@ -84,6 +84,14 @@ if "$fgc" compile "$mf" -o "$tmp/t1" --tf32 && grep -q "FGRT_TF32, FGRT_F32" "$t
   pass=$((pass + 1)); echo "PASS --tf32: f32 matmuls on tf32, their values at its gate; not without it; the generated kernel's tf32 with --gemm fgc alone"
 else
   fail=$((fail + 1)); echo "FAIL --tf32: operand types or gates in the emitted tables"
+fi
+# report --tf32 says what compile --tf32 does with u's K-major f32 product
+if "$fgc" report "$mf" --tf32 | grep -q "not the generated matmul: tf32, kept on cuBLASLt by --gemm auto" &&
+   "$fgc" report "$mf" --tf32 --format json | grep -q "tf32, kept on cuBLASLt by --gemm auto" &&
+   "$fgc" report "$mf" | grep -q "not the generated matmul: operands other than f16 or bf16 (f32 with --tf32)"; then
+  pass=$((pass + 1)); echo "PASS report --tf32: its GPU notes follow the flag"
+else
+  fail=$((fail + 1)); echo "FAIL report --tf32: the GPU notes of the f32 matmuls"
 fi
 
 for d in o o1 o2 o3 o4 o5; do
