@@ -683,6 +683,12 @@ int fg_torch_emit(const FgGraph *g, const char *out, const char *source, FgDiag 
  * rest is freed as soon as its last consumer ran.  NULL when out of memory (with an error in d). */
 double **fg_interp_eval(const FgGraph *g, double *const *in,
 			const unsigned char *keep, FgDiag *d);
+/* The same; in_dtype: in the graph's dtypes instead, the way an op-by-op
+ * program computes (PyTorch eager): every float op's result rounded to its
+ * dtype, sums and matmul products accumulated in f32 in order.  What the
+ * RMSE gate measures legitimate error by (testing.md's ref_in_dtype). */
+double **fg_interp_eval_in(const FgGraph *g, double *const *in,
+			   const unsigned char *keep, int in_dtype, FgDiag *d);
 void fg_interp_free(const FgGraph *g, double **vals);
 /* Rounds x to the nearest value of dtype dt (round to nearest even; i32
  * truncates toward zero and saturates; bool is x != 0). */
@@ -691,10 +697,12 @@ double fg_round_to(FgDtype dt, double x);
 /* ------------------------------------------------------- compiler/run.c */
 
 /* fgc run: reads inputs from indir (NAME.npy; missing ones drawn from seed),
- * evaluates g and writes outputs and saved values into outdir.  Returns 0,
- * or 1 after reporting the error. */
+ * evaluates g and writes outputs and saved values into outdir; in_dtype:
+ * also evaluates g in its dtypes (fg_interp_eval_in) into
+ * outdir/FGRT_IN_DTYPE_DIR, the RMSE gate's baseline.  Returns 0, or 1
+ * after reporting the error. */
 int fg_run(const FgGraph *g, const char *indir, const char *outdir,
-	   uint64_t seed, FgDiag *d);
+	   uint64_t seed, int in_dtype, FgDiag *d);
 /* The values of g's inputs and params, in[k] for g->inputs[k]: read from
  * indir/NAME.npy (indir NULL: none) or drawn from seed as fgc run does.
  * Returns the number that failed (each reported); the caller frees every

@@ -246,6 +246,7 @@ typedef struct Eval {
 	double **vals;                  /* one buffer per live node */
 	Pool pool;
 	FgDiag *d;
+	int in_dtype;                   /* every result in its dtype, sums in f32 */
 } Eval;
 
 static int kept(const Eval *e, int id)
@@ -462,7 +463,12 @@ static inline void sum_add(double *s, double *c, double x)
 static void reduce_row(FgOp op, double *o, double *comp, int64_t so,
 		       const double *x, int64_t sx, int64_t len)
 {
-	if (op == FG_OP_SUM || op == FG_OP_MEAN) {
+	if ((op == FG_OP_SUM || op == FG_OP_MEAN) && comp == NULL) {
+		/* in the dtype: a running f32 sum, in order, as a kernel's thread
+		 * adds (the products of a matmul likewise, below) */
+		for (int64_t i = 0; i < len; i++)
+			o[i * so] = round_f32(o[i * so] + x[i * sx]);
+	} else if (op == FG_OP_SUM || op == FG_OP_MEAN) {
 		if (so == 0) {
 			double s = o[0], c = comp[0];
 			for (int64_t i = 0; i < len; i++)
@@ -485,7 +491,7 @@ static void reduce_row(FgOp op, double *o, double *comp, int64_t so,
 /* Reductions walk the operand in C order (cache friendly) and scatter into
  * the output through strides that are 0 on the reduced axes; keepdims
  * changes the shape, never the layout.  comp holds the sums' compensation
- * terms (SUM and MEAN only). */
+ * terms (SUM and MEAN only; NULL in the dtype: f32 sums, uncompensated). */
 static void eval_reduce(const Eval *e, const FgNode *n, const double *x, double *out, double *comp)
 {
 	const FgNode *xn = &e->g->nodes[n->in[0]];
@@ -519,8 +525,11 @@ static void eval_reduce(const Eval *e, const FgNode *n, const double *x, double 
 				   walk_len(&w));
 		} while (walk_next(&w));
 	}
-	if (comp == NULL)
+	if (comp == NULL) {
+		for (int64_t i = 0; n->op == FG_OP_MEAN && i < nout; i++)
+			out[i] = round_f32(out[i] / (double)count);
 		return;
+	}
 	for (int64_t i = 0; i < nout; i++) {
 		/* An infinite or NaN running sum is already the answer; the
 		 * compensation would only turn inf into NaN. */
@@ -675,6 +684,24 @@ static void gemm(double *restrict c, const double *restrict a, const double *res
 	}
 }
 
+/* gemm in the dtype: each C element a running f32 sum of its products in k
+ * order (a product of two f32, f16 or bf16 values is exact in double, so
+ * each step rounds once, as an FMA does). */
+static void gemm_f32(double *restrict c, const double *restrict a, const double *restrict b,
+		     int64_t M, int64_t K, int64_t N)
+{
+	for (int64_t i = 0; i < M; i++) {
+		double *ci = c + i * N;
+		for (int64_t j = 0; j < N; j++)
+			ci[j] = 0;
+		for (int64_t k = 0; k < K; k++) {
+			const double av = a[i * K + k], *bk = b + k * N;
+			for (int64_t j = 0; j < N; j++)
+				ci[j] = round_f32(ci[j] + av * bk[j]);
+		}
+	}
+}
+
 /* Batch strides of a matmul operand whose matrices hold `mat` elements,
  * aligned to the nb broadcast batch dims bn. */
 static void batch_strides(const FgShape *x, int nb, const int64_t *bn, int64_t mat, int64_t *st)
@@ -717,9 +744,9 @@ static void eval_matmul(const Eval *e, const FgNode *n, const double *A, const d
 		return;
 	do {
 		for (int64_t t = 0; t < walk_len(&w); t++)
-			gemm(C + w.off[0] + t * walk_stride(&w, 0),
-			     A + w.off[1] + t * walk_stride(&w, 1),
-			     B + w.off[2] + t * walk_stride(&w, 2), M, K, N);
+			(e->in_dtype && n->dt != FG_DT_I32 ? gemm_f32 : gemm)(C + w.off[0] + t * walk_stride(&w, 0),
+									       A + w.off[1] + t * walk_stride(&w, 1),
+									       B + w.off[2] + t * walk_stride(&w, 2), M, K, N);
 	} while (walk_next(&w));
 }
 
@@ -779,7 +806,7 @@ static int eval_node(Eval *e, int id)
 		break;
 	case FG_CLASS_REDUCE: {
 		double *comp = NULL;
-		if (n->op == FG_OP_SUM || n->op == FG_OP_MEAN) {
+		if ((n->op == FG_OP_SUM || n->op == FG_OP_MEAN) && !(e->in_dtype && n->dt != FG_DT_I32)) {
 			comp = alloc_values(e, n, cnt);
 			if (comp == NULL) {
 				release_values(e, out, cnt);
@@ -824,6 +851,9 @@ static int eval_node(Eval *e, int id)
 	case FG_CLASS_COMPOSITE:
 		fg_die("composite %s reached the interpreter unexpanded", fg_op_info[n->op].name);
 	}
+	if (e->in_dtype && (n->dt == FG_DT_F32 || n->dt == FG_DT_F16 || n->dt == FG_DT_BF16))
+		for (int64_t i = 0; i < cnt; i++)
+			out[i] = fg_round_to(n->dt, out[i]);
 	e->vals[id] = out;
 	return 0;
 }
@@ -856,7 +886,13 @@ static void discard(Eval *e)
 double **fg_interp_eval(const FgGraph *g, double *const *in,
 			const unsigned char *keep, FgDiag *d)
 {
-	Eval e = {g, in, keep, NULL, NULL, {{NULL}, {0}, 0}, d};
+	return fg_interp_eval_in(g, in, keep, 0, d);
+}
+
+double **fg_interp_eval_in(const FgGraph *g, double *const *in,
+			   const unsigned char *keep, int in_dtype, FgDiag *d)
+{
+	Eval e = {g, in, keep, NULL, NULL, {{NULL}, {0}, 0}, d, in_dtype};
 	size_t nn = (size_t)g->nnodes;
 
 	e.vals = calloc(nn ? nn : 1, sizeof *e.vals);

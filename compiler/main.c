@@ -32,6 +32,7 @@ typedef struct Options {
 	const char *arch;             /* compile: --arch for --build */
 	int build;                    /* compile: --build runs nvcc */
 	int tf32;                     /* compile: --tf32 */
+	int in_dtype;                 /* run: --in-dtype */
 	const char *gemm;             /* compile: --gemm auto|cublaslt|fgc */
 	int group;                    /* extract: the group, or -1 */
 	uint64_t seed;
@@ -60,6 +61,9 @@ static const char usage[] =
 	"  -d STAGE         print the IR as .fg after STAGE: build, expand\n"
 	"  --inputs DIR     (run) read NAME.npy for each input and param; missing ones are drawn\n"
 	"  --outputs DIR    (run) write NAME.npy per output and saved.NAME.npy per @save value\n"
+	"  --in-dtype       (run) also write them evaluated in the graph's dtypes (each op\n"
+	"                   rounded to its dtype, sums in f32) into DIR/in-dtype: the\n"
+	"                   baseline of a binary's --check DIR RMSE gate\n"
 	"  --seed S         (run, verify) seed for inputs that are drawn (default 0)\n"
 	"  -o OUT           (compile) write OUT.cu, and the binary OUT with --build;\n"
 	"                   (emit-torch) write the module to OUT instead of stdout\n"
@@ -226,6 +230,9 @@ static int parse_args(FgArena *a, int argc, char **argv, Options *o)
 		} else if (strcmp(arg, "--build") == 0) {
 			o->build = 1;
 			continue;
+		} else if (strcmp(arg, "--in-dtype") == 0) {
+			o->in_dtype = 1;
+			continue;
 		} else if (strcmp(arg, "--tf32") == 0) {
 			o->tf32 = o->fuse.tf32 = 1;
 			continue;
@@ -285,7 +292,7 @@ static int command(int cmd, const Options *o, FgGraph *g, FgDiag *d)
 	if (cmd == 0)
 		return 0;
 	if (cmd == 1)
-		return fg_run(g, o->inputs, o->outputs, o->seed, d);
+		return fg_run(g, o->inputs, o->outputs, o->seed, o->in_dtype, d);
 	if (cmd == 6)
 		return fg_torch_emit(g, o->out, o->file, d);
 	if (fg_pass_fuse(g, &o->fuse, &plan, d) != 0)
@@ -362,8 +369,8 @@ int main(int argc, char **argv)
 		usage_error("'run' needs --outputs DIR%s", "");
 		goto out;
 	}
-	if (cmd != 1 && (o.inputs || o.outputs)) {
-		usage_error("--inputs and --outputs belong to 'run', not '%s'", o.command);
+	if (cmd != 1 && (o.inputs || o.outputs || o.in_dtype)) {
+		usage_error("--inputs, --outputs and --in-dtype belong to 'run', not '%s'", o.command);
 		goto out;
 	}
 	if (cmd == 5 && !o.out) {

@@ -343,13 +343,29 @@ static int write_results(const FgGraph *g, const char *outdir, double **vals, Fg
 	return bad ? 1 : 0;
 }
 
+/* The graph's outputs and saved values, evaluated (in the dtypes when
+ * in_dtype) and rounded to their dtypes; NULL after reporting an error. */
+static double **evaluate(const FgGraph *g, double *const *in, const unsigned char *keep, int in_dtype,
+			 FgDiag *d)
+{
+	double **vals = fg_interp_eval_in(g, in, keep, in_dtype, d);
+	for (int i = 0; vals != NULL && i < g->nnodes; i++) {
+		const FgNode *n = &g->nodes[i];
+		int64_t count = keep[i] ? fg_shape_numel(&n->shape) : 0;
+		for (int64_t j = 0; j < count; j++)
+			vals[i][j] = fg_round_to(n->dt, vals[i][j]);
+	}
+	return vals;
+}
+
 int fg_run(const FgGraph *g, const char *indir, const char *outdir,
-	   uint64_t seed, FgDiag *d)
+	   uint64_t seed, int in_dtype, FgDiag *d)
 {
 	size_t nin = (size_t)g->ninputs, nn = (size_t)g->nnodes;
 	double **in = calloc(nin ? nin : 1, sizeof *in);
 	unsigned char *keep = calloc(nn ? nn : 1, 1);
-	double **vals = NULL;
+	double **vals = NULL, **dvals = NULL;
+	char *ddir = NULL;
 	int rc = 1;
 
 	if (in == NULL || keep == NULL) {
@@ -364,23 +380,27 @@ int fg_run(const FgGraph *g, const char *indir, const char *outdir,
 		keep[i] = (g->nodes[i].flags & FG_NF_SAVED) != 0;
 	for (int i = 0; i < g->noutputs; i++)
 		keep[g->outputs[i]] = 1;
-	vals = fg_interp_eval(g, in, keep, d);
-	if (vals == NULL)
+	/* both evaluations before any file is written */
+	if ((vals = evaluate(g, in, keep, 0, d)) == NULL || (in_dtype && (dvals = evaluate(g, in, keep, 1, d)) == NULL))
 		goto out;
-	for (size_t i = 0; i < nn; i++) {
-		const FgNode *n = &g->nodes[i];
-		int64_t count = keep[i] ? fg_shape_numel(&n->shape) : 0;
-		for (int64_t j = 0; j < count; j++)
-			vals[i][j] = fg_round_to(n->dt, vals[i][j]);
+	if (in_dtype && (ddir = malloc(strlen(outdir) + sizeof "/" FGRT_IN_DTYPE_DIR)) == NULL) {
+		fg_error(d, no_loc, "out of memory");
+		goto out;
 	}
-	if (make_dirs(d, outdir) != 0)
+	if (ddir)
+		sprintf(ddir, "%s/%s", outdir, FGRT_IN_DTYPE_DIR);
+	if (make_dirs(d, outdir) != 0 || (ddir && make_dirs(d, ddir) != 0))
 		goto out;
 	rc = write_results(g, outdir, vals, d);
+	if (rc == 0 && ddir)
+		rc = write_results(g, ddir, dvals, d);
 out:
 	fg_interp_free(g, vals);
+	fg_interp_free(g, dvals);
 	for (size_t k = 0; in != NULL && k < nin; k++)
 		free(in[k]);
 	free(in);
 	free(keep);
+	free(ddir);
 	return rc;
 }

@@ -118,6 +118,15 @@ FgrtTol fgrt_tolerance(const char *dtype, int rmse);
 void fgrt_check(const double *actual, const double *expected,
 		const double *expected_rounded, int64_t numel,
 		const FgrtTol *tol, FgrtCheck *res);
+/* The same with the RMSE gate's baseline given: the reference computed in
+ * the dtype (check.c); NULL: expected_rounded, or expected. */
+void fgrt_check_base(const double *actual, const double *expected,
+		     const double *expected_rounded, const double *baseline,
+		     int64_t numel, const FgrtTol *tol, FgrtCheck *res);
+
+/* Where `fgc run --in-dtype` writes the reference computed in the dtypes,
+ * under its --outputs DIR, and where --check DIR looks for it. */
+#define FGRT_IN_DTYPE_DIR "in-dtype"
 
 #ifdef __cplusplus
 }

@@ -643,17 +643,16 @@ static void write_npy(const char *path, const FgrtTensor *t, const void *data)
 	free(f.data);
 }
 
-/* Compares t's values (host copy) with the golden file; prints one
- * verdict line; 0 when they agree. */
-static int check_one(const char *dir, const char *prefix, const FgrtTensor *t, const void *data)
+/* The golden file at path as t's numel doubles into e: 0, or 1 after a
+ * FAIL line for label (a missing file with missing_ok: -1, silently). */
+static int read_golden(const char *path, const char *label, const FgrtTensor *t, double *e, int missing_ok)
 {
-	char *path = path_of(dir, prefix, t->name);
-	char err[FGRT_ERRLEN], ty[256], label[512], ix[256];
+	char err[FGRT_ERRLEN], ty[256];
 	FgrtNpy f;
-	snprintf(label, sizeof label, "%s%s", prefix, t->name);
+	if (missing_ok && access(path, F_OK) != 0 && errno == ENOENT)
+		return -1;
 	if (fgrt_npy_read(path, 0, &f, err) != 0) {
 		printf("FAIL %s  %s  %s\n", label, type_str(ty, sizeof ty, t), err);
-		free(path);
 		return 1;
 	}
 	int same = f.type == storage[t->dtype] && f.rank == t->rank;
@@ -665,16 +664,9 @@ static int check_one(const char *dir, const char *prefix, const FgrtTensor *t, c
 		printf("FAIL %s  %s  '%s' holds %s %s\n", label, type_str(ty, sizeof ty, t), path,
 		       fgrt_npy_type_descr(f.type), got);
 		fgrt_npy_free(&f);
-		free(path);
 		return 1;
 	}
-	int64_t n = numel(t);
-	double *a = (double *)malloc((size_t)(n ? n : 1) * sizeof *a);
-	double *e = (double *)malloc((size_t)(n ? n : 1) * sizeof *e);
-	if (!a || !e)
-		die("out of memory checking '%s'", t->name);
-	for (int64_t i = 0; i < n; i++) {
-		a[i] = element(t, data, i);
+	for (int64_t i = 0, n = numel(t); i < n; i++) {
 		switch (f.type) {
 		case FGRT_NPY_F4:
 			e[i] = ((const float *)f.data)[i];
@@ -690,26 +682,64 @@ static int check_one(const char *dir, const char *prefix, const FgrtTensor *t, c
 			break;
 		}
 	}
+	fgrt_npy_free(&f);
+	return 0;
+}
+
+/* Compares t's values (host copy) with the golden file DIR/PREFIXNAME.npy;
+ * a value under the RMSE gate takes DIR/in-dtype/PREFIXNAME.npy as its
+ * baseline when that exists (fgc run --in-dtype).  Prints one verdict
+ * line; 0 when they agree. */
+static int check_one(const char *dir, const char *prefix, const FgrtTensor *t, const void *data)
+{
+	char ty[256], label[512], ix[256];
+	snprintf(label, sizeof label, "%s%s", prefix, t->name);
 	FgrtTol tol = fgrt_tolerance(dtype_name[t->dtype], t->rmse);
-	FgrtCheck c;
-	fgrt_check(a, e, NULL, n, &tol, &c);
-	printf("%-4s %s  %s  max abs err %.3g", c.ok ? "ok" : "FAIL", label, type_str(ty, sizeof ty, t), c.max_abs_err);
-	if (tol.rmse_m > 0)
-		printf("  rmse %.3g %s %.3g", c.rmse, c.rmse <= c.rmse_limit ? "<=" : ">", c.rmse_limit);
-	if (!c.ok && tol.rmse_m > 0 && c.rmse <= c.rmse_limit)
-		printf("  NaN/Inf where the reference has none");
-	else if (!c.ok && tol.rmse_m == 0)
-		printf("  %lld of %lld outside rtol %g atol %g", (long long)c.nbad, (long long)n, tol.rtol, tol.atol);
-	if (c.worst >= 0) {
-		fgrt_index_str(ix, sizeof ix, t->rank, t->shape, c.worst);
-		printf("  worst %s: got %.9g, want %.9g", ix, c.worst_actual, c.worst_expected);
+	int64_t n = numel(t);
+	double *a = (double *)malloc((size_t)(n ? n : 1) * sizeof *a);
+	double *e = (double *)malloc((size_t)(n ? n : 1) * sizeof *e);
+	double *b = (double *)malloc((size_t)(n ? n : 1) * sizeof *b);
+	char *path = path_of(dir, prefix, t->name);
+	char *bdir = (char *)malloc(strlen(dir) + sizeof "/" FGRT_IN_DTYPE_DIR);
+	if (!a || !e || !b || !bdir)
+		die("out of memory checking '%s'", t->name);
+	sprintf(bdir, "%s/%s", dir, FGRT_IN_DTYPE_DIR);
+	char *bpath = path_of(bdir, prefix, t->name);
+	int bad = read_golden(path, label, t, e, 0), base = 0;
+	if (!bad && tol.rmse_m > 0) {
+		base = read_golden(bpath, label, t, b, 1);
+		bad = base > 0;
+		base = base == 0;
 	}
-	putchar('\n');
+	if (!bad) {
+		for (int64_t i = 0; i < n; i++)
+			a[i] = element(t, data, i);
+		FgrtCheck c;
+		fgrt_check_base(a, e, NULL, base ? b : NULL, n, &tol, &c);
+		printf("%-4s %s  %s  max abs err %.3g", c.ok ? "ok" : "FAIL", label, type_str(ty, sizeof ty, t),
+		       c.max_abs_err);
+		if (tol.rmse_m > 0)
+			printf("  rmse %.3g %s %.3g%s", c.rmse, c.rmse <= c.rmse_limit ? "<=" : ">", c.rmse_limit,
+			       base ? " (baseline in the dtype)" : "");
+		if (!c.ok && tol.rmse_m > 0 && c.rmse <= c.rmse_limit)
+			printf("  NaN/Inf where the reference has none");
+		else if (!c.ok && tol.rmse_m == 0)
+			printf("  %lld of %lld outside rtol %g atol %g", (long long)c.nbad, (long long)n, tol.rtol,
+			       tol.atol);
+		if (c.worst >= 0) {
+			fgrt_index_str(ix, sizeof ix, t->rank, t->shape, c.worst);
+			printf("  worst %s: got %.9g, want %.9g", ix, c.worst_actual, c.worst_expected);
+		}
+		putchar('\n');
+		bad = !c.ok;
+	}
 	free(a);
 	free(e);
-	fgrt_npy_free(&f);
+	free(b);
 	free(path);
-	return c.ok ? 0 : 1;
+	free(bdir);
+	free(bpath);
+	return bad;
 }
 
 /* ---------------------------------------------------------------- bench */

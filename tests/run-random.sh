@@ -243,8 +243,8 @@ for r in "$src"/tests/random/regress-*.fg; do
 	*) fail=$((fail + 1)); echo "$line" ;;
 	esac
 done
-# The GPU campaign's two all-f32 mismatches (docs/testing.md): NumPy's f32
-# computation of the same value must still miss the gate the H200 missed.
+# The RMSE gate's baseline (fgc run --in-dtype) against NumPy's f32 on the
+# GPU campaign's two all-f32 mismatches (docs/testing.md, f32-gate.py).
 if "$py" -c 'import numpy' 2>/dev/null; then
 	if "$py" "$src/tests/random/f32-gate.py" "$fgc" >"$tmp/f32-gate.log" 2>&1; then
 		pass=$((pass + 1)); echo "PASS f32-gate: $(tail -1 "$tmp/f32-gate.log")"

@@ -68,7 +68,7 @@ prepare() {
 		rm -f "$g".*
 		return
 	fi
-	if ! "$fgc" run "$g.fg" --seed "$seed" --outputs "$g.ref" >"$g.ref.log" 2>&1; then
+	if ! "$fgc" run "$g.fg" --seed "$seed" --outputs "$g.ref" --in-dtype >"$g.ref.log" 2>&1; then
 		echo "FAIL $seed reference: $(tail -1 "$g.ref.log")"
 		return
 	fi
@@ -157,7 +157,7 @@ all_f32() {
 			cmp -s "$p.sig0" "$p.sig" || return 1
 	fi
 	rm -rf "$p.ref"
-	"$fgc" run "$p.fg" --seed "$seed" --outputs "$p.ref" >"$p.ref.log" 2>&1 &&
+	"$fgc" run "$p.fg" --seed "$seed" --outputs "$p.ref" --in-dtype >"$p.ref.log" 2>&1 &&
 		"$fgc" compile "$p.fg" "${opt[@]}" -o "$p" >"$p.log" 2>&1 &&
 		"$nvcc" $flags_s "$p.cu" "$out"/rt/*.o -lcublasLt -o "$p.bin" >>"$p.log" 2>&1 &&
 		timeout 120 "$p.bin" --seed "$seed" --check "$p.ref" >"$p.check" 2>&1 &&

@@ -98,6 +98,24 @@ expect bias-missing 1 '^gemm_epilogue: error: gemm slot 0: the BIAS epilogue nee
 
 expect graph-check 0 '^ok gemm_bias_gelu_bf16: 1 of 1 values match' "$dir/gbg" --seed 7 --check "$dir/gbg.ref"
 expect no-graph-check 0 '^ok gemm_bias_gelu_bf16: 1 of 1 values match' "$dir/gbg" --seed 7 --check "$dir/gbg.ref" --no-graph
+# The RMSE gate's baseline: DIR/in-dtype/NAME.npy (fgc run --in-dtype)
+# is read and named on the verdict line; a malformed one fails the value
+# with the file's error, not the program
+# shellcheck disable=SC2086
+"$fgc" run samples/gemm_bias_gelu_bf16.fg $dims --seed 7 --outputs "$dir/gbg.base" --in-dtype >/dev/null || exit 1
+expect baseline-check 0 '^ok +y .*\(baseline in the dtype\)' "$dir/gbg" --seed 7 --check "$dir/gbg.base"
+rm -rf "$dir/gbg.badbase" && cp -r "$dir/gbg.base" "$dir/gbg.badbase" &&
+	cp tests/npy/bad-magic.npy "$dir/gbg.badbase/in-dtype/y.npy"
+"$dir/gbg" --seed 7 --check "$dir/gbg.badbase" >"$dir/bad-baseline.log" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -Eq '^FAIL y .*in-dtype/y\.npy' "$dir/bad-baseline.log"; then
+	echo "PASS bad-baseline: $(grep -m1 '^FAIL y' "$dir/bad-baseline.log" | cut -c1-300)"
+	pass=$((pass + 1))
+else
+	echo "FAIL bad-baseline: exit status $rc (want 1), no 'FAIL y' line naming in-dtype/y.npy"
+	sed 's/^/    /' "$dir/bad-baseline.log" | head -12
+	fail=$((fail + 1)) failed="$failed bad-baseline"
+fi
 expect graph-bench 0 '^  total [0-9.]+ ms \(replay of one CUDA graph\)' "$dir/gbg" --bench 5
 if grep -q '^  eager total [0-9.]* ms' "$dir/graph-bench.log"; then
 	echo "PASS graph-bench-eager-line: $(grep '^  eager total' "$dir/graph-bench.log")"

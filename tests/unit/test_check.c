@@ -206,6 +206,41 @@ START_TEST(rmse_floor_for_exact_reference)
 }
 END_TEST
 
+/* A baseline (the reference computed in the dtype) sets the RMSE gate's
+ * bar in place of the rounded reference: a result as far off as twice the
+ * baseline passes (m 2) and fails without it; a non-finite baseline element
+ * counts the rounded reference's; NaN/Inf positions still follow the
+ * rounded reference, not the baseline. */
+START_TEST(rmse_baseline)
+{
+	double e[64], r[64], b[64], a[64];
+	for (int i = 0; i < 64; i++) {
+		e[i] = 1.0 + i / 64.0;
+		r[i] = e[i];
+		b[i] = e[i] + (i % 2 ? 1 : -1) * 0x1p-10;
+		a[i] = e[i] + (i % 2 ? -1 : 1) * 0x1p-9;
+	}
+	FgrtTol tol = {1.3e-6, 0, 2, 0x1p-24};
+	FgrtCheck res;
+	fgrt_check_base(a, e, r, b, 64, &tol, &res);
+	ck_assert(res.ok);
+	ck_assert(res.rmse_limit == 2 * 0x1p-10);
+	fgrt_check_base(a, e, r, NULL, 64, &tol, &res);
+	ck_assert(!res.ok);
+	fgrt_check(a, e, r, 64, &tol, &res);
+	ck_assert(!res.ok);
+	b[0] = INFINITY;                /* counts r[0]: no error there */
+	fgrt_check_base(a, e, r, b, 64, &tol, &res);
+	ck_assert(fabs(res.rmse_limit - 2 * sqrt(63.0 / 64) * 0x1p-10) < 1e-18);
+	ck_assert(!res.ok);             /* 2^-9 > 2 * 0.992 * 2^-10 */
+	b[0] = e[0];
+	a[5] = NAN;                     /* where r has a number: fails, whatever b says */
+	b[5] = NAN;
+	fgrt_check_base(a, e, r, b, 64, &tol, &res);
+	ck_assert(!res.ok);
+}
+END_TEST
+
 /* fgrt_tolerance's tf32 gate (rmse 2): f32 values a tf32 matmul fed take
  * the unit roundoff 2^-10 and m 3; bf16 keeps its own, coarser unit; an f32
  * value off by 2^-12 relative passes it and fails the f32 gate. */
@@ -244,6 +279,7 @@ static Suite *check_suite(void)
 	tcase_add_test(tc, rmse_specials);
 	tcase_add_test(tc, rmse_floor_for_exact_reference);
 	tcase_add_test(tc, tf32_gate);
+	tcase_add_test(tc, rmse_baseline);
 	suite_add_tcase(s, tc);
 	return s;
 }

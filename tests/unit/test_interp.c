@@ -472,6 +472,43 @@ START_TEST(reductions_all_axis_sets)
 }
 END_TEST
 
+/* In the dtypes (fg_interp_eval_in): each float op's result rounded to its
+ * dtype, sums and matmul products accumulated in f32 in order; the f64
+ * evaluation of the same graph keeps what f32 loses. */
+START_TEST(in_dtype_rounds_and_sums_in_f32)
+{
+	T t;
+	const double u = 0x1p-24, x = 0x1.e75a0cp+2;    /* f32: (x + x + x) / 3 != x */
+	double row[4] = {1, u, u, u}, col[3] = {1, 1, 1}, same[3] = {x, x, x}, one[1] = {1}, lhs[3] = {1, u, u};
+	double *in[] = {row, col, same, one, lhs};
+	t_init(&t);
+	int a = input(&t, 0, FG_DT_F32, SH(4));
+	int b = input(&t, 1, FG_DT_F32, SH(3, 1));
+	int c = input(&t, 2, FG_DT_F32, SH(3));
+	int h = input(&t, 3, FG_DT_F16, SH(1));
+	int s = reduce(&t, FG_OP_SUM, a, 1, 0);
+	int m = reduce(&t, FG_OP_MEAN, c, 1, 0);
+	int l = input(&t, 4, FG_DT_F32, SH(1, 3));
+	int mm = op2(&t, FG_OP_MATMUL, SH(1, 1), l, b);
+	int e = add(&t, mk(&t, FG_OP_EXP, FG_DT_F16, SH(1), 1, (int[]){h}));
+	double **v = fg_interp_eval_in(&t.g, in, NULL, 1, &t.d);
+	double **w = eval(&t, in, NULL);
+	ck_assert_ptr_nonnull(v);
+	ck_assert_ptr_nonnull(w);
+	expect(v[s], (double[]){1}, 1, 0);                     /* 1 + u rounds back to 1, thrice */
+	expect(w[s], (double[]){1 + 3 * u}, 1, 0);
+	expect(v[m], (double[]){0x1.e75a0ap+2}, 1, 0);         /* an ulp below x */
+	expect(w[m], (double[]){x}, 1, 0);
+	expect(v[mm], (double[]){1}, 1, 0);                    /* 1*1 + u*1 + u*1, in f32 */
+	expect(w[mm], (double[]){1 + 2 * u}, 1, 0);
+	expect(v[e], (double[]){2.71875}, 1, 0);               /* e in f16 */
+	expect(w[e], (double[]){exp(1.0)}, 1, 1e-16);
+	fg_interp_free(&t.g, v);
+	fg_interp_free(&t.g, w);
+	t_done(&t);
+}
+END_TEST
+
 START_TEST(reductions_nan_and_inf)
 {
 	T t;
@@ -1186,7 +1223,7 @@ START_TEST(run_draws_and_writes)
 	FgrtNpy y, z, sy;
 	t_init(&t);
 	run_graph(&t);
-	ck_assert_int_eq(fg_run(&t.g, NULL, out, 7, &t.d), 0);
+	ck_assert_int_eq(fg_run(&t.g, NULL, out, 7, 0, &t.d), 0);
 	ck_assert_int_eq(t.d.nerrors, 0);
 	read_npy(out, "y.npy", &y);
 	read_npy(out, "saved.y.npy", &sy);
@@ -1235,7 +1272,7 @@ START_TEST(run_reads_inputs)
 	write_npy(in, "k.npy", FGRT_NPY_I4, 1, (int64_t[]){3}, k);
 	t_init(&t);
 	run_graph(&t);
-	ck_assert_int_eq(fg_run(&t.g, in, out, 0, &t.d), 0);
+	ck_assert_int_eq(fg_run(&t.g, in, out, 0, 0, &t.d), 0);
 	ck_assert_int_eq(t.d.nwarnings, 1);
 	ck_assert_msg(strstr(t_msgs(&t), "2 of the 3 values of param 'w'") != NULL, "%s", t_msgs(&t));
 	ck_assert_msg(strstr(t_msgs(&t), "w.npy") != NULL, "%s", t_msgs(&t));
@@ -1271,7 +1308,7 @@ START_TEST(run_rejects_mismatches)
 	write_npy(in, "w.npy", FGRT_NPY_F2, 1, (int64_t[]){3}, w);
 	t_init(&t);
 	run_graph(&t);
-	ck_assert_int_eq(fg_run(&t.g, in, out, 0, &t.d), 1);
+	ck_assert_int_eq(fg_run(&t.g, in, out, 0, 0, &t.d), 1);
 	ck_assert_int_eq(t.d.nerrors, 2);
 	const char *m = t_msgs(&t);
 	ck_assert_msg(strstr(m, "x.npy' holds <f4 (2, 4), but input 'x' is declared f32[2,3] and needs <f4 (2, 3)") != NULL, "%s", m);
@@ -1295,9 +1332,9 @@ START_TEST(run_rejects_bad_dirs)
 	fclose(f);
 	t_init(&t);
 	run_graph(&t);
-	ck_assert_int_eq(fg_run(&t.g, NULL, file, 0, &t.d), 1);
+	ck_assert_int_eq(fg_run(&t.g, NULL, file, 0, 0, &t.d), 1);
 	ck_assert_msg(strstr(t_msgs(&t), "is not a directory") != NULL, "%s", t_msgs(&t));
-	ck_assert_int_eq(fg_run(&t.g, missing, dir, 0, &t.d), 1);
+	ck_assert_int_eq(fg_run(&t.g, missing, dir, 0, 0, &t.d), 1);
 	ck_assert_msg(strstr(t_msgs(&t), "cannot read inputs from") != NULL, "%s", t_msgs(&t));
 	ck_assert(!exists(dir, "y.npy"));
 	rm_tree(dir);
@@ -1344,6 +1381,7 @@ static Suite *interp_suite(void)
 	tc = tcase_create("dropout_cast");
 	tcase_add_test(tc, dropout_mask_and_scale);
 	tcase_add_test(tc, round_to_ties_even);
+	tcase_add_test(tc, in_dtype_rounds_and_sums_in_f32);
 	tcase_add_test(tc, cast_to_each_dtype);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("memory");
