@@ -126,12 +126,13 @@ def back_to_back(fns, runs, warmup, rounds=7):
 
 NCU_METRICS = {"gpu__time_duration.sum": "ms", "sm__cycles_elapsed.avg": "cycles"}
 NCU_UNITS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3, "nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0,
-             "second": 1e3, "cycle": 1.0, "cycles": 1.0, "": 1.0}     # to ms; cycles as counted
+             "second": 1e3, "cycle": 1.0, "cycles": 1.0}     # to ms; cycles as counted
 
 
 def ncu_kernels(cmd):
     """The kernels cmd launches between cudaProfilerStart and Stop, run
-    under Nsight Compute (which locks the clocks at base for each one): a
+    under Nsight Compute (which locks the clocks at base and, by default,
+    flushes the caches before each one): a
     list in launch order of {"name", "ms", "cycles"} (cycles: SM cycles
     elapsed, the average over the SMs), and cmd's own output."""
     ncu = shutil.which("ncu")
@@ -318,7 +319,7 @@ def kernel_tables(rows):
         nc = first["ncu"]
         cyc = {v: k["cycles"] for v, k in nc.items()}
         lt = cyc.get("cuBLASLt plain")
-        lines += ["", "### %s per clock: each kernel once under ncu (clocks locked at base), SM cycles" %
+        lines += ["", "### %s per clock: each kernel once under ncu (clocks locked at base, caches flushed), SM cycles" %
                   first["shape"].replace(",", " x "), "",
                   "| implementation | kernel | ms | SM cycles (M) | % of cuBLASLt plain |", "|---|---|---|---|---|"]
         for v, k in nc.items():
@@ -388,7 +389,7 @@ def write_tables(args, env, kernels, samples):
     with open(os.path.join(args.out, "gemm-table.md"), "w") as f:
         f.write(text)
     with open(os.path.join(args.out, "gemm-table.json"), "w") as f:
-        json.dump({"environment": env, "kernels": kernels, "samples": samples or []}, f, indent=1)
+        json.dump({"environment": env, "kernels": kernels, "samples": samples}, f, indent=1)  # None: pending
     return text
 
 

@@ -419,6 +419,8 @@ enum {
 	FG_NF_OUTPUT = 1,       /* named in `output` */
 	FG_NF_SAVED = 2,        /* @save: materialized, returned as saved.NAME */
 	FG_NF_MATERIALIZE = 4,  /* @materialize: a user fusion boundary */
+	FG_NF_COMPOSITE_END = 8,/* the last node of an expanded composite (its
+				 * value); never printed */
 };
 
 typedef struct FgNode {
@@ -580,9 +582,9 @@ typedef struct FgFuseOptions {
 	double bw_gbs;          /* device bandwidth, GB/s (default 4300) */
 	double launch_us;       /* cost of one launch, us (default 3) */
 	int reg_limit;          /* registers per thread (default 128) */
-	int tf32;               /* --tf32: f32 matmuls may multiply as tf32; the
-				 * partition ignores it, the report's GPU
-				 * notes (fg_cuda_gemm_note) follow it */
+	int tf32;               /* --tf32: f32 matmuls may multiply as tf32 (the
+				 * backend's choice: the partition ignores it;
+				 * compile and the report's GPU notes follow it) */
 } FgFuseOptions;
 
 typedef struct FgPlan {
@@ -685,7 +687,8 @@ double **fg_interp_eval(const FgGraph *g, double *const *in,
 			const unsigned char *keep, FgDiag *d);
 /* The same; in_dtype: in the graph's dtypes instead, the way an op-by-op
  * program computes (PyTorch eager): every float op's result rounded to its
- * dtype, sums and matmul products accumulated in f32 in order.  What the
+ * dtype (to f32 inside a composite and for constants), sums in f32 in
+ * blocks then pairwise, matmul products added in f32 in k order.  What the
  * RMSE gate measures legitimate error by (testing.md's ref_in_dtype). */
 double **fg_interp_eval_in(const FgGraph *g, double *const *in,
 			   const unsigned char *keep, int in_dtype, FgDiag *d);

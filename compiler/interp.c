@@ -20,6 +20,14 @@
  * from; it is empty again when fg_interp_eval returns.
  * Sums and means use Neumaier's compensated summation in input order;
  * matmuls accumulate plainly in double, in k order.
+ *
+ * In the dtypes (fg_interp_eval_in), the RMSE gate's baseline: each float
+ * op's result is rounded to its dtype, as an op-by-op program stores it,
+ * except inside an expanded composite and for constants, which an eager
+ * op keeps in f32 (its opmath): there to f32.  Sums and means add in f32,
+ * blocks of SUM_BLOCK in order, then the block sums pairwise (a kernel's
+ * threads, then its tree); matmuls add each product to an f32 running sum
+ * in k order (one rounding a step, as an FMA).  i32 and bool as usual.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -448,6 +456,36 @@ static void eval_ew(const Eval *e, const FgNode *n, const double *const *src, do
 	} while (walk_next(&w));
 }
 
+/* In the dtypes: the dtype op id's float result is rounded to (f32 inside
+ * a composite and for a constant), or FG_DT_COUNT when it is not rounded. */
+static FgDtype in_dtype_of(const Eval *e, int id)
+{
+	const FgNode *n = &e->g->nodes[id];
+	if (!e->in_dtype || !fg_dtype_is_float(n->dt))
+		return FG_DT_COUNT;
+	if (n->op == FG_OP_CONST || (n->composite && !(n->flags & FG_NF_COMPOSITE_END)))
+		return FG_DT_F32;
+	return n->dt;
+}
+
+/* In the dtypes: x[0..n) summed in f32, SUM_BLOCK at a time in order, then
+ * the block sums pairwise; x is overwritten. */
+enum { SUM_BLOCK = 32 };
+static double sum_f32(double *x, int64_t n)
+{
+	int64_t nb = 0;
+	for (int64_t i = 0; i < n; i += SUM_BLOCK, nb++) {
+		double s = 0;
+		for (int64_t j = i; j < n && j < i + SUM_BLOCK; j++)
+			s = round_f32(s + x[j]);
+		x[nb] = s;
+	}
+	for (int64_t step = 1; step < nb; step *= 2)
+		for (int64_t i = 0; i + step < nb; i += 2 * step)
+			x[i] = round_f32(x[i] + x[i + step]);
+	return nb ? x[0] : 0.0;
+}
+
 /* Neumaier's variant of Kahan summation: also right when the addend is
  * larger than the running sum. */
 static inline void sum_add(double *s, double *c, double x)
@@ -463,12 +501,7 @@ static inline void sum_add(double *s, double *c, double x)
 static void reduce_row(FgOp op, double *o, double *comp, int64_t so,
 		       const double *x, int64_t sx, int64_t len)
 {
-	if ((op == FG_OP_SUM || op == FG_OP_MEAN) && comp == NULL) {
-		/* in the dtype: a running f32 sum, in order, as a kernel's thread
-		 * adds (the products of a matmul likewise, below) */
-		for (int64_t i = 0; i < len; i++)
-			o[i * so] = round_f32(o[i * so] + x[i * sx]);
-	} else if (op == FG_OP_SUM || op == FG_OP_MEAN) {
+	if (op == FG_OP_SUM || op == FG_OP_MEAN) {
 		if (so == 0) {
 			double s = o[0], c = comp[0];
 			for (int64_t i = 0; i < len; i++)
@@ -491,7 +524,7 @@ static void reduce_row(FgOp op, double *o, double *comp, int64_t so,
 /* Reductions walk the operand in C order (cache friendly) and scatter into
  * the output through strides that are 0 on the reduced axes; keepdims
  * changes the shape, never the layout.  comp holds the sums' compensation
- * terms (SUM and MEAN only; NULL in the dtype: f32 sums, uncompensated). */
+ * terms (SUM and MEAN only). */
 static void eval_reduce(const Eval *e, const FgNode *n, const double *x, double *out, double *comp)
 {
 	const FgNode *xn = &e->g->nodes[n->in[0]];
@@ -525,17 +558,59 @@ static void eval_reduce(const Eval *e, const FgNode *n, const double *x, double 
 				   walk_len(&w));
 		} while (walk_next(&w));
 	}
-	if (comp == NULL) {
-		for (int64_t i = 0; n->op == FG_OP_MEAN && i < nout; i++)
-			out[i] = round_f32(out[i] / (double)count);
+	if (comp == NULL)
 		return;
-	}
 	for (int64_t i = 0; i < nout; i++) {
 		/* An infinite or NaN running sum is already the answer; the
 		 * compensation would only turn inf into NaN. */
 		double s = isfinite(out[i]) ? out[i] + comp[i] : out[i];
 		out[i] = n->op == FG_OP_MEAN ? s / (double)count : s;
 	}
+}
+
+/* A sum or mean in the dtypes: each output's operands gathered in C order,
+ * then sum_f32.  Returns -1 (reported) when memory runs out. */
+static int eval_reduce_f32(Eval *e, const FgNode *n, const double *x, double *out)
+{
+	const FgShape *xs = &e->g->nodes[n->in[0]].shape;
+	int64_t st[WALK_MAXOP][FG_MAX_RANK];
+	int64_t count = 1, nout = 1;
+	Walk w;
+
+	contig_strides(xs, st[0]);
+	for (int i = xs->rank - 1; i >= 0; i--) {
+		if (n->a.red.axes >> i & 1) {
+			st[1][i] = 0;
+			count *= xs->d[i];
+		} else {
+			st[1][i] = nout;
+			nout *= xs->d[i];
+		}
+	}
+	FG_ASSERT(nout == numel(&n->shape));
+	double *buf = malloc((size_t)(nout * count > 0 ? nout * count : 1) * sizeof *buf);
+	int64_t *pos = calloc((size_t)(nout > 0 ? nout : 1), sizeof *pos);
+	if (buf == NULL || pos == NULL) {
+		free(buf);
+		free(pos);
+		report_oom(e, n, nout * count);
+		return -1;
+	}
+	if (walk_init(&w, xs->rank, xs->d, 2, st)) {
+		do {
+			for (int64_t k = 0; k < walk_len(&w); k++) {
+				int64_t o = w.off[1] + k * walk_stride(&w, 1);
+				buf[o * count + pos[o]++] = x[w.off[0] + k * walk_stride(&w, 0)];
+			}
+		} while (walk_next(&w));
+	}
+	for (int64_t o = 0; o < nout; o++) {
+		double s = sum_f32(buf + o * count, count);
+		out[o] = n->op == FG_OP_MEAN ? round_f32(s / (double)count) : s;
+	}
+	free(buf);
+	free(pos);
+	return 0;
 }
 
 /* One plane of a transposing copy, in square tiles, so that neither the
@@ -721,8 +796,9 @@ static void batch_strides(const FgShape *x, int nb, const int64_t *bn, int64_t m
 }
 
 /* numpy.matmul for operands of rank 2 or more: [...,M,K] x [...,K,N], the
- * batch dims broadcast; one dense gemm per batch index. */
-static void eval_matmul(const Eval *e, const FgNode *n, const double *A, const double *B, double *C)
+ * batch dims broadcast; one dense gemm per batch index (gemm_f32 when f32:
+ * in the dtypes). */
+static void eval_matmul(const Eval *e, const FgNode *n, const double *A, const double *B, double *C, int f32)
 {
 	const FgShape *as = &e->g->nodes[n->in[0]].shape;
 	const FgShape *bs = &e->g->nodes[n->in[1]].shape;
@@ -744,9 +820,8 @@ static void eval_matmul(const Eval *e, const FgNode *n, const double *A, const d
 		return;
 	do {
 		for (int64_t t = 0; t < walk_len(&w); t++)
-			(e->in_dtype && n->dt != FG_DT_I32 ? gemm_f32 : gemm)(C + w.off[0] + t * walk_stride(&w, 0),
-									       A + w.off[1] + t * walk_stride(&w, 1),
-									       B + w.off[2] + t * walk_stride(&w, 2), M, K, N);
+			(f32 ? gemm_f32 : gemm)(C + w.off[0] + t * walk_stride(&w, 0), A + w.off[1] + t * walk_stride(&w, 1),
+						B + w.off[2] + t * walk_stride(&w, 2), M, K, N);
 	} while (walk_next(&w));
 }
 
@@ -806,7 +881,14 @@ static int eval_node(Eval *e, int id)
 		break;
 	case FG_CLASS_REDUCE: {
 		double *comp = NULL;
-		if ((n->op == FG_OP_SUM || n->op == FG_OP_MEAN) && !(e->in_dtype && n->dt != FG_DT_I32)) {
+		if ((n->op == FG_OP_SUM || n->op == FG_OP_MEAN) && in_dtype_of(e, id) != FG_DT_COUNT) {
+			if (eval_reduce_f32(e, n, src[0], out) != 0) {
+				release_values(e, out, cnt);
+				return -1;
+			}
+			break;
+		}
+		if (n->op == FG_OP_SUM || n->op == FG_OP_MEAN) {
 			comp = alloc_values(e, n, cnt);
 			if (comp == NULL) {
 				release_values(e, out, cnt);
@@ -846,14 +928,14 @@ static int eval_node(Eval *e, int id)
 		break;
 	}
 	case FG_CLASS_MATMUL:
-		eval_matmul(e, n, src[0], src[1], out);
+		eval_matmul(e, n, src[0], src[1], out, in_dtype_of(e, id) != FG_DT_COUNT);
 		break;
 	case FG_CLASS_COMPOSITE:
 		fg_die("composite %s reached the interpreter unexpanded", fg_op_info[n->op].name);
 	}
-	if (e->in_dtype && (n->dt == FG_DT_F32 || n->dt == FG_DT_F16 || n->dt == FG_DT_BF16))
-		for (int64_t i = 0; i < cnt; i++)
-			out[i] = fg_round_to(n->dt, out[i]);
+	FgDtype rd = in_dtype_of(e, id);
+	for (int64_t i = 0; rd != FG_DT_COUNT && i < cnt; i++)
+		out[i] = fg_round_to(rd, out[i]);
 	e->vals[id] = out;
 	return 0;
 }

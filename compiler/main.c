@@ -31,7 +31,6 @@ typedef struct Options {
 	const char *out;              /* compile: -o OUT (writes OUT.cu) */
 	const char *arch;             /* compile: --arch for --build */
 	int build;                    /* compile: --build runs nvcc */
-	int tf32;                     /* compile: --tf32 */
 	int in_dtype;                 /* run: --in-dtype */
 	const char *gemm;             /* compile: --gemm auto|cublaslt|fgc */
 	int group;                    /* extract: the group, or -1 */
@@ -61,8 +60,8 @@ static const char usage[] =
 	"  -d STAGE         print the IR as .fg after STAGE: build, expand\n"
 	"  --inputs DIR     (run) read NAME.npy for each input and param; missing ones are drawn\n"
 	"  --outputs DIR    (run) write NAME.npy per output and saved.NAME.npy per @save value\n"
-	"  --in-dtype       (run) also write them evaluated in the graph's dtypes (each op\n"
-	"                   rounded to its dtype, sums in f32) into DIR/in-dtype: the\n"
+	"  --in-dtype       (run) also write them evaluated in the graph's dtypes (each float\n"
+	"                   op rounded to its dtype, sums in f32) into DIR/in-dtype: the\n"
 	"                   baseline of a binary's --check DIR RMSE gate\n"
 	"  --seed S         (run, verify) seed for inputs that are drawn (default 0)\n"
 	"  -o OUT           (compile) write OUT.cu, and the binary OUT with --build;\n"
@@ -234,7 +233,7 @@ static int parse_args(FgArena *a, int argc, char **argv, Options *o)
 			o->in_dtype = 1;
 			continue;
 		} else if (strcmp(arg, "--tf32") == 0) {
-			o->tf32 = o->fuse.tf32 = 1;
+			o->fuse.tf32 = 1;
 			continue;
 		} else if (arg[0] == '-' && arg[1]) {
 			return usage_error("unknown option '%s'", arg);
@@ -308,7 +307,7 @@ static int command(int cmd, const Options *o, FgGraph *g, FgDiag *d)
 			fg_report_dot(stdout, &plan);
 		return 0;
 	case 5: {
-		FgCudaOptions co = {o->out, o->file, o->arch, o->build, FG_GEMM_AUTO, o->tf32};
+		FgCudaOptions co = {o->out, o->file, o->arch, o->build, FG_GEMM_AUTO, o->fuse.tf32};
 		if (o->gemm)
 			co.gemm = !strcmp(o->gemm, "fgc") ? FG_GEMM_FGC : !strcmp(o->gemm, "cublaslt") ? FG_GEMM_CUBLASLT : FG_GEMM_AUTO;
 		return fg_cuda_compile(&plan, &co, d);
@@ -381,7 +380,7 @@ int main(int argc, char **argv)
 		usage_error("--build, --arch and --gemm belong to 'compile', not '%s'", o.command);
 		goto out;
 	}
-	if (cmd != 5 && cmd != 2 && o.tf32) {
+	if (cmd != 5 && cmd != 2 && o.fuse.tf32) {
 		usage_error("--tf32 belongs to 'compile' and 'report', not '%s'", o.command);
 		goto out;
 	}

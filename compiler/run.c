@@ -4,6 +4,11 @@
  * that file is absent (the stream a fused binary draws, fgrt_philox.h);
  * the graph is evaluated in double precision; each output and saved value
  * is rounded once to its dtype and written as NAME.npy and saved.NAME.npy.
+ * With --in-dtype the graph is also evaluated in its dtypes
+ * (fg_interp_eval_in) and those values written the same way under
+ * in-dtype/, the RMSE gate's baseline for a binary's --check; without it,
+ * a run removes this graph's files from an earlier run's in-dtype/, so
+ * that no stale baseline stands beside new outputs.
  *
  * Invariants: a file's shape must equal the declaration exactly and its
  * .npy type must be the dtype's storage type (bf16 travels as <f4 holding
@@ -343,6 +348,25 @@ static int write_results(const FgGraph *g, const char *outdir, double **vals, Fg
 	return bad ? 1 : 0;
 }
 
+/* Removes what write_results would write into dir, and dir when that
+ * leaves it empty: a baseline of an earlier run must not stand beside
+ * this run's outputs (nor half of one after a failed write). */
+static void remove_results(const FgGraph *g, const char *dir)
+{
+	for (int id = 0; id < g->nnodes; id++) {
+		const FgNode *n = &g->nodes[id];
+		for (int k = 0; k < 2; k++) {
+			if (!(k ? n->flags & FG_NF_SAVED : n->flags & FG_NF_OUTPUT) || n->name == NULL)
+				continue;
+			char *path = npy_path(dir, k ? "saved." : "", n->name);
+			if (path)
+				unlink(path);
+			free(path);
+		}
+	}
+	rmdir(dir);
+}
+
 /* The graph's outputs and saved values, evaluated (in the dtypes when
  * in_dtype) and rounded to their dtypes; NULL after reporting an error. */
 static double **evaluate(const FgGraph *g, double *const *in, const unsigned char *keep, int in_dtype,
@@ -383,17 +407,18 @@ int fg_run(const FgGraph *g, const char *indir, const char *outdir,
 	/* both evaluations before any file is written */
 	if ((vals = evaluate(g, in, keep, 0, d)) == NULL || (in_dtype && (dvals = evaluate(g, in, keep, 1, d)) == NULL))
 		goto out;
-	if (in_dtype && (ddir = malloc(strlen(outdir) + sizeof "/" FGRT_IN_DTYPE_DIR)) == NULL) {
+	if ((ddir = malloc(strlen(outdir) + sizeof "/" FGRT_IN_DTYPE_DIR)) == NULL) {
 		fg_error(d, no_loc, "out of memory");
 		goto out;
 	}
-	if (ddir)
-		sprintf(ddir, "%s/%s", outdir, FGRT_IN_DTYPE_DIR);
-	if (make_dirs(d, outdir) != 0 || (ddir && make_dirs(d, ddir) != 0))
+	sprintf(ddir, "%s/%s", outdir, FGRT_IN_DTYPE_DIR);
+	if (make_dirs(d, outdir) != 0)
 		goto out;
 	rc = write_results(g, outdir, vals, d);
-	if (rc == 0 && ddir)
-		rc = write_results(g, ddir, dvals, d);
+	if (rc == 0 && in_dtype && (make_dirs(d, ddir) != 0 || write_results(g, ddir, dvals, d) != 0))
+		rc = 1;
+	if (rc != 0 || !in_dtype)
+		remove_results(g, ddir);
 out:
 	fg_interp_free(g, vals);
 	fg_interp_free(g, dvals);

@@ -3,7 +3,9 @@
  * and the interpreter see only elementwise, reduction, layout and matmul
  * ops.  Each new node keeps the composite's location and name (for the
  * report: "exp, from softmax at 7:9"); the last one takes over the
- * composite's own name, flags and fuse block.
+ * composite's own name, flags and fuse block, and is marked
+ * FG_NF_COMPOSITE_END (the interpreter's in-dtype mode rounds the others
+ * to f32 only, as an eager program computes inside one op).
  *
  *   softmax(x)        m = max(x); s = x - m; e = exp(s); y = e / sum(e)
  *   log_softmax(x)    m = max(x); s = x - m; y = s - log(sum(exp(s)))
@@ -133,7 +135,7 @@ void fg_pass_expand(FgGraph *g)
 		map[i] = expand(&x, in);
 		FgNode *last = &g->nodes[map[i]];
 		last->name = n->name;
-		last->flags = n->flags;
+		last->flags = n->flags | FG_NF_COMPOSITE_END;
 	}
 	for (int i = 0; i < g->ninputs; i++)
 		g->inputs[i] = map[g->inputs[i]];

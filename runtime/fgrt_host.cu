@@ -15,7 +15,9 @@
  * Outputs and saved values are written as NAME.npy and saved.NAME.npy in
  * the same file types.  --check compares each with DIR's golden file
  * under the tolerance the compiler put in the tensor table (testing.md),
- * one verdict line each, and exits 1 when any fails.
+ * one verdict line each, and exits 1 when any fails; a value under the
+ * RMSE gate takes DIR/in-dtype/'s file, when there is one (fgc run
+ * --in-dtype), as the gate's baseline.
  *
  * The program runs once eagerly (each launch checked as it is made, the
  * cuBLASLt plans made, every kernel loaded), then its launches are
@@ -698,10 +700,10 @@ static int check_one(const char *dir, const char *prefix, const FgrtTensor *t, c
 	int64_t n = numel(t);
 	double *a = (double *)malloc((size_t)(n ? n : 1) * sizeof *a);
 	double *e = (double *)malloc((size_t)(n ? n : 1) * sizeof *e);
-	double *b = (double *)malloc((size_t)(n ? n : 1) * sizeof *b);
+	double *b = tol.rmse_m > 0 ? (double *)malloc((size_t)(n ? n : 1) * sizeof *b) : NULL;
 	char *path = path_of(dir, prefix, t->name);
 	char *bdir = (char *)malloc(strlen(dir) + sizeof "/" FGRT_IN_DTYPE_DIR);
-	if (!a || !e || !b || !bdir)
+	if (!a || !e || (tol.rmse_m > 0 && !b) || !bdir)
 		die("out of memory checking '%s'", t->name);
 	sprintf(bdir, "%s/%s", dir, FGRT_IN_DTYPE_DIR);
 	char *bpath = path_of(bdir, prefix, t->name);
@@ -893,6 +895,7 @@ static const char usage[] =
 	"  --outputs DIR  write NAME.npy per output and saved.NAME.npy per @save value\n"
 	"  --seed S       seed of drawn inputs (default 0), as `fgc run --seed S`\n"
 	"  --check DIR    compare every output and saved value with DIR's .npy files; exit 1 on a mismatch\n"
+	"                 (DIR/in-dtype/, from fgc run --in-dtype: the RMSE gate's baseline)\n"
 	"  --bench N      time N runs after warm-up: medians of the graph replay, of eager launches and of\n"
 	"                 each launch, GB/s\n"
 	"  --no-graph     launch every run eagerly, each launch checked as it is made, instead of replaying\n"

@@ -509,6 +509,54 @@ START_TEST(in_dtype_rounds_and_sums_in_f32)
 }
 END_TEST
 
+/* In the dtypes, the rest of the rules: a long f32 sum goes in blocks of
+ * 32 whose sums add pairwise (so 64 terms of u after a 1 are not all lost,
+ * where one running sum loses every one); an f16 sum adds in f32 and
+ * rounds once; inside a composite a value rounds to f32, its last node to
+ * the dtype; a constant stays f32 in a bf16 graph; i32 is exact. */
+START_TEST(in_dtype_sums_pairwise_and_keeps_f32_inside)
+{
+	T t;
+	const double u = 0x1p-24;
+	double big[96], h16[3] = {1, 0x1p-11, 0x1p-11}, hx[1] = {1}, ints[3] = {16777217, 1, 0};
+	for (int i = 0; i < 96; i++)
+		big[i] = i < 32 ? (i == 0 ? 1 : 0) : u;
+	double *in[] = {big, h16, hx, ints};
+	t_init(&t);
+	int a = input(&t, 0, FG_DT_F32, SH(96));
+	int h = input(&t, 1, FG_DT_F16, SH(3));
+	int x = input(&t, 2, FG_DT_F16, SH(1));
+	int k = input(&t, 3, FG_DT_I32, SH(3));
+	int s = reduce(&t, FG_OP_SUM, a, 1, 0);
+	FgNode hs = mk(&t, FG_OP_SUM, FG_DT_F16, SH(1), 1, (int[]){h});
+	hs.a.red.axes = 1, hs.a.red.keepdims = 1;
+	int hsum = add(&t, hs);
+	FgNode c = mk(&t, FG_OP_CONST, FG_DT_BF16, SH(1), 0, NULL);
+	c.a.value = 0.1;
+	int c1 = add(&t, c);
+	FgNode inner = mk(&t, FG_OP_MUL, FG_DT_F16, SH(1), 2, (int[]){x, c1});
+	inner.composite = "layernorm";
+	int in1 = add(&t, inner);
+	FgNode last = mk(&t, FG_OP_ADD, FG_DT_F16, SH(1), 2, (int[]){in1, x});
+	last.composite = "layernorm";
+	last.flags = FG_NF_COMPOSITE_END;
+	int l = add(&t, last);
+	FgNode is = mk(&t, FG_OP_SUM, FG_DT_I32, SH(1), 1, (int[]){k});
+	is.a.red.axes = 1, is.a.red.keepdims = 1;
+	int isum = add(&t, is);
+	double **v = fg_interp_eval_in(&t.g, in, NULL, 1, &t.d);
+	ck_assert_ptr_nonnull(v);
+	expect(v[s], (double[]){1 + 64 * u}, 1, 0);     /* (1 + 0) + 32u + 32u */
+	expect(v[hsum], (double[]){1 + 0x1p-10}, 1, 0);  /* exact in f32, then f16 */
+	expect(v[c1], (double[]){(double)0.1f}, 1, 0);   /* not bf16's 0.10009765625 */
+	expect(v[in1], (double[]){(double)(float)(0.1f * 1.0)}, 1, 0);
+	expect(v[l], (double[]){1.099609375}, 1, 0);     /* 1.1000000015 in f16 */
+	expect(v[isum], (double[]){16777218}, 1, 0);     /* i32 exact: f32 would hold 16777216 */
+	fg_interp_free(&t.g, v);
+	t_done(&t);
+}
+END_TEST
+
 START_TEST(reductions_nan_and_inf)
 {
 	T t;
@@ -1363,6 +1411,8 @@ static Suite *interp_suite(void)
 	tcase_add_test(tc, reductions_all_axis_sets);
 	tcase_add_test(tc, reductions_nan_and_inf);
 	tcase_add_test(tc, sums_are_compensated);
+	tcase_add_test(tc, in_dtype_rounds_and_sums_in_f32);
+	tcase_add_test(tc, in_dtype_sums_pairwise_and_keeps_f32_inside);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("layout");
 	tcase_add_test(tc, transpose_every_3d_perm);
@@ -1381,7 +1431,6 @@ static Suite *interp_suite(void)
 	tc = tcase_create("dropout_cast");
 	tcase_add_test(tc, dropout_mask_and_scale);
 	tcase_add_test(tc, round_to_ties_even);
-	tcase_add_test(tc, in_dtype_rounds_and_sums_in_f32);
 	tcase_add_test(tc, cast_to_each_dtype);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("memory");
