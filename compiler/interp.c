@@ -819,9 +819,15 @@ static void eval_matmul(const Eval *e, const FgNode *n, const double *A, const d
 	if (M * N == 0 || !walk_init(&w, nb, bn, 3, st))
 		return;
 	do {
-		for (int64_t t = 0; t < walk_len(&w); t++)
-			(f32 ? gemm_f32 : gemm)(C + w.off[0] + t * walk_stride(&w, 0), A + w.off[1] + t * walk_stride(&w, 1),
-						B + w.off[2] + t * walk_stride(&w, 2), M, K, N);
+		for (int64_t t = 0; t < walk_len(&w); t++) {
+			double *c = C + w.off[0] + t * walk_stride(&w, 0);
+			const double *a = A + w.off[1] + t * walk_stride(&w, 1);
+			const double *b = B + w.off[2] + t * walk_stride(&w, 2);
+			if (f32)
+				gemm_f32(c, a, b, M, K, N);
+			else
+				gemm(c, a, b, M, K, N);
+		}
 	} while (walk_next(&w));
 }
 

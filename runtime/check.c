@@ -8,8 +8,9 @@
  * RMSE (rmse_m > 0, for reductions and matmuls whose summation order
  * legitimately differs): rmse(a, ref) <= m * rmse(base, ref) + atol, where
  * ref is the f64 reference and base the baseline: the reference computed
- * in the dtype (testing.md's ref_in_dtype: `fgc run --in-dtype`, every op
- * rounded to its dtype and sums in f32) when given, else round(ref), the
+ * in the dtype (testing.md's ref_in_dtype: `fgc run --in-dtype`, each
+ * float op rounded as an op-by-op program would; docs/interpreter.md)
+ * when given, else round(ref), the
  * reference rounded to the dtype; either way the bar scales with what the
  * dtype can compute, and never falls below one rounding of each element
  * (u * rms(ref) / sqrt(3)).
