@@ -521,31 +521,41 @@ static void reduce_row(FgOp op, double *o, double *comp, int64_t so,
 	}
 }
 
-/* Reductions walk the operand in C order (cache friendly) and scatter into
- * the output through strides that are 0 on the reduced axes; keepdims
- * changes the shape, never the layout.  comp holds the sums' compensation
- * terms (SUM and MEAN only). */
-static void eval_reduce(const Eval *e, const FgNode *n, const double *x, double *out, double *comp)
+/* A reduction's walk: st[0] the operand's C-order strides, st[1] the
+ * output's, 0 on the reduced axes; *count the elements each output sums.
+ * Returns the output's element count. */
+static int64_t reduce_strides(const FgNode *n, const FgShape *xs, int64_t (*st)[FG_MAX_RANK], int64_t *count)
 {
-	const FgNode *xn = &e->g->nodes[n->in[0]];
-	const FgShape *xs = &xn->shape;
-	int64_t st[WALK_MAXOP][FG_MAX_RANK];
-	int64_t count = 1, nout = 1;
-	Walk w;
+	int64_t nout = 1;
 
 	FG_ASSERT((n->a.red.axes >> xs->rank) == 0);
 	FG_ASSERT(!n->a.red.keepdims || n->shape.rank == xs->rank);
 	contig_strides(xs, st[0]);
+	*count = 1;
 	for (int i = xs->rank - 1; i >= 0; i--) {
 		if (n->a.red.axes >> i & 1) {
 			st[1][i] = 0;
-			count *= xs->d[i];
+			*count *= xs->d[i];
 		} else {
 			st[1][i] = nout;
 			nout *= xs->d[i];
 		}
 	}
 	FG_ASSERT(nout == numel(&n->shape));
+	return nout;
+}
+
+/* Reductions walk the operand in C order (cache friendly) and scatter into
+ * the output through strides that are 0 on the reduced axes; keepdims
+ * changes the shape, never the layout.  comp holds the sums' compensation
+ * terms (SUM and MEAN only). */
+static void eval_reduce(const Eval *e, const FgNode *n, const double *x, double *out, double *comp)
+{
+	const FgShape *xs = &e->g->nodes[n->in[0]].shape;
+	int64_t st[WALK_MAXOP][FG_MAX_RANK], count;
+	int64_t nout = reduce_strides(n, xs, st, &count);
+	Walk w;
+
 	double init = n->op == FG_OP_MAX ? -INFINITY : n->op == FG_OP_MIN ? INFINITY : 0.0;
 	for (int64_t i = 0; i < nout; i++)
 		out[i] = init;
@@ -573,21 +583,10 @@ static void eval_reduce(const Eval *e, const FgNode *n, const double *x, double 
 static int eval_reduce_f32(Eval *e, const FgNode *n, const double *x, double *out)
 {
 	const FgShape *xs = &e->g->nodes[n->in[0]].shape;
-	int64_t st[WALK_MAXOP][FG_MAX_RANK];
-	int64_t count = 1, nout = 1;
+	int64_t st[WALK_MAXOP][FG_MAX_RANK], count;
+	int64_t nout = reduce_strides(n, xs, st, &count);
 	Walk w;
 
-	contig_strides(xs, st[0]);
-	for (int i = xs->rank - 1; i >= 0; i--) {
-		if (n->a.red.axes >> i & 1) {
-			st[1][i] = 0;
-			count *= xs->d[i];
-		} else {
-			st[1][i] = nout;
-			nout *= xs->d[i];
-		}
-	}
-	FG_ASSERT(nout == numel(&n->shape));
 	double *buf = malloc((size_t)(nout * count > 0 ? nout * count : 1) * sizeof *buf);
 	int64_t *pos = calloc((size_t)(nout > 0 ? nout : 1), sizeof *pos);
 	if (buf == NULL || pos == NULL) {
