@@ -332,7 +332,6 @@ struct Emit {
 	FG_VEC(const char *) gemms;     /* FgrtGemm definitions */
 	int64_t scratch;
 	FgGemmChoice gemm;
-	int tf32;               /* --tf32 */
 	int errors;
 };
 
@@ -2402,10 +2401,10 @@ static const char *own_gemm_refusal(const Kern *k, const GemmPlan *p)
 	const int mm = p->mm;
 	const FgNode *n = &k->g->nodes[mm];
 	const FgShape *as = shape_of(k, p->A), *bs = shape_of(k, p->B), *os = &n->shape;
-	const int tf32 = n->dt == FG_DT_F32 && k->E->tf32;
+	const int tf32 = n->dt == FG_DT_F32 && k->plan->opt.tf32;
 	if ((n->dt != FG_DT_F16 && n->dt != FG_DT_BF16 && !tf32) || k->g->nodes[p->A].dt != n->dt ||
 	    k->g->nodes[p->B].dt != n->dt)
-		return k->E->tf32 ? "operands other than f16, bf16 or f32" : "operands other than f16 or bf16 (f32 "
+		return k->plan->opt.tf32 ? "operands other than f16, bf16 or f32" : "operands other than f16 or bf16 (f32 "
 		       "with --tf32)";
 	if (tf32 && (p->ta || !p->tb))
 		return "tf32 operands not both K-major (wgmma transposes 16-bit ones only: A [M,K] and B [N,K])";
@@ -2661,7 +2660,7 @@ static void emit_gemm(Emit *E, Kern *k)
 		"%s"
 		"};\n",
 		k->gr->name, k->plan->names[mm], k->plan->names[A], ta ? "^T" : "", k->plan->names[B], tb ? "^T" : "",
-		slot, k->g->nodes[A].dt == FG_DT_F32 && E->tf32 ? "FGRT_TF32" : rt_dtype(k->g->nodes[A].dt),
+		slot, k->g->nodes[A].dt == FG_DT_F32 && E->plan->opt.tf32 ? "FGRT_TF32" : rt_dtype(k->g->nodes[A].dt),
 		direct || ep ? rt_dtype(n->dt) : "FGRT_F32",
 		(long long)M, (long long)N, (long long)K, ta, tb,
 		(long long)(nd ? cnt[0] : 1), (long long)(nd ? ms[0][0] : 0), (long long)(nd ? ms[1][0] : 0),
@@ -2723,7 +2722,6 @@ const char *fg_cuda_gemm_note(const FgPlan *plan, int gi)
 	E.g = g;
 	E.plan = plan;
 	E.gemm = FG_GEMM_AUTO;
-	E.tf32 = plan->opt.tf32;
 	E.member = fg_arena_array(E.a, (size_t)g->nnodes + 1, sizeof(int));
 	Kern k;
 	GemmPlan p;
@@ -2804,7 +2802,7 @@ static void rmse_gates(Emit *E, unsigned char *rmse)
 	for (int id = 0; id < g->nnodes; id++) {
 		const FgNode *n = &g->nodes[id];
 		FgOpClass c = fg_op_info[n->op].cls;
-		int tf32 = c == FG_CLASS_MATMUL && E->tf32 && g->nodes[n->in[0]].dt == FG_DT_F32;
+		int tf32 = c == FG_CLASS_MATMUL && E->plan->opt.tf32 && g->nodes[n->in[0]].dt == FG_DT_F32;
 		rmse[id] = c == FG_CLASS_REDUCE || c == FG_CLASS_MATMUL;
 		for (int j = 0; j < n->nin; j++) {
 			rmse[id] |= rmse[n->in[j]] != 0 || read_back[n->in[j]];
@@ -2908,13 +2906,12 @@ static void emit_header(Emit *E, const char *source)
 	fprintf(E->f, "#include \"fg_device.cuh\"\n#include \"fg_gemm_sm90.cuh\"\n\n");
 }
 
-int fg_cuda_emit(FILE *f, const FgPlan *plan, const char *source, FgGemmChoice gemm, int tf32, FgDiag *d)
+int fg_cuda_emit(FILE *f, const FgPlan *plan, const char *source, FgGemmChoice gemm, FgDiag *d)
 {
 	Emit E;
 	const FgGraph *g = plan->g;
 	memset(&E, 0, sizeof E);
 	E.gemm = gemm;
-	E.tf32 = tf32;
 	E.a = g->arena;
 	E.g = g;
 	E.plan = plan;
@@ -3104,7 +3101,7 @@ int fg_cuda_compile(const FgPlan *plan, const FgCudaOptions *o, FgDiag *d)
 		fg_error(d, (FgLoc){0, 0}, "cannot write '%s': %s", cu, strerror(errno));
 		goto out;
 	}
-	int errors = fg_cuda_emit(f, plan, o->source ? o->source : "", gemm, o->tf32, d);
+	int errors = fg_cuda_emit(f, plan, o->source ? o->source : "", gemm, d);
 	int bad = ferror(f);
 	if (fclose(f) != 0 || bad) {
 		fg_error(d, (FgLoc){0, 0}, "cannot write '%s'", cu);

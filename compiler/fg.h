@@ -654,14 +654,13 @@ typedef struct FgCudaOptions {
 	const char *arch;       /* --arch, for build: sm_90a when NULL */
 	int build;              /* --build: run nvcc on OUT.cu and the runtime */
 	FgGemmChoice gemm;      /* --gemm */
-	int tf32;               /* --tf32: f32 matmuls may multiply as tf32 */
 } FgCudaOptions;
 
 /* Writes plan as one CUDA C++ file: a kernel per group, the program table
- * and fg_program_run() (runtime/fgrt_program.h); with tf32, f32 matmuls
- * run on cuBLASLt's tf32 path.  Returns the number of groups it cannot
+ * and fg_program_run() (runtime/fgrt_program.h); with plan->opt.tf32, f32
+ * matmuls may multiply as tf32.  Returns the number of groups it cannot
  * compile, each reported through d. */
-int fg_cuda_emit(FILE *f, const FgPlan *plan, const char *source, FgGemmChoice gemm, int tf32, FgDiag *d);
+int fg_cuda_emit(FILE *f, const FgPlan *plan, const char *source, FgGemmChoice gemm, FgDiag *d);
 /* What `fgc compile` (--gemm auto) does with gemm group gi, in a phrase for
  * fgc report: the generated matmul or cuBLASLt, and why; NULL for other
  * groups. */

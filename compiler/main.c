@@ -307,7 +307,7 @@ static int command(int cmd, const Options *o, FgGraph *g, FgDiag *d)
 			fg_report_dot(stdout, &plan);
 		return 0;
 	case 5: {
-		FgCudaOptions co = {o->out, o->file, o->arch, o->build, FG_GEMM_AUTO, o->fuse.tf32};
+		FgCudaOptions co = {o->out, o->file, o->arch, o->build, FG_GEMM_AUTO};
 		if (o->gemm)
 			co.gemm = !strcmp(o->gemm, "fgc") ? FG_GEMM_FGC : !strcmp(o->gemm, "cublaslt") ? FG_GEMM_CUBLASLT : FG_GEMM_AUTO;
 		return fg_cuda_compile(&plan, &co, d);
