@@ -79,14 +79,21 @@ def kernel_bench(binary, shape):
     return found
 
 
-def torch_peers(shape, args):
-    """PyTorch's callables for one shape, the epilogue graph checked."""
+def operands(shape, seed):
+    """PyTorch's bf16 operands for shape M,N,K: a [M,K], b [K,N], bias [N],
+    res [M,N], drawn from seed."""
     m, n, k = (int(x) for x in shape.split(","))
-    g = torch.Generator(device="cuda").manual_seed(args.seed)
+    g = torch.Generator(device="cuda").manual_seed(seed)
     a = torch.rand(m, k, device="cuda", generator=g).sub_(0.5).to(torch.bfloat16)
     b = torch.rand(k, n, device="cuda", generator=g).sub_(0.5).mul_(0.05).to(torch.bfloat16)
     bias = torch.rand(n, device="cuda", generator=g).sub_(0.5).to(torch.bfloat16)
     res = torch.rand(m, n, device="cuda", generator=g).sub_(0.5).to(torch.bfloat16)
+    return a, b, bias, res
+
+
+def torch_peers(shape, args):
+    """PyTorch's callables for one shape, the epilogue graph checked."""
+    a, b, bias, res = operands(shape, args.seed)
 
     def epilogue(a, b, bias, res):
         return F.gelu(a @ b + bias) + res
@@ -156,7 +163,7 @@ def ncu_kernels(cmd):
     return [kernels[i] for i in sorted(kernels)], p.stdout
 
 
-def per_clock(binary, shape):
+def per_clock(binary, shape, seed):
     """gemm_sm90 --profile's variants and torch.matmul under ncu: variant
     name -> {"name", "ms", "cycles"} (the fair comparison per clock: the
     timed rows follow the power-managed clocks of each process)."""
@@ -166,19 +173,17 @@ def per_clock(binary, shape):
     if len(names) != len(found):
         raise RuntimeError("%s: %d variants, %d kernels profiled" % (" ".join(cmd), len(names), len(found)))
     out = dict(zip(names, found))
-    mm, _ = ncu_kernels([sys.executable, os.path.abspath(__file__), "--ncu-torch", shape])
+    mm, _ = ncu_kernels([sys.executable, os.path.abspath(__file__), "--ncu-torch", shape, str(seed)])
     if len(mm) != 1:
         raise RuntimeError("torch.matmul ran %d kernels under ncu, not one" % len(mm))
     out["torch.matmul (cuBLAS) plain"] = mm[0]
     return out
 
 
-def ncu_torch(shape):
-    """What ncu profiles for per_clock: one torch.matmul of gemm_table's
-    inputs, after a warm-up call."""
-    m, n, k = (int(x) for x in shape.split(","))
-    a = torch.rand(m, k, device="cuda").sub_(0.5).to(torch.bfloat16)
-    b = torch.rand(k, n, device="cuda").sub_(0.5).mul_(0.05).to(torch.bfloat16)
+def ncu_torch(shape, seed):
+    """What ncu profiles for per_clock: one torch.matmul of the timed rows'
+    operands, after a warm-up call."""
+    a, b, _, _ = operands(shape, seed)
     torch.matmul(a, b)
     torch.cuda.synchronize()
     torch.cuda.cudart().cudaProfilerStart()
@@ -209,7 +214,7 @@ def bench_kernels(args):
                 row["compile_check"] = check
             if i == 0:
                 try:
-                    row["ncu"] = per_clock(binary, shape)
+                    row["ncu"] = per_clock(binary, shape, args.seed)
                 except Exception as e:  # no ncu, or no permission: the timed rows stand
                     row["ncu_error"] = peers.first_line(e)
         except Exception as e:  # one shape's failure must not lose the others' rows
@@ -394,8 +399,8 @@ def write_tables(args, env, kernels, samples):
 
 
 def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--ncu-torch":     # per_clock's child, under ncu
-        ncu_torch(sys.argv[2])
+    if len(sys.argv) == 4 and sys.argv[1] == "--ncu-torch":     # per_clock's child, under ncu
+        ncu_torch(sys.argv[2], int(sys.argv[3]))
         return
     args = parse_args()
     if not torch.cuda.is_available():
