@@ -512,12 +512,13 @@ void fg_pass_expand(FgGraph *g);
 /* -------------------------------------------------------- passes/fuse.c */
 
 /* X(ID, name): the kinds of fusion group; each runs as one kernel (a full
- * reduction as two). */
+ * reduction as two).  The name is also the file of its CUDA emitter,
+ * compiler/cuda/NAME.c. */
 #define FG_GROUP_KINDS(X)                                                      \
-	X(LOOP, "loop")                                                        \
-	X(ROWREDUCE, "rowreduce")                                              \
-	X(REDUCE, "reduce")                                                    \
-	X(GEMM, "gemm")
+	X(LOOP, loop)                                                          \
+	X(ROWREDUCE, rowreduce)                                                \
+	X(REDUCE, reduce)                                                      \
+	X(GEMM, gemm)
 
 typedef enum FgGroupKind {
 #define X(id, name) FG_GROUP_##id,
@@ -639,11 +640,11 @@ void fg_extract_group(const FgPlan *plan, int gi, FgGraph *out);
  * 1 after reporting the differences. */
 int fg_plan_verify(const FgPlan *plan, uint64_t seed, FgDiag *d);
 
-/* ------------------------------------------------------ compiler/cuda.c */
+/* ------------------------------------------------------ compiler/cuda/ */
 
 /* fgc compile --gemm: who runs a float matmul.  AUTO: the generated sm_90a
  * kernel where cuBLASLt cannot fuse the group's epilogue, cuBLASLt
- * elsewhere (compiler/cuda.c states the rule); CUBLASLT: cuBLASLt always
+ * elsewhere (compiler/cuda/gemm.c states the rule); CUBLASLT: cuBLASLt always
  * (an epilogue off its menu is a kernel of its own); FGC: the generated
  * kernel wherever it can run the group. */
 typedef enum FgGemmChoice { FG_GEMM_AUTO, FG_GEMM_CUBLASLT, FG_GEMM_FGC } FgGemmChoice;

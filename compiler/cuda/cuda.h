@@ -1,0 +1,273 @@
+/*
+ * cuda.h - the CUDA backend's own header: its types, then a section per
+ * source file of compiler/cuda/, as compiler/fg.h is for the compiler.
+ *
+ * The backend writes a fusion plan as one CUDA C++ file: a __global__
+ * kernel per group (two for a reduction over all axes or split into slabs,
+ * a functor for the generated matmul), then the program table and
+ * fg_program_run(), which the host runtime (runtime/fgrt_host.cu, contract
+ * in runtime/fgrt_program.h) calls.  The pieces:
+ *
+ *   text.c       formatting, literals, the dtypes' CUDA names
+ *   kernel.c     a kernel's text in scopes, its signature and comment
+ *   index.c      index arithmetic: coordinates, flat indices, lanes
+ *   gen.c        a value at an index, as C expressions
+ *   access.c     loads and stores, vectorized where the lanes allow
+ *   reduction.c  what row and other-axes reductions share
+ *   loop.c rowreduce.c reduce.c gemm.c
+ *                one file per group kind: its kernel and launches
+ *   program.c    the kind table, the tensor and launch tables, fg_program_run
+ *   nvcc.c       fgc compile: the file, then nvcc
+ *
+ * Invariants: the output depends on the plan alone (no addresses, no hash
+ * order), so the same model gives the same bytes; everything is allocated
+ * from the graph's arena.
+ */
+#ifndef FG_CUDA_H
+#define FG_CUDA_H
+
+#include <stdarg.h>
+
+#include "fg.h"
+
+#define MAXLV 4                 /* scope levels */
+#define LOOP_BLOCK 256          /* threads per block of loop and reduce kernels */
+#define MAX_GRID (1 << 20)      /* blocks of a grid-stride loop */
+#define FULL_BLOCKS 1024        /* partials of a reduction over all axes */
+#define MAX_LANES 8             /* elements per thread of a vectorized kernel */
+#define REG_LIMIT 128           /* registers a thread may use by the estimate
+				   (fgc's default --reg-limit) */
+
+/* ---------------------------------------------------------------- types */
+
+typedef struct Line {
+	const char *text;       /* without indentation or newline */
+	const char *def;        /* a removable definition: the name it defines */
+} Line;
+typedef FG_VEC(Line) Lines;
+
+typedef struct Val {
+	const char *e;          /* a variable or a literal */
+	int lv;                 /* the scope it is defined in */
+} Val;
+
+/* An index into a value of shape s (rank s.rank): coordinates as C
+ * expressions ("0" on every unit dim), each with its scope level, and the
+ * C-order flat index when known.
+ *
+ * Lanes.  A vectorized kernel computes vw neighbouring elements per
+ * thread; the index of lane `lane` (vw > 1) says where the lanes go:
+ * along coordinate vd, lane l at vbase + l (vlin + l the flat index, when
+ * lin is known), vbase being vmis past a multiple of vw; vd = LANES_SAME:
+ * every lane reads this one element; LANES_APART: somewhere else, element
+ * by element.  cu_load() and cu_store_lanes() turn lanes that sit side by side
+ * in memory, aligned, into one vector access.  With vw below 2 the lane
+ * fields mean nothing (an index of a scalar kernel, or one built from
+ * coordinates: vd is 0 there). */
+typedef struct Ix {
+	int rank;
+	const char *c[FG_MAX_RANK];
+	int lv[FG_MAX_RANK];
+	const char *lin;
+	int lin_lv;
+	int vw, lane, vd, vmis;
+	const char *vbase, *vlin;
+} Ix;
+
+enum { LANES_SAME = -1, LANES_APART = -2 };
+
+typedef struct Memo {
+	int id;
+	const char *key;
+	Val v;
+} Memo;
+
+typedef struct Name {
+	const char *s;
+	int lv;
+} Name;
+
+typedef struct Cached {         /* coordinates already derived from a flat index */
+	const char *lin;
+	FgShape s;
+	Ix ix;
+	int lv;
+} Cached;
+
+typedef struct Red {            /* a reduction of the kernel */
+	int id;
+	const char *acc;        /* its accumulator */
+	const char *var;        /* its value, once reduced (NULL before) */
+	int lv;
+	Ix at;                  /* the one index of its result a thread sees */
+	int pass;               /* rowreduce: the pass that computes it */
+} Red;
+
+typedef struct Param {
+	const char *decl;       /* const float *__restrict__ t_x */
+	const char *arg;        /* what the host passes: t_x */
+} Param;
+
+typedef struct Emit Emit;
+
+typedef struct Kern {
+	Emit *E;
+	FgArena *a;
+	const FgGraph *g;
+	const FgPlan *plan;
+	int gi;
+	const FgGroup *gr;
+	const char *idx;        /* the index type: int or int64_t */
+	int depth;
+	Lines lines[MAXLV];
+	FG_VEC(Memo) memo;
+	FG_VEC(Name) names;
+	FG_VEC(Cached) cache;
+	FG_VEC(Red) reds;
+	unsigned char *used;    /* per read (index in gr->reads): loaded */
+	int mm;                 /* gemm epilogue: the matmul, read from scratch */
+	const char *acc[2];     /* ... or, in the generated matmul, the
+				   accumulators of lanes 0 and 1 */
+	int nc;                 /* loads through the read-only path (ld.global.nc),
+				   free to move above the kernel's stores */
+	int failed;
+} Kern;
+
+typedef struct Launch {
+	const char *kernel;
+	int group;
+	int64_t grid, block;
+} Launch;
+
+struct Emit {
+	FgArena *a;
+	const FgGraph *g;
+	const FgPlan *plan;
+	FgDiag *d;
+	FILE *f;
+	int *member;            /* per node: group index + 1 while its group is emitted */
+	int *tensor;            /* per node: its entry in the tensor table, or -1 */
+	int ntensors;
+	FG_VEC(int) tensors;    /* the table: node ids */
+	FG_VEC(Launch) launches;
+	FG_VEC(const char *) run;       /* fg_program_run's body */
+	FG_VEC(const char *) gemms;     /* FgrtGemm definitions */
+	int64_t scratch;
+	FgGemmChoice gemm;
+	int errors;
+};
+
+typedef struct RedInfo {
+	FgShape S;              /* the reductions' input shape: the space */
+	uint32_t axes;          /* reduced axes of S */
+	FgShape kept, red;      /* S's kept and reduced dims, in order */
+	int64_t nkept, nred;
+} RedInfo;
+
+/* ------------------------------------------------ compiler/cuda/text.c */
+
+char *cu_vfmt(FgArena *a, const char *fmt, va_list ap);
+char *cu_fmt(FgArena *a, const char *f, ...) FG_PRINTF(2, 3);
+int cu_is_ident_char(char c);
+int cu_simple(const char *s);
+const char *cu_paren(FgArena *a, const char *s);
+const char *cu_c_string(FgArena *a, const char *s);
+const char *cu_in_comment(FgArena *a, const char *s);
+int cu_uses(const char *s, const char *id);
+const char *cu_ctype(FgDtype dt);
+const char *cu_stype(FgDtype dt);
+const char *cu_rt_dtype(FgDtype dt);
+const char *cu_literal(FgArena *a, FgDtype dt, double v);
+const char *cu_shape_str(FgArena *a, FgDtype dt, const FgShape *s);
+const char *cu_store_fn(FgDtype dt);
+
+/* ---------------------------------------------- compiler/cuda/kernel.c */
+
+void cu_kern_error(Kern *k, int id, const char *fmt_, ...) FG_PRINTF(3, 4);
+void cu_kline(Kern *k, int lv, const char *def, const char *f, ...) FG_PRINTF(4, 5);
+const char *cu_fresh(Kern *k, int lv, const char *base);
+void cu_kopen(Kern *k);
+void cu_kclose(Kern *k, const char *head);
+void cu_drop_unused(Kern *k, Lines *ls);
+void cu_kern_init(Kern *k, Emit *E, int gi);
+void cu_kern_done(Kern *k);
+void cu_emit_comment(Emit *E, int gi, const char *what);
+const char *cu_emit_kernel(Kern *k, const char *name, int block, const Param *extra, int nextra,
+			       int with_writes);
+int64_t cu_grid_for(int64_t n, int64_t block);
+const char *cu_stride_loop(Kern *k, const char *v, int64_t n);
+int cu_sink(const Kern *k);
+int cu_regs_for(const Kern *k, int n);
+int cu_lane_width(const Kern *k, int64_t inner, int regs);
+
+/* ----------------------------------------------- compiler/cuda/index.c */
+
+int cu_fits(const FgShape *s, const FgShape *space);
+const FgShape *cu_shape_of(const Kern *k, int id);
+int64_t cu_numel(const FgShape *s);
+Ix cu_ix_from_lin(Kern *k, const FgShape *s, const char *lin, int lv, const char *prefix);
+const char *cu_ix_linear(Kern *k, const Ix *x, const FgShape *s);
+int cu_ix_level(const Ix *x, const FgShape *s);
+Ix cu_ix_bcast(const Ix *x, const FgShape *fs, const FgShape *to);
+void cu_lane_coords(Kern *k, Ix *x);
+Ix cu_lane0(Kern *k, const Ix *x);
+int cu_lanes_contiguous(const Ix *x, const FgShape *s);
+const char *cu_write_cond(Kern *k, const Ix *x, const FgShape *fs, const FgShape *to);
+Ix cu_ix_reshape(Kern *k, const Ix *x, const FgShape *fs, const FgShape *ts);
+int cu_innermost(const FgShape *s);
+Ix cu_lane_of(Kern *k, const Ix *x, int vd, int vw, int l);
+
+/* ------------------------------------------------- compiler/cuda/gen.c */
+
+int cu_is_member(const Kern *k, int id);
+const char *cu_tensor_param(const Kern *k, int id);
+const char *cu_memo_key(Kern *k, int id, const Ix *x);
+Val cu_gen(Kern *k, int id, const Ix *x);
+
+/* ---------------------------------------------- compiler/cuda/access.c */
+
+Val cu_load(Kern *k, int id, const Ix *x);
+void cu_store(Kern *k, int w, const Ix *x, const char *cond, const char *extra_cond);
+void cu_store_lanes(Kern *k, int w, const Ix *xs, const char *const *conds, const char *extra_cond);
+
+/* ------------------------------------------- compiler/cuda/reduction.c */
+
+const char *cu_acc_type(const Kern *k, const FgNode *n);
+const char *cu_red_functor(const FgNode *n);
+const char *cu_red_step(Kern *k, const FgNode *n, const char *acc, const char *v);
+const char *cu_red_final(Kern *k, const FgNode *n, const char *acc, int64_t count);
+Ix cu_merge_ix(const RedInfo *ri, const Ix *kc, const Ix *rc, const char *lin, int lin_lv);
+Ix cu_result_ix(const Kern *k, const RedInfo *ri, int id, const Ix *kc, const char *lin, int lv);
+unsigned char *cu_after_reduction(Kern *k);
+int cu_write_place(const Kern *k, const RedInfo *ri, int first, const unsigned char *dep, int w);
+void cu_declare_reds(Kern *k, int lv, int pass, const int *passes);
+void cu_accumulate(Kern *k, const Ix *x, int pass, const int *passes);
+void cu_collect_reds(Kern *k);
+int cu_group_reductions(Kern *k, RedInfo *ri, const char *what);
+const char *cu_row_desc(Emit *E, const RedInfo *ri, const char *how);
+void cu_store_reduced(Kern *k, const RedInfo *ri, int first, const unsigned char *dep, const Ix *at,
+			  const char *extra_cond);
+void cu_store_space(Kern *k, const RedInfo *ri, int first, const unsigned char *dep, const Ix *xs, int nl,
+			const char *extra_cond);
+
+/* ------------------------------------------------- the group kinds */
+
+/* A group kind's emitter: writes group k's kernels (through E) and adds
+ * its launches; on a group it cannot compile it reports why and sets
+ * k->failed.  One per kind, cu_emit_KIND in compiler/cuda/KIND.c, found
+ * through FG_GROUP_KINDS (program.c): a new kind is a file and a row. */
+typedef void CuEmitFn(Emit *E, Kern *k);
+#define X(id, stem) CuEmitFn cu_emit_##stem;
+FG_GROUP_KINDS(X)
+#undef X
+
+/* ------------------------------------------------ compiler/cuda/loop.c */
+
+void cu_loop_kernel(Emit *E, Kern *k, int space_id, const Param *extra, int nextra, const char *what);
+
+/* --------------------------------------------- compiler/cuda/program.c */
+
+void cu_add_call(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *line);
+void cu_add_launch(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *args);
+
+#endif

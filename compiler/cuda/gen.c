@@ -1,0 +1,340 @@
+/*
+ * gen.c - a value at an index, as C expressions in the kernel's scopes.
+ *
+ * A group is a cone of elementwise and layout ops (plus reductions, or a
+ * matmul); every value it writes is computed per element by cu_gen(),
+ * which evaluates a node at an index (an Ix: one C expression per
+ * coordinate, and the C-order flat index when it is known) by evaluating
+ * its operands at the indices the op maps it to: broadcasting drops and
+ * zeroes coordinates, transpose permutes them, slice offsets one, reshape
+ * goes through the flat index, concat reads every operand at a clamped
+ * index and selects.  A value already computed at the same index is
+ * reused (memo); a value reached at two indices is computed twice, which
+ * is always correct.  Operands outside the group are loaded (access.c).
+ */
+#include <string.h>
+
+#include "cuda.h"
+#include "fgrt_philox.h"
+
+int cu_is_member(const Kern *k, int id)
+{
+	return k->E->member[id] == k->gi + 1 && id != k->mm;
+}
+
+const char *cu_tensor_param(const Kern *k, int id)
+{
+	return cu_fmt(k->a, "t_%s", k->plan->names[id]);
+}
+
+const char *cu_memo_key(Kern *k, int id, const Ix *x)
+{
+	size_t len = 16;
+	for (int i = 0; i < x->rank; i++)
+		len += strlen(x->c[i]) + 1;
+	char *s = fg_arena_alloc(k->a, len);
+	char *p = s;
+	p += sprintf(p, "%d:", id);
+	for (int i = 0; i < x->rank; i++)
+		p += sprintf(p, "%s,", x->c[i]);
+	(void)p;
+	return s;
+}
+
+/* A new variable of node id's compute type holding expr, in scope lv. */
+static Val define(Kern *k, int id, int lv, const char *expr)
+{
+	const FgNode *n = &k->g->nodes[id];
+	const char *v = cu_fresh(k, lv, cu_fmt(k->a, "v_%s", k->plan->names[id]));
+	cu_kline(k, lv, NULL, "const %s %s = %s;", cu_ctype(n->dt), v, expr);
+	return (Val){v, lv};
+}
+
+/* The op's CUDA expression (FG_OPS' cuda column) with a, b, c replaced by
+ * the operands' expressions. */
+static const char *subst(FgArena *a, const char *t, const Val *ops, int nops)
+{
+	size_t cap = strlen(t) + 1;
+	for (int i = 0; i < nops; i++)
+		cap += 4 * (strlen(ops[i].e) + 2);
+	char *out = fg_arena_alloc(a, cap), *o = out;
+	while (*t) {
+		if (cu_is_ident_char(*t)) {
+			const char *s = t;
+			while (cu_is_ident_char(*t))
+				t++;
+			size_t n = (size_t)(t - s);
+			int which = n == 1 && s[0] >= 'a' && s[0] <= 'c' ? s[0] - 'a' : -1;
+			if (which >= 0 && which < nops) {
+				const char *e = cu_paren(a, ops[which].e);
+				size_t m = strlen(e);
+				memcpy(o, e, m);
+				o += m;
+			} else {
+				memcpy(o, s, n);
+				o += n;
+			}
+		} else {
+			*o++ = *t++;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+static const char *cast_expr(Kern *k, FgDtype to, FgDtype from, const char *a)
+{
+	int fromint = from == FG_DT_I32;
+	a = cu_paren(k->a, a);
+	switch (to) {
+	case FG_DT_F32:
+		return fromint ? cu_fmt(k->a, "(float)%s", a) : a;
+	case FG_DT_F16:
+		return cu_fmt(k->a, fromint ? "fg_round_f16((float)%s)" : "fg_round_f16(%s)", a);
+	case FG_DT_BF16:
+		return cu_fmt(k->a, fromint ? "fg_round_bf16((float)%s)" : "fg_round_bf16(%s)", a);
+	case FG_DT_I32:
+		return fromint ? a : cu_fmt(k->a, "fg_cast_i32(%s)", a);
+	default:
+		return cu_fmt(k->a, fromint ? "(%s != 0 ? 1.0f : 0.0f)" : "(%s != 0.0f ? 1.0f : 0.0f)", a);
+	}
+}
+
+/* Whether the divisor ops[1] of a float division computed in scope lv
+ * is the same for many quotients: a value of an outer scope, or a
+ * reduction's result (a row's sum divides every element of the row). */
+static int uniform_divisor(const Kern *k, const Val *ops, int lv)
+{
+	const char *d = ops[1].e;
+	if (!((d[0] >= 'a' && d[0] <= 'z') || d[0] == '_'))
+		return 0;       /* a literal (1.5f, (-2.0f), CUDART_INF_F): nvcc divides by it exactly */
+	if (ops[1].lv < lv)
+		return 1;
+	for (int i = 0; i < k->reds.n; i++)
+		if (k->reds.v[i].var && strcmp(k->reds.v[i].var, d) == 0)
+			return 1;
+	return 0;
+}
+
+/* 1 / d, once, where d is defined: a division by a uniform divisor becomes
+ * a multiplication (within 2 ulp of the quotient in f32, far inside every
+ * float dtype's tolerance), which costs one instruction, not a dozen. */
+static const char *reciprocal(Kern *k, Val d)
+{
+	const char *key = cu_fmt(k->a, "R%s", d.e);
+	for (int i = k->memo.n - 1; i >= 0; i--)
+		if (k->memo.v[i].id == -1 && strcmp(k->memo.v[i].key, key) == 0)
+			return k->memo.v[i].v.e;
+	const char *r = cu_fresh(k, d.lv, cu_fmt(k->a, "rcp_%s", cu_simple(d.e) ? d.e : "d"));
+	cu_kline(k, d.lv, r, "const float %s = 1.0f / %s;", r, cu_paren(k->a, d.e));
+	Memo m = {-1, key, {r, d.lv}};
+	fg_vec_push(k->a, &k->memo, m);
+	return r;
+}
+
+static Val gen_ew(Kern *k, int id, const Ix *x)
+{
+	const FgNode *n = &k->g->nodes[id];
+	Val ops[3];
+	int lv = 0;
+	FG_ASSERT(n->nin >= 1 && n->nin <= 3);
+	for (int j = 0; j < n->nin; j++) {
+		Ix y = cu_ix_bcast(x, &n->shape, cu_shape_of(k, n->in[j]));
+		ops[j] = cu_gen(k, n->in[j], &y);
+		if (ops[j].lv > lv)
+			lv = ops[j].lv;
+	}
+	const char *e;
+	switch (n->op) {
+	case FG_OP_IDENTITY:
+		return ops[0];
+	case FG_OP_CAST:
+		e = cast_expr(k, n->dt, k->g->nodes[n->in[0]].dt, ops[0].e);
+		break;
+	case FG_OP_DROPOUT: {
+		/* The mask of element i (C order of this node): Philox of
+		 * (seed, i), as the interpreter draws it. */
+		uint64_t thr = fgrt_dropout_threshold(n->a.drop.p);
+		int ilv = cu_ix_level(x, &n->shape);
+		if (ilv > lv)
+			lv = ilv;
+		e = cu_fmt(k->a, "fgrt_dropout_keep(%lluull, (uint64_t)%s, %lluull) ? %s / %s : 0.0f",
+			(unsigned long long)n->a.drop.seed, cu_paren(k->a, cu_ix_linear(k, x, &n->shape)),
+			(unsigned long long)thr, cu_paren(k->a, ops[0].e), cu_literal(k->a, FG_DT_F32, 1.0 - n->a.drop.p));
+		break;
+	}
+	case FG_OP_DIV:
+		if (n->dt != FG_DT_I32 && uniform_divisor(k, ops, lv)) {
+			e = cu_fmt(k->a, "%s * %s", cu_paren(k->a, ops[0].e), reciprocal(k, ops[1]));
+			break;
+		}
+		e = subst(k->a, fg_op_info[n->op].cuda, ops, n->nin);
+		break;
+	case FG_OP_ABS:
+		if (n->dt == FG_DT_I32) {
+			e = cu_fmt(k->a, "abs(%s)", ops[0].e);
+			break;
+		}
+		/* fall through */
+	default:
+		e = subst(k->a, fg_op_info[n->op].cuda, ops, n->nin);
+		break;
+	}
+	return define(k, id, lv, e);
+}
+
+static Val gen_concat(Kern *k, int id, const Ix *x)
+{
+	const FgNode *n = &k->g->nodes[id];
+	int ax = n->a.axis;
+	const char *c = x->c[ax];
+	int64_t off = 0;
+	Val v[64] = {{0}};
+	int64_t offs[64] = {0};
+	int lv = x->lv[ax];
+	if (n->nin > 64) {
+		cu_kern_error(k, id, "concat of more than 64 operands");
+		return (Val){"0", 0};
+	}
+	for (int j = 0; j < n->nin; j++) {
+		const FgShape *s = cu_shape_of(k, n->in[j]);
+		Ix y = *x;
+		y.lin = y.vlin = NULL;
+		if (x->vw > 1 && ax == x->vd)
+			y.vd = LANES_APART;
+		if (s->d[ax] == 1) {
+			y.c[ax] = "0";
+			y.lv[ax] = 0;
+		} else {
+			const char *shifted = off ? cu_fmt(k->a, "%s - %lld", cu_paren(k->a, c), (long long)off) : c;
+			y.c[ax] = cu_fmt(k->a, "fg_clamp<%s>(%s, %lld)", k->idx, shifted, (long long)(s->d[ax] - 1));
+		}
+		offs[j] = off;
+		off += s->d[ax];
+		v[j] = cu_gen(k, n->in[j], &y);
+		if (v[j].lv > lv)
+			lv = v[j].lv;
+	}
+	if (n->nin == 1)
+		return v[0];
+	const char *e = v[n->nin - 1].e;
+	for (int j = n->nin - 2; j >= 0; j--)
+		e = cu_fmt(k->a, "%s < %lld ? %s : %s", cu_paren(k->a, c), (long long)offs[j + 1], v[j].e, e);
+	return define(k, id, lv, e);
+}
+
+static Val gen_layout(Kern *k, int id, const Ix *x)
+{
+	const FgNode *n = &k->g->nodes[id];
+	const FgShape *in = cu_shape_of(k, n->in[0]);
+	Ix y;
+	memset(&y, 0, sizeof y);
+	y.rank = in->rank;
+	switch (n->op) {
+	case FG_OP_TRANSPOSE: {
+		int ident = 1;
+		for (int i = 0; i < n->shape.rank; i++) {
+			y.c[n->a.perm[i]] = x->c[i];
+			y.lv[n->a.perm[i]] = x->lv[i];
+			ident &= n->a.perm[i] == i;
+		}
+		y.vw = x->vw;
+		y.lane = x->lane;
+		y.vmis = x->vmis;
+		y.vbase = x->vbase;
+		y.vd = x->vw > 1 && x->vd >= 0 ? n->a.perm[x->vd] : x->vd;
+		if (ident) {
+			y.lin = x->lin;
+			y.lin_lv = x->lin_lv;
+			y.vlin = x->vlin;
+		}
+		break;
+	}
+	case FG_OP_SLICE: {
+		int ax = n->a.slice.axis;
+		long long st = (long long)n->a.slice.start;
+		y = *x;
+		y.lin = y.vlin = NULL;
+		if (st != 0 && x->vw > 1 && ax == x->vd) {
+			y.vbase = cu_fmt(k->a, "%s + %lld", cu_paren(k->a, x->vbase), st);
+			y.vmis = (int)((x->vmis + st) % x->vw);
+			cu_lane_coords(k, &y);
+		} else if (st != 0) {
+			y.c[ax] = strcmp(x->c[ax], "0") == 0 ? cu_fmt(k->a, "%lld", st)
+							      : cu_fmt(k->a, "%s + %lld", cu_paren(k->a, x->c[ax]), st);
+		}
+		break;
+	}
+	case FG_OP_RESHAPE:
+		y = cu_ix_reshape(k, x, &n->shape, in);
+		break;
+	case FG_OP_BROADCAST_TO:
+		y = cu_ix_bcast(x, &n->shape, in);
+		break;
+	case FG_OP_CONCAT:
+		return gen_concat(k, id, x);
+	default:
+		fg_die("gen_layout: %s", fg_op_info[n->op].name);
+	}
+	return cu_gen(k, n->in[0], &y);
+}
+
+/* A reduction's value: the thread's own row (or column, or total); any
+ * other element would need another block's work. */
+static Val gen_reduce(Kern *k, int id, const Ix *x)
+{
+	const FgShape *s = cu_shape_of(k, id);
+	for (int i = 0; i < k->reds.n; i++) {
+		Red *r = &k->reds.v[i];
+		if (r->id != id)
+			continue;
+		if (!r->var)
+			fg_die("reduction %s used before it is computed", k->plan->names[id]);
+		for (int d = 0; d < s->rank; d++)
+			if (s->d[d] > 1 && strcmp(x->c[d], r->at.c[d]) != 0) {
+				cu_kern_error(k, id, "'%s' is needed at an element this thread does not reduce "
+					   "(a reduced value broadcast across its own rows)", k->plan->names[id]);
+				return (Val){"0", 0};
+			}
+		return (Val){r->var, r->lv};
+	}
+	cu_kern_error(k, id, "reduction '%s' is not the group's own", k->plan->names[id]);
+	return (Val){"0", 0};
+}
+
+/* Node id's value at index x (of its own shape). */
+Val cu_gen(Kern *k, int id, const Ix *x)
+{
+	const FgNode *n = &k->g->nodes[id];
+	if (k->failed)
+		return (Val){"0", 0};
+	if (n->op == FG_OP_CONST)
+		return (Val){cu_literal(k->a, n->dt, n->a.value), 0};
+	const char *key = cu_memo_key(k, id, x);
+	for (int i = k->memo.n - 1; i >= 0; i--)
+		if (k->memo.v[i].id == id && strcmp(k->memo.v[i].key, key) == 0)
+			return k->memo.v[i].v;
+	Val v;
+	if (!cu_is_member(k, id)) {
+		v = cu_load(k, id, x);
+	} else {
+		switch (fg_op_info[n->op].cls) {
+		case FG_CLASS_EW:
+			v = gen_ew(k, id, x);
+			break;
+		case FG_CLASS_LAYOUT:
+			v = gen_layout(k, id, x);
+			break;
+		case FG_CLASS_REDUCE:
+			v = gen_reduce(k, id, x);
+			break;
+		default:
+			cu_kern_error(k, id, "%s inside a %s group", fg_op_info[n->op].name,
+				   fg_group_kind_name[k->gr->kind]);
+			return (Val){"0", 0};
+		}
+	}
+	Memo m = {id, key, v};
+	fg_vec_push(k->a, &k->memo, m);
+	return v;
+}

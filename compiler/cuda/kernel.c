@@ -1,0 +1,278 @@
+/*
+ * kernel.c - a kernel's text and frame: its lines, built in nested scopes,
+ * its signature from the reads it used and its writes, the comment above
+ * it, and the shapes of threads it runs (grid-stride loops, lanes per
+ * thread).
+ *
+ * Scopes.  Kernel text is built in nested scopes (0: the kernel's top, 1:
+ * a loop over elements or rows, 2: the loop inside a row or over reduced
+ * elements).  Each computed value goes to the outermost scope whose
+ * variables it uses, so a load of a scalar lands before the loops and a
+ * row's mean and rsqrt land between the row's passes, without any special
+ * case.  Coordinates are defined eagerly and dropped when their scope
+ * closes if no line uses them, so a plain elementwise kernel never
+ * divides.
+ */
+#include <stdarg.h>
+#include <string.h>
+
+#include "cuda.h"
+
+void cu_kern_error(Kern *k, int id, const char *fmt_, ...)
+{
+	va_list ap;
+	va_start(ap, fmt_);
+	char *msg = cu_vfmt(k->a, fmt_, ap);
+	va_end(ap);
+	if (!k->failed && k->E->d)     /* none: fg_cuda_gemm_note asks quietly */
+		fg_error(k->E->d, id >= 0 ? k->g->nodes[id].loc : (FgLoc){0, 0},
+			 "cannot compile group %d (%s) to CUDA yet: %s", k->gi, k->gr->name, msg);
+	k->failed = 1;
+}
+void cu_kline(Kern *k, int lv, const char *def, const char *f, ...)
+{
+	va_list ap;
+	FG_ASSERT(lv >= 0 && lv <= k->depth);
+	va_start(ap, f);
+	Line l = {cu_vfmt(k->a, f, ap), def};
+	va_end(ap);
+	fg_vec_push(k->a, &k->lines[lv], l);
+}
+
+/* A variable name not in use, based on base. */
+const char *cu_fresh(Kern *k, int lv, const char *base)
+{
+	const char *s = base;
+	for (int n = 2;; n++) {
+		int taken = 0;
+		for (int i = 0; i < k->names.n && !taken; i++)
+			taken = strcmp(k->names.v[i].s, s) == 0;
+		if (!taken)
+			break;
+		s = cu_fmt(k->a, "%s_%d", base, n);
+	}
+	Name nm = {s, lv};
+	fg_vec_push(k->a, &k->names, nm);
+	return s;
+}
+
+void cu_kopen(Kern *k)
+{
+	FG_ASSERT(k->depth + 1 < MAXLV);
+	k->depth++;
+	k->lines[k->depth].n = 0;
+}
+
+/* Closes the innermost scope into its parent as `head { lines }`; what
+ * was defined in it is forgotten. */
+void cu_kclose(Kern *k, const char *head)
+{
+	int L = k->depth;
+	int n = 0;
+	for (int i = 0; i < k->memo.n; i++)
+		if (k->memo.v[i].v.lv < L)
+			k->memo.v[n++] = k->memo.v[i];
+	k->memo.n = n;
+	n = 0;
+	for (int i = 0; i < k->names.n; i++)
+		if (k->names.v[i].lv < L)
+			k->names.v[n++] = k->names.v[i];
+	k->names.n = n;
+	n = 0;
+	for (int i = 0; i < k->cache.n; i++)
+		if (k->cache.v[i].lv < L)
+			k->cache.v[n++] = k->cache.v[i];
+	k->cache.n = n;
+	/* a scope's definitions are used inside it or nowhere */
+	cu_drop_unused(k, &k->lines[L]);
+	k->depth--;
+	cu_kline(k, L - 1, NULL, "%s {", head);
+	for (int i = 0; i < k->lines[L].n; i++) {
+		Line l = {cu_fmt(k->a, "\t%s", k->lines[L].v[i].text), NULL};
+		fg_vec_push(k->a, &k->lines[L - 1], l);
+	}
+	cu_kline(k, L - 1, NULL, "}");
+	k->lines[L].n = 0;
+}
+
+/* Drops removable definitions nothing uses, until none is left. */
+void cu_drop_unused(Kern *k, Lines *ls)
+{
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (int i = 0; i < ls->n; i++) {
+			if (!ls->v[i].def)
+				continue;
+			int used = 0;
+			for (int j = 0; j < ls->n && !used; j++)
+				used = j != i && cu_uses(ls->v[j].text, ls->v[i].def);
+			if (!used) {
+				memmove(&ls->v[i], &ls->v[i + 1], (size_t)(ls->n - i - 1) * sizeof(Line));
+				ls->n--;
+				i--;
+				changed = 1;
+			}
+		}
+	}
+	(void)k;
+}
+
+void cu_kern_init(Kern *k, Emit *E, int gi)
+{
+	memset(k, 0, sizeof *k);
+	k->E = E;
+	k->a = E->a;
+	k->g = E->g;
+	k->plan = E->plan;
+	k->gi = gi;
+	k->gr = &E->plan->groups[gi];
+	k->mm = -1;
+	k->used = fg_arena_alloc(E->a, (size_t)k->gr->nreads + 1);
+	int64_t big = 0;
+	for (int i = 0; i < k->gr->nnodes; i++) {
+		const FgNode *n = &E->g->nodes[k->gr->nodes[i]];
+		big = cu_numel(&n->shape) > big ? cu_numel(&n->shape) : big;
+		for (int j = 0; j < n->nin; j++)
+			big = cu_numel(cu_shape_of(k, n->in[j])) > big ? cu_numel(cu_shape_of(k, n->in[j])) : big;
+	}
+	/* 32-bit indices while every index and a grid stride stay below 2^31 */
+	k->idx = big + ((int64_t)MAX_GRID * LOOP_BLOCK) < INT32_MAX ? "int" : "int64_t";
+	for (int i = 0; i < k->gr->nnodes; i++)
+		E->member[k->gr->nodes[i]] = gi + 1;
+}
+
+void cu_kern_done(Kern *k)
+{
+	for (int i = 0; i < k->gr->nnodes; i++)
+		k->E->member[k->gr->nodes[i]] = 0;
+}
+
+/* The comment above a group's kernel: its kind and space, then each op
+ * with its operands, type and source location, in aligned columns. */
+void cu_emit_comment(Emit *E, int gi, const char *what)
+{
+	const FgGroup *gr = &E->plan->groups[gi];
+	const char *src = cu_in_comment(E->a, E->d->src ? E->d->src->name : "");
+	const char **col[3];
+	int w[3] = {0, 0, 0}, nrow = 0;
+	for (int c = 0; c < 3; c++)
+		col[c] = fg_arena_array(E->a, (size_t)gr->nnodes + 1, sizeof(char *));
+	for (int i = 0; i < gr->nnodes; i++) {
+		int id = gr->nodes[i];
+		const FgNode *n = &E->g->nodes[id];
+		if (n->op == FG_OP_CONST)
+			continue;
+		const char *ops = "";
+		for (int j = 0; j < n->nin; j++) {
+			const FgNode *o = &E->g->nodes[n->in[j]];
+			const char *s = o->op == FG_OP_CONST ? cu_fmt(E->a, "%.9g", o->a.value) : E->plan->names[n->in[j]];
+			ops = cu_fmt(E->a, "%s%s%s", ops, j ? ", " : "", s);
+		}
+		col[0][nrow] = cu_fmt(E->a, "%s = %s(%s)", E->plan->names[id], fg_op_info[n->op].name, ops);
+		col[1][nrow] = cu_shape_str(E->a, n->dt, &n->shape);
+		col[2][nrow] = cu_fmt(E->a, "%s:%d:%d%s%s%s", src, n->loc.line, n->loc.col, n->composite ? "  (from " : "",
+				   n->composite ? n->composite : "", n->composite ? ")" : "");
+		for (int c = 0; c < 2; c++)
+			w[c] = (int)strlen(col[c][nrow]) > w[c] ? (int)strlen(col[c][nrow]) : w[c];
+		nrow++;
+	}
+	fprintf(E->f, "/*\n * %s: %s\n", gr->name, what);
+	for (int r = 0; r < nrow; r++)
+		fprintf(E->f, " *   %-*s  %-*s  %s\n", w[0], col[0][r], w[1], col[1][r], col[2][r]);
+	fprintf(E->f, " * reads:");
+	for (int i = 0; i < gr->nreads; i++)
+		fprintf(E->f, " %s", E->plan->names[gr->reads[i]]);
+	fprintf(E->f, "%s\n * writes:", gr->nreads ? "" : " nothing");
+	for (int i = 0; i < gr->nwrites; i++)
+		fprintf(E->f, " %s (%s)", E->plan->names[gr->writes[i]], fg_reason_name[E->plan->why[gr->writes[i]]]);
+	fprintf(E->f, "\n */\n");
+}
+
+/* Prints a kernel: signature from the reads it used and its writes, body
+ * from scope 0.  Returns the host's argument list. */
+const char *cu_emit_kernel(Kern *k, const char *name, int block, const Param *extra, int nextra,
+			       int with_writes)
+{
+	FG_VEC(Param) ps = {0};
+	for (int i = 0; i < nextra; i++)
+		fg_vec_push(k->a, &ps, extra[i]);
+	for (int r = 0; r < k->gr->nreads; r++) {
+		int id = k->gr->reads[r];
+		if (!k->used[r])
+			continue;
+		Param p = {cu_fmt(k->a, "const %s *__restrict__ %s", cu_stype(k->g->nodes[id].dt), cu_tensor_param(k, id)),
+			   cu_tensor_param(k, id)};
+		fg_vec_push(k->a, &ps, p);
+	}
+	for (int w = 0; with_writes && w < k->gr->nwrites; w++) {
+		int id = k->gr->writes[w];
+		Param p = {cu_fmt(k->a, "%s *__restrict__ %s", cu_stype(k->g->nodes[id].dt), cu_tensor_param(k, id)),
+			   cu_tensor_param(k, id)};
+		fg_vec_push(k->a, &ps, p);
+	}
+	cu_drop_unused(k, &k->lines[0]);
+	FILE *f = k->E->f;
+	fprintf(f, "__global__ void __launch_bounds__(%d)\n%s(", block, name);
+	const char *args = "";
+	for (int i = 0; i < ps.n; i++) {
+		fprintf(f, "%s%s", i ? ",\n\t" : "", ps.v[i].decl);
+		args = cu_fmt(k->a, "%s%s%s", args, i ? ", " : "", ps.v[i].arg);
+	}
+	fprintf(f, ")\n{\n");
+	for (int i = 0; i < k->lines[0].n; i++)
+		fprintf(f, "\t%s\n", k->lines[0].v[i].text);
+	fprintf(f, "}\n\n");
+	return args;
+}
+
+int64_t cu_grid_for(int64_t n, int64_t block)
+{
+	int64_t g = (n + block - 1) / block;
+	return g < 1 ? 1 : g > MAX_GRID ? MAX_GRID : g;
+}
+
+/* A grid-stride loop head over n elements with index variable v. */
+const char *cu_stride_loop(Kern *k, const char *v, int64_t n)
+{
+	if (strcmp(k->idx, "int") == 0)
+		return cu_fmt(k->a, "for (int %s = blockIdx.x * blockDim.x + threadIdx.x; %s < %lld; %s += gridDim.x * blockDim.x)",
+			   v, v, (long long)n, v);
+	return cu_fmt(k->a, "for (int64_t %s = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; %s < %lld; "
+		   "%s += (int64_t)gridDim.x * blockDim.x)", v, v, (long long)n, v);
+}
+
+/* The group's last member: every other member flows into it. */
+int cu_sink(const Kern *k)
+{
+	int s = -1;
+	for (int i = 0; i < k->gr->nnodes; i++)
+		if (k->g->nodes[k->gr->nodes[i]].op != FG_OP_CONST && cu_is_member(k, k->gr->nodes[i]))
+			s = k->gr->nodes[i];
+	return s < 0 ? k->gr->root : s;
+}
+
+/* Registers a thread of the group needs to carry n elements at once, by
+ * the partitioner's model (passes/fuse.c: est_regs is a base of 16 for
+ * indices plus the live values of 4 elements a thread). */
+int cu_regs_for(const Kern *k, int n)
+{
+	return 16 + (k->gr->est_regs - 16) * n / 4;
+}
+
+/* Lanes per thread for a kernel whose vectors run along a dim of size
+ * inner: 16 bytes of the narrowest value the group reads or writes (so
+ * every access is one or two 16-byte loads or stores), halved until the
+ * dim splits into whole vectors and (regs) the registers stay within the
+ * limit by the partitioner's model. */
+int cu_lane_width(const Kern *k, int64_t inner, int regs)
+{
+	int size = 4;
+	for (int r = 0; r < k->gr->nreads + k->gr->nwrites; r++) {
+		int id = r < k->gr->nreads ? k->gr->reads[r] : k->gr->writes[r - k->gr->nreads];
+		size = fg_dtype_size[k->g->nodes[id].dt] < size ? fg_dtype_size[k->g->nodes[id].dt] : size;
+	}
+	int vw = 16 / size > MAX_LANES ? MAX_LANES : 16 / size;
+	while (vw > 1 && (inner % vw != 0 || (regs && cu_regs_for(k, vw) > REG_LIMIT)))
+		vw /= 2;
+	return vw;
+}

@@ -1,0 +1,252 @@
+/*
+ * reduce.c - a reduction group over other axes (columns, middle axes, all
+ * of them): a thread per result element looping over the reduced ones
+ * when they are few, blocks that split the reduced elements into slabs
+ * with a second kernel combining the slabs' partials in order when they
+ * are many, and two launches (partials, then one block) for a reduction
+ * over all axes.  Deterministic: the same partials every run.
+ */
+#include <string.h>
+
+#include "cuda.h"
+
+#define SPLIT_COLS 32           /* result elements a block of a split reduction covers */
+#define SPLIT_ROWS 8            /* its threads per result element */
+#define SPLIT_MIN 64            /* reduced elements a thread takes, at least */
+#define SPLIT_BLOCKS 2048       /* blocks a split reduction aims for */
+
+/* Other axes, many reduced elements: a block covers SPLIT_COLS elements of
+ * the result with SPLIT_ROWS threads each (neighbouring threads read
+ * neighbouring elements, coalesced), and the reduced elements split into
+ * `nsplit` slabs, one per block, so that enough blocks run.  Each block
+ * combines its threads in order; with several slabs a second kernel
+ * combines the slabs' partials (scratch) in order and runs the epilogue.
+ * Deterministic: the same partials every run. */
+static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, const unsigned char *dep)
+{
+	Red *rd = &k->reds.v[0];
+	const FgNode *n = &k->g->nodes[rd->id];
+	const char *acct = cu_acc_type(k, n);
+	int64_t nbx = (ri->nkept + SPLIT_COLS - 1) / SPLIT_COLS;
+	int64_t nsplit = (SPLIT_BLOCKS + nbx - 1) / nbx;
+	if (nsplit > ri->nred / SPLIT_MIN)
+		nsplit = ri->nred / SPLIT_MIN;
+	if (nsplit < 1)
+		nsplit = 1;
+	int64_t chunk = (ri->nred + nsplit - 1) / nsplit;
+	nsplit = (ri->nred + chunk - 1) / chunk;
+	const char *pname = nsplit > 1 ? cu_fmt(k->a, "%s_partial", k->gr->name) : k->gr->name;
+	Param part_out = {cu_fmt(k->a, "%s *__restrict__ partial", acct), cu_fmt(k->a, "(%s *)ctx->scratch", acct)};
+	Param part_in = {cu_fmt(k->a, "const %s *__restrict__ partial", acct), part_out.arg};
+	if (nsplit > 1 && nsplit * ri->nkept * 8 > E->scratch)
+		E->scratch = nsplit * ri->nkept * 8;
+
+	cu_kline(k, 0, NULL, "__shared__ %s part[%d][%d];", acct, SPLIT_ROWS, SPLIT_COLS + 1);
+	cu_kline(k, 0, NULL, "const int tx = threadIdx.x %% %d, ty = threadIdx.x / %d;", SPLIT_COLS, SPLIT_COLS);
+	cu_kline(k, 0, NULL, "const %s o = (%s)(blockIdx.x %% %lld) * %d + tx;", k->idx, k->idx, (long long)nbx, SPLIT_COLS);
+	cu_kline(k, 0, NULL, "const %s r0 = (%s)(blockIdx.x / %lld) * %lld;", k->idx, k->idx, (long long)nbx,
+	      (long long)chunk);
+	cu_declare_reds(k, 0, 0, NULL);
+	cu_kopen(k);       /* 1: this thread's element of the result */
+	Ix kc = cu_ix_from_lin(k, &ri->kept, "o", 1, "o");
+	cu_kopen(k);       /* 2: its share of the slab */
+	Ix rc = cu_ix_from_lin(k, &ri->red, "r", 2, "r");
+	Ix x = cu_merge_ix(ri, &kc, &rc, NULL, 0);
+	cu_accumulate(k, &x, 0, NULL);
+	cu_store_space(k, ri, first, dep, &x, 1, NULL);
+	cu_kclose(k, cu_fmt(k->a, "for (%s r = r0 + ty; r < %s; r += %d)", k->idx,
+		      nsplit > 1 ? cu_fmt(k->a, "min(r0 + %lld, (%s)%lld)", (long long)chunk, k->idx, (long long)ri->nred)
+				 : cu_fmt(k->a, "%lld", (long long)ri->nred), SPLIT_ROWS));
+	cu_kclose(k, cu_fmt(k->a, "if (o < %lld)", (long long)ri->nkept));
+	cu_kline(k, 0, NULL, "part[ty][tx] = %s;", rd->acc);
+	cu_kline(k, 0, NULL, "__syncthreads();");
+	cu_kopen(k);       /* 1: the block's combination, in order */
+	cu_kline(k, 1, NULL, "%s = part[0][tx];", rd->acc);
+	cu_kline(k, 1, NULL, "for (int q = 1; q < %d; q++)", SPLIT_ROWS);
+	cu_kline(k, 1, NULL, "	%s", cu_red_step(k, n, rd->acc, "part[q][tx]"));
+	if (nsplit > 1) {
+		cu_kline(k, 1, NULL, "partial[(blockIdx.x / %lld) * %lld + o] = %s;", (long long)nbx, (long long)ri->nkept,
+		      rd->acc);
+	} else {
+		Ix kc2 = cu_ix_from_lin(k, &ri->kept, "o", 1, "o");
+		rd->at = cu_result_ix(k, ri, first, &kc2, "o", 1);
+		rd->lv = 1;
+		rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", k->plan->names[rd->id]));
+		cu_kline(k, 1, NULL, "const %s %s = %s;", cu_ctype(n->dt), rd->var, cu_red_final(k, n, rd->acc, ri->nred));
+		cu_store_reduced(k, ri, first, dep, &rd->at, NULL);
+	}
+	cu_kclose(k, cu_fmt(k->a, "if (ty == 0 && o < %lld)", (long long)ri->nkept));
+	if (k->failed)
+		return;
+	const char *how = cu_fmt(E->a, "reduce %s over axes 0x%x to %lld elements; blocks of %d x %d threads",
+			      cu_shape_str(E->a, FG_DT_F32, &ri->S) + 3, (unsigned)ri->axes, (long long)ri->nkept,
+			      SPLIT_COLS, SPLIT_ROWS);
+	int any_s = 0;
+	for (int w = 0; w < k->gr->nwrites; w++)
+		any_s |= cu_write_place(k, ri, first, dep, k->gr->writes[w]) == 'S';
+	cu_emit_comment(E, k->gi, nsplit > 1 ? cu_fmt(E->a, "%s, the reduced axes in %lld slabs: partials into scratch", how,
+					       (long long)nsplit) : how);
+	const char *args = cu_emit_kernel(k, pname, SPLIT_COLS * SPLIT_ROWS, nsplit > 1 ? &part_out : NULL,
+				       nsplit > 1, nsplit > 1 ? any_s : 1);
+	cu_add_launch(E, pname, k->gi, nbx * nsplit, SPLIT_COLS * SPLIT_ROWS, args);
+	if (nsplit == 1)
+		return;
+
+	/* the slabs' partials, in order, then the epilogue: a fresh kernel */
+	Kern k2;
+	cu_kern_init(&k2, E, k->gi);
+	cu_collect_reds(&k2);
+	Red *r2 = &k2.reds.v[0];
+	cu_kopen(&k2);
+	Ix kc2 = cu_ix_from_lin(&k2, &ri->kept, "o", 1, "o");
+	r2->at = cu_result_ix(&k2, ri, first, &kc2, "o", 1);
+	r2->lv = 1;
+	r2->acc = cu_fresh(&k2, 1, cu_fmt(k2.a, "acc_%s", k2.plan->names[r2->id]));
+	cu_kline(&k2, 1, NULL, "%s %s = partial[o];", acct, r2->acc);
+	cu_kline(&k2, 1, NULL, "for (int s = 1; s < %lld; s++)", (long long)nsplit);
+	cu_kline(&k2, 1, NULL, "	%s", cu_red_step(&k2, n, r2->acc, cu_fmt(k2.a, "partial[s * %lld + o]", (long long)ri->nkept)));
+	r2->var = cu_fresh(&k2, 1, cu_fmt(k2.a, "v_%s", k2.plan->names[r2->id]));
+	cu_kline(&k2, 1, NULL, "const %s %s = %s;", cu_ctype(n->dt), r2->var, cu_red_final(&k2, n, r2->acc, ri->nred));
+	cu_store_reduced(&k2, ri, first, dep, &r2->at, NULL);
+	cu_kclose(&k2, cu_stride_loop(&k2, "o", ri->nkept));
+	k->failed |= k2.failed;
+	if (k2.failed)
+		return;
+	fprintf(E->f, "/* %s, stage 2 of 2: a thread per element combines the %lld partials in order, then the "
+		"epilogue */\n", k->gr->name, (long long)nsplit);
+	const char *args2 = cu_emit_kernel(&k2, k->gr->name, LOOP_BLOCK, &part_in, 1, 1);
+	cu_add_launch(E, k->gr->name, k->gi, cu_grid_for(ri->nkept, LOOP_BLOCK), LOOP_BLOCK, args2);
+}
+
+/* Other axes: one thread per element of the result, looping over the
+ * reduced elements in order (coalesced across threads for a column
+ * reduction: neighbouring threads read neighbouring columns). */
+static void emit_reduce_cols(Emit *E, Kern *k, const RedInfo *ri, int first, const unsigned char *dep)
+{
+	cu_kopen(k);       /* 1: an element of the result */
+	Ix kc = cu_ix_from_lin(k, &ri->kept, "o", 1, "o");
+	k->reds.v[0].at = cu_result_ix(k, ri, first, &kc, "o", 1);
+	k->reds.v[0].lv = 1;
+	cu_declare_reds(k, 1, 0, NULL);
+	cu_kopen(k);       /* 2: a reduced element */
+	Ix rc = cu_ix_from_lin(k, &ri->red, "r", 2, "r");
+	Ix x = cu_merge_ix(ri, &kc, &rc, NULL, 0);
+	cu_accumulate(k, &x, 0, NULL);
+	for (int w = 0; w < k->gr->nwrites; w++) {
+		int id = k->gr->writes[w];
+		if (cu_write_place(k, ri, first, dep, id) != 'S')
+			continue;
+		Ix y = cu_ix_bcast(&x, &ri->S, cu_shape_of(k, id));
+		cu_store(k, id, &y, cu_write_cond(k, &x, &ri->S, cu_shape_of(k, id)), NULL);
+	}
+	cu_kclose(k, cu_fmt(k->a, "for (%s r = 0; r < %lld; r++)", k->idx, (long long)ri->nred));
+	Red *rd = &k->reds.v[0];
+	const FgNode *n = &k->g->nodes[rd->id];
+	rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", k->plan->names[rd->id]));
+	cu_kline(k, 1, NULL, "const %s %s = %s;", cu_ctype(n->dt), rd->var, cu_red_final(k, n, rd->acc, ri->nred));
+	cu_store_reduced(k, ri, first, dep, &rd->at, NULL);
+	cu_kclose(k, cu_stride_loop(k, "o", ri->nkept));
+	if (k->failed)
+		return;
+	cu_emit_comment(E, k->gi, cu_fmt(E->a, "reduce %s over axes 0x%x to %lld elements; a thread per element",
+				   cu_shape_str(E->a, FG_DT_F32, &ri->S) + 3, (unsigned)ri->axes, (long long)ri->nkept));
+	const char *args = cu_emit_kernel(k, k->gr->name, LOOP_BLOCK, NULL, 0, 1);
+	cu_add_launch(E, k->gr->name, k->gi, cu_grid_for(ri->nkept, LOOP_BLOCK), LOOP_BLOCK, args);
+}
+
+/* All axes, in two launches: FULL_BLOCKS blocks each reduce a strided
+ * share into a partial in scratch, then one block reduces the partials in
+ * order and runs the epilogue.  The same partials every run: the result
+ * does not depend on timing. */
+static void emit_reduce_all(Emit *E, Kern *k, const RedInfo *ri, int first, const unsigned char *dep)
+{
+	Red *rd = &k->reds.v[0];
+	const FgNode *n = &k->g->nodes[rd->id];
+	int64_t N = cu_numel(&ri->S);
+	int vd = cu_innermost(&ri->S);
+	int vw = vd < 0 ? 1 : cu_lane_width(k, ri->S.d[vd], 1);
+	int64_t nb = cu_grid_for(N / vw, LOOP_BLOCK);
+	const char *acct = cu_acc_type(k, n);
+	if (nb > FULL_BLOCKS)
+		nb = FULL_BLOCKS;
+	int64_t scratch = nb * 8;
+	if (scratch > E->scratch)
+		E->scratch = scratch;
+	const char *pname = cu_fmt(k->a, "%s_partial", k->gr->name);
+	Param part_out = {cu_fmt(k->a, "%s *__restrict__ partial", acct), cu_fmt(k->a, "(%s *)ctx->scratch", acct)};
+	Param part_in = {cu_fmt(k->a, "const %s *__restrict__ partial", acct), part_out.arg};
+
+	/* stage 1: vw lanes a thread */
+	cu_declare_reds(k, 0, 0, NULL);
+	cu_kopen(k);
+	const char *base = "i";
+	if (vw > 1) {
+		base = cu_fresh(k, 1, "b");
+		cu_kline(k, 1, base, "const %s %s = i * %d;", k->idx, base, vw);
+	}
+	Ix x = cu_ix_from_lin(k, &ri->S, base, 1, "i");
+	Ix xs[MAX_LANES];
+	for (int l = 0; l < vw; l++) {
+		xs[l] = vw > 1 ? cu_lane_of(k, &x, vd, vw, l) : x;
+		cu_accumulate(k, &xs[l], 0, NULL);
+	}
+	cu_store_space(k, ri, first, dep, xs, vw, NULL);
+	cu_kclose(k, cu_stride_loop(k, "i", N / vw));
+	cu_kline(k, 0, NULL, "%s = fg_block_reduce(%s, %s);", rd->acc, rd->acc, cu_red_functor(n));
+	cu_kline(k, 0, NULL, "if (threadIdx.x == 0)");
+	cu_kline(k, 0, NULL, "\tpartial[blockIdx.x] = %s;", rd->acc);
+	if (k->failed)
+		return;
+	cu_emit_comment(E, k->gi, cu_fmt(E->a, "reduce all of %s, stage 1 of 2: %lld partials into scratch",
+				   cu_shape_str(E->a, FG_DT_F32, &ri->S) + 3, (long long)nb));
+	int any_s = 0;
+	for (int w = 0; w < k->gr->nwrites; w++)
+		any_s |= cu_write_place(k, ri, first, dep, k->gr->writes[w]) == 'S';
+	const char *args = cu_emit_kernel(k, pname, LOOP_BLOCK, &part_out, 1, any_s);
+	cu_add_launch(E, pname, k->gi, nb, LOOP_BLOCK, args);
+
+	/* stage 2: a fresh kernel */
+	Kern k2;
+	cu_kern_init(&k2, E, k->gi);
+	cu_collect_reds(&k2);
+	Red *r2 = &k2.reds.v[0];
+	memset(&r2->at, 0, sizeof r2->at);
+	r2->at.rank = n->shape.rank;
+	for (int i = 0; i < r2->at.rank; i++)
+		r2->at.c[i] = "0";
+	r2->at.lin = "0";
+	r2->lv = 0;
+	cu_declare_reds(&k2, 0, 0, NULL);
+	cu_kline(&k2, 0, NULL, "for (int b = threadIdx.x; b < %lld; b += blockDim.x)", (long long)nb);
+	cu_kline(&k2, 0, NULL, "\t%s", cu_red_step(&k2, n, r2->acc, "partial[b]"));
+	cu_kline(&k2, 0, NULL, "%s = fg_block_reduce(%s, %s);", r2->acc, r2->acc, cu_red_functor(n));
+	r2->var = cu_fresh(&k2, 0, cu_fmt(k2.a, "v_%s", k2.plan->names[r2->id]));
+	cu_kline(&k2, 0, NULL, "const %s %s = %s;", cu_ctype(n->dt), r2->var, cu_red_final(&k2, n, r2->acc, N));
+	cu_store_reduced(&k2, ri, first, dep, &r2->at, "threadIdx.x == 0");
+	k->failed |= k2.failed;
+	if (k2.failed)
+		return;
+	fprintf(E->f, "/* %s, stage 2 of 2: one block reduces the partials in order, then the epilogue */\n",
+		k->gr->name);
+	const char *args2 = cu_emit_kernel(&k2, k->gr->name, LOOP_BLOCK, &part_in, 1, 1);
+	cu_add_launch(E, k->gr->name, k->gi, 1, LOOP_BLOCK, args2);
+}
+
+void cu_emit_reduce(Emit *E, Kern *k)
+{
+	RedInfo ri;
+	int first = cu_group_reductions(k, &ri, "a reduction group");
+	if (first < 0)
+		return;
+	if (k->reds.n != 1) {
+		cu_kern_error(k, first, "%d reductions in one reduce group", k->reds.n);
+		return;
+	}
+	unsigned char *dep = cu_after_reduction(k);
+	if (ri.nkept == 1)
+		emit_reduce_all(E, k, &ri, first, dep);
+	else if (ri.nred >= SPLIT_MIN)
+		emit_reduce_split(E, k, &ri, first, dep);
+	else
+		emit_reduce_cols(E, k, &ri, first, dep);
+}

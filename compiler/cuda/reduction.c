@@ -1,0 +1,279 @@
+/*
+ * reduction.c - what the row-reduction and reduction kernels share: the
+ * reduced and kept dims of the space, accumulators and their steps, the
+ * result index a thread sees, and where each write goes (once per row or
+ * column, or over the space).
+ */
+#include <string.h>
+
+#include "cuda.h"
+
+const char *cu_acc_type(const Kern *k, const FgNode *n)
+{
+	if (n->dt == FG_DT_I32)
+		return n->op == FG_OP_SUM ? "long long" : "int";
+	/* Column and full sums run long serial chains: f64 keeps them
+	 * within the RMSE gate whatever the length. */
+	if (k->gr->kind == FG_GROUP_REDUCE && (n->op == FG_OP_SUM || n->op == FG_OP_MEAN))
+		return "double";
+	return "float";
+}
+
+static const char *acc_init(const FgNode *n)
+{
+	int i32 = n->dt == FG_DT_I32;
+	switch (n->op) {
+	case FG_OP_MAX:
+		return i32 ? "INT_MIN" : "-CUDART_INF_F";
+	case FG_OP_MIN:
+		return i32 ? "INT_MAX" : "CUDART_INF_F";
+	default:
+		return "0";
+	}
+}
+
+const char *cu_red_functor(const FgNode *n)
+{
+	return n->op == FG_OP_MAX ? "FgMax()" : n->op == FG_OP_MIN ? "FgMin()" : "FgSum()";
+}
+
+/* acc = acc (op) v */
+const char *cu_red_step(Kern *k, const FgNode *n, const char *acc, const char *v)
+{
+	switch (n->op) {
+	case FG_OP_MAX:
+		return cu_fmt(k->a, "%s = fg_maximum(%s, (%s)%s);", acc, acc, cu_acc_type(k, n), cu_paren(k->a, v));
+	case FG_OP_MIN:
+		return cu_fmt(k->a, "%s = fg_minimum(%s, (%s)%s);", acc, acc, cu_acc_type(k, n), cu_paren(k->a, v));
+	default:
+		return cu_fmt(k->a, "%s += %s;", acc, v);
+	}
+}
+
+/* The reduced value from the final accumulator: a mean divides, an i32
+ * sum saturates, a float sum in f64 narrows. */
+const char *cu_red_final(Kern *k, const FgNode *n, const char *acc, int64_t count)
+{
+	if (n->dt == FG_DT_I32)
+		return n->op == FG_OP_SUM ? cu_fmt(k->a, "fg_cast_i32(%s)", acc) : acc;
+	if (n->op == FG_OP_MEAN && strcmp(cu_acc_type(k, n), "float") == 0)
+		return cu_fmt(k->a, "%s / %lld.0f", acc, (long long)count);
+	if (n->op == FG_OP_MEAN)
+		return cu_fmt(k->a, "(float)(%s / %lld.0)", acc, (long long)count);
+	return strcmp(cu_acc_type(k, n), "float") == 0 ? acc : cu_fmt(k->a, "(float)%s", acc);
+}
+
+static int is_reduction(const Kern *k, int id)
+{
+	return fg_op_info[k->g->nodes[id].op].cls == FG_CLASS_REDUCE && cu_is_member(k, id);
+}
+
+/* Fills ri from the group's first reduction; -1 when it has none. */
+static int red_info(Kern *k, RedInfo *ri)
+{
+	int first = -1;
+	for (int i = 0; i < k->gr->nnodes && first < 0; i++)
+		if (is_reduction(k, k->gr->nodes[i]))
+			first = k->gr->nodes[i];
+	if (first < 0)
+		return -1;
+	const FgNode *r = &k->g->nodes[first];
+	memset(ri, 0, sizeof *ri);
+	ri->S = *cu_shape_of(k, r->in[0]);
+	ri->axes = r->a.red.axes;
+	ri->nkept = ri->nred = 1;
+	for (int i = 0; i < ri->S.rank; i++) {
+		if (ri->axes >> i & 1) {
+			ri->red.d[ri->red.rank++] = ri->S.d[i];
+			ri->nred *= ri->S.d[i];
+		} else {
+			ri->kept.d[ri->kept.rank++] = ri->S.d[i];
+			ri->nkept *= ri->S.d[i];
+		}
+	}
+	for (int i = 0; i < k->gr->nnodes; i++) {
+		int id = k->gr->nodes[i];
+		const FgNode *n = &k->g->nodes[id];
+		if (is_reduction(k, id) &&
+		    (n->a.red.axes != ri->axes || !fg_shape_eq(cu_shape_of(k, n->in[0]), &ri->S)))
+			cu_kern_error(k, id, "reductions over different axes or shapes in one group");
+	}
+	return first;
+}
+
+/* A space index from kept coordinates kc and reduced coordinates rc. */
+Ix cu_merge_ix(const RedInfo *ri, const Ix *kc, const Ix *rc, const char *lin, int lin_lv)
+{
+	Ix x;
+	int a = 0, b = 0;
+	memset(&x, 0, sizeof x);
+	x.rank = ri->S.rank;
+	for (int i = 0; i < ri->S.rank; i++) {
+		if (ri->axes >> i & 1) {
+			x.c[i] = rc->c[b];
+			x.lv[i] = rc->lv[b++];
+		} else {
+			x.c[i] = kc->c[a];
+			x.lv[i] = kc->lv[a++];
+		}
+	}
+	x.lin = lin;
+	x.lin_lv = lin_lv;
+	return x;
+}
+
+/* The index a thread sees of reduction id's result, from kept coords kc
+ * (flat index lin over the kept dims). */
+Ix cu_result_ix(const Kern *k, const RedInfo *ri, int id, const Ix *kc, const char *lin, int lv)
+{
+	const FgNode *n = &k->g->nodes[id];
+	Ix x;
+	int a = 0;
+	memset(&x, 0, sizeof x);
+	x.rank = n->shape.rank;
+	for (int i = 0, o = 0; i < ri->S.rank; i++) {
+		if (ri->axes >> i & 1) {
+			if (n->a.red.keepdims)
+				x.c[o++] = "0";
+		} else {
+			x.c[o] = kc->c[a];
+			x.lv[o++] = kc->lv[a++];
+		}
+	}
+	x.lin = lin;
+	x.lin_lv = lv;
+	return x;
+}
+
+/* Per member: whether it depends on one of the group's reductions. */
+unsigned char *cu_after_reduction(Kern *k)
+{
+	unsigned char *dep = fg_arena_alloc(k->a, (size_t)k->g->nnodes + 1);
+	for (int i = 0; i < k->gr->nnodes; i++) {
+		int id = k->gr->nodes[i];
+		const FgNode *n = &k->g->nodes[id];
+		if (!cu_is_member(k, id))
+			continue;
+		dep[id] = is_reduction(k, id);
+		for (int j = 0; j < n->nin; j++)
+			dep[id] |= dep[n->in[j]];
+	}
+	return dep;
+}
+
+/* Where a write of a reduction group goes: 'R' once per row or column
+ * (its shape fits a reduction's result), 'S' per element of the space,
+ * 0 when neither. */
+int cu_write_place(const Kern *k, const RedInfo *ri, int first, const unsigned char *dep, int w)
+{
+	const FgShape *ws = cu_shape_of(k, w);
+	int fr = cu_fits(ws, cu_shape_of(k, first)), fs = cu_fits(ws, &ri->S);
+	if (fr && (dep[w] || !fs))
+		return 'R';
+	if (fs && !dep[w])
+		return 'S';
+	if (fs && cu_numel(ws) == cu_numel(&ri->S))
+		return 'S';
+	return 0;
+}
+
+void cu_declare_reds(Kern *k, int lv, int pass, const int *passes)
+{
+	for (int i = 0; i < k->reds.n; i++) {
+		Red *r = &k->reds.v[i];
+		if (passes && passes[i] != pass)
+			continue;
+		const FgNode *n = &k->g->nodes[r->id];
+		r->acc = cu_fresh(k, lv, cu_fmt(k->a, "acc_%s", k->plan->names[r->id]));
+		cu_kline(k, lv, NULL, "%s %s = %s;", cu_acc_type(k, n), r->acc, acc_init(n));
+	}
+}
+
+/* Accumulates the reductions of `pass` (all when passes is NULL) at
+ * space index x, in the current scope. */
+void cu_accumulate(Kern *k, const Ix *x, int pass, const int *passes)
+{
+	for (int i = 0; i < k->reds.n; i++) {
+		Red *r = &k->reds.v[i];
+		if (passes && passes[i] != pass)
+			continue;
+		const FgNode *n = &k->g->nodes[r->id];
+		Val v = cu_gen(k, n->in[0], x);    /* its input is the space */
+		cu_kline(k, k->depth, NULL, "%s", cu_red_step(k, n, r->acc, v.e));
+	}
+}
+
+void cu_collect_reds(Kern *k)
+{
+	for (int i = 0; i < k->gr->nnodes; i++) {
+		int id = k->gr->nodes[i];
+		if (!is_reduction(k, id))
+			continue;
+		Red r;
+		memset(&r, 0, sizeof r);
+		r.id = id;
+		fg_vec_push(k->a, &k->reds, r);
+	}
+}
+
+/* red_info, then the group's reductions into k->reds; the first one, or
+ * -1 when the group (of the kind `what` names) has none or failed. */
+int cu_group_reductions(Kern *k, RedInfo *ri, const char *what)
+{
+	int first = red_info(k, ri);
+	if (first < 0 && !k->failed)
+		cu_kern_error(k, -1, "%s without a reduction", what);
+	if (first < 0 || k->failed)
+		return -1;
+	cu_collect_reds(k);
+	return first;
+}
+
+const char *cu_row_desc(Emit *E, const RedInfo *ri, const char *how)
+{
+	return cu_fmt(E->a, "%lld %s of %lld over %s; %s", (long long)ri->nkept,
+		   ri->nkept == 1 ? "row" : "rows", (long long)ri->nred,
+		   cu_shape_str(E->a, FG_DT_F32, &ri->S) + 3, how);
+}
+
+/* Stores the writes of the reduced shape ('R') at the result index `at`
+ * of the group's reduction, once it is reduced, when extra_cond holds
+ * (NULL: always). */
+void cu_store_reduced(Kern *k, const RedInfo *ri, int first, const unsigned char *dep, const Ix *at,
+			  const char *extra_cond)
+{
+	for (int w = 0; w < k->gr->nwrites; w++) {
+		int id = k->gr->writes[w];
+		int where = cu_write_place(k, ri, first, dep, id);
+		if (where == 'R') {
+			Ix y = cu_ix_bcast(at, cu_shape_of(k, first), cu_shape_of(k, id));
+			cu_store(k, id, &y, cu_write_cond(k, at, cu_shape_of(k, first), cu_shape_of(k, id)), extra_cond);
+		} else if (where == 0) {
+			cu_kern_error(k, id, "'%s' %s is written, but it fits neither the reduction's input nor its result",
+				   k->plan->names[id], cu_shape_str(k->a, k->g->nodes[id].dt, cu_shape_of(k, id)));
+		}
+	}
+}
+
+/* Stores the writes of the space's shape ('S': the epilogue, or values
+ * before the reduction) at the nl lanes xs of the space, when extra_cond
+ * holds (NULL: always). */
+void cu_store_space(Kern *k, const RedInfo *ri, int first, const unsigned char *dep, const Ix *xs, int nl,
+			const char *extra_cond)
+{
+	for (int w = 0; w < k->gr->nwrites; w++) {
+		int id = k->gr->writes[w];
+		if (cu_write_place(k, ri, first, dep, id) != 'S')
+			continue;
+		Ix ys[MAX_LANES];
+		const char *conds[MAX_LANES];
+		for (int l = 0; l < nl; l++) {
+			ys[l] = cu_ix_bcast(&xs[l], &ri->S, cu_shape_of(k, id));
+			conds[l] = cu_write_cond(k, &xs[l], &ri->S, cu_shape_of(k, id));
+		}
+		if (nl > 1)
+			cu_store_lanes(k, id, ys, conds, extra_cond);
+		else
+			cu_store(k, id, &ys[0], conds[0], extra_cond);
+	}
+}

@@ -1,0 +1,230 @@
+/*
+ * rowreduce.c - a row-reduction group's kernel: the reduced axes are the
+ * trailing ones, so one team of threads owns each row.  Where the row
+ * fits in the team's registers (a warp, four rows to a block, or a block
+ * of up to 1024), it is read once and every pass and the epilogue run on
+ * registers; longer rows take a block per row that streams the row once
+ * per pass (softmax: max, then sum) and once more for the epilogue.
+ */
+#include <string.h>
+
+#include "cuda.h"
+
+/* How a row kernel that keeps its row in registers splits a row: a team
+ * of `threads` per row (a warp, rows_per_block to a block, or a whole
+ * block), each thread holding `vecs` vectors of vw elements; element
+ * (u * threads + t) * vw + l of the row is lane l of vector u of thread
+ * t.  `guard`: the last vectors run past the row (clamped, not counted). */
+typedef struct RowTeam {
+	int threads, rows_per_block, vw, vecs, guard;
+	int vd;                 /* the space's coordinate the lanes run along */
+} RowTeam;
+
+#define ROW_REGS 16             /* row elements a thread holds, at most */
+#define ROW_REGS_WIDE 32        /* ... when a block of 1024 is not enough */
+
+/* Whether the row fits in the registers of a team, and its shape. */
+static int row_team(const Kern *k, const RedInfo *ri, RowTeam *rt)
+{
+	int nonunit = 0;
+	for (int i = 0; i < ri->red.rank; i++)
+		nonunit += ri->red.d[i] > 1;
+	memset(rt, 0, sizeof *rt);
+	rt->vd = cu_innermost(&ri->S);
+	rt->vw = nonunit == 1 ? cu_lane_width(k, ri->nred, 0) : 1;
+	for (int w = 32; w <= 1024; w *= 2) {
+		int64_t vecs = (ri->nred + (int64_t)w * rt->vw - 1) / ((int64_t)w * rt->vw);
+		int64_t held = vecs * rt->vw;
+		if ((held <= ROW_REGS || (w == 1024 && held <= ROW_REGS_WIDE)) && cu_regs_for(k, (int)held) <= REG_LIMIT) {
+			rt->threads = w;
+			rt->vecs = (int)vecs;
+			break;
+		}
+	}
+	if (!rt->threads)
+		return 0;
+	rt->rows_per_block = rt->threads == 32 ? 4 : 1;
+	rt->guard = ri->nred % ((int64_t)rt->threads * rt->vw) != 0;
+	return 1;
+}
+
+/* A row kernel that reads its row once: a team of threads per row (see
+ * RowTeam) holds the row's elements in registers.  Every pass and the
+ * epilogue evaluate the same element indices, so the memo hands the loads
+ * (and whatever was computed from them before a reduction) of the first
+ * pass to the later ones: softmax reads x once, keeps exp(x - max) from
+ * the sum to the division. */
+static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTeam *rt, int first,
+				const int *passes, int npass, const unsigned char *dep)
+{
+	int W = rt->threads, vw = rt->vw, U = rt->vecs, block = W * rt->rows_per_block;
+	const char *t = W == 32 ? "(int)(threadIdx.x & 31)" : "(int)threadIdx.x";
+	const char *reduce = W == 32 ? "fg_warp_reduce" : "fg_block_reduce";
+	Ix *xs = fg_arena_array(k->a, (size_t)U * vw, sizeof(Ix));
+	const char **in = fg_arena_array(k->a, (size_t)U, sizeof(char *));
+
+	/* scope 0: where each thread's elements sit in a row */
+	for (int u = 0; u < U; u++) {
+		const char *j = cu_fresh(k, 0, cu_fmt(k->a, "j%d", u));
+		const char *at = cu_fmt(k->a, "(%d + %s) * %d", u * W, t, vw);
+		in[u] = NULL;
+		if (rt->guard && u == U - 1) {
+			in[u] = cu_fresh(k, 0, cu_fmt(k->a, "in%d", u));
+			cu_kline(k, 0, in[u], "const bool %s = %s < %lld;", in[u], at, (long long)ri->nred);
+			at = cu_fmt(k->a, "min(%s, %lld)", at, (long long)(ri->nred - vw));
+		}
+		cu_kline(k, 0, j, "const %s %s = %s;", k->idx, j, at);
+	}
+	cu_kopen(k);       /* 1: a row */
+	Ix kc = cu_ix_from_lin(k, &ri->kept, "row", 1, "r");
+	for (int r = 0; r < k->reds.n; r++) {
+		k->reds.v[r].at = cu_result_ix(k, ri, k->reds.v[r].id, &kc, "row", 1);
+		k->reds.v[r].lv = 1;
+	}
+	for (int u = 0; u < U; u++) {
+		const char *j = cu_fmt(k->a, "j%d", u);
+		Ix rc = cu_ix_from_lin(k, &ri->red, j, 0, cu_fmt(k->a, "j%d_", u));
+		const char *i = cu_fresh(k, 1, cu_fmt(k->a, "i%d", u));
+		cu_kline(k, 1, i, "const %s %s = row * %lld + %s;", k->idx, i, (long long)ri->nred, j);
+		Ix x = cu_merge_ix(ri, &kc, &rc, i, 1);
+		for (int l = 0; l < vw; l++)
+			xs[u * vw + l] = vw > 1 ? cu_lane_of(k, &x, rt->vd, vw, l) : x;
+	}
+	for (int p = 1; p <= npass; p++) {
+		cu_kline(k, 1, NULL, "/* pass %d */", p);
+		cu_declare_reds(k, 1, p, passes);
+		for (int r = 0; r < k->reds.n; r++) {
+			Red *rd = &k->reds.v[r];
+			if (passes[r] != p)
+				continue;
+			const FgNode *n = &k->g->nodes[rd->id];
+			for (int e = 0; e < U * vw; e++) {
+				const char *step = cu_red_step(k, n, rd->acc, cu_gen(k, n->in[0], &xs[e]).e);
+				if (in[e / vw])
+					cu_kline(k, 1, NULL, "if (%s)", in[e / vw]), cu_kline(k, 1, NULL, "\t%s", step);
+				else
+					cu_kline(k, 1, NULL, "%s", step);
+			}
+			cu_kline(k, 1, NULL, "%s = %s(%s, %s);", rd->acc, reduce, rd->acc, cu_red_functor(n));
+			rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", k->plan->names[rd->id]));
+			cu_kline(k, 1, NULL, "const %s %s = %s;", cu_ctype(n->dt), rd->var, cu_red_final(k, n, rd->acc, ri->nred));
+		}
+	}
+	/* once per row: values of the reduced shape */
+	Ix rx = cu_result_ix(k, ri, first, &kc, "row", 1);
+	cu_store_reduced(k, ri, first, dep, &rx, cu_fmt(k->a, "%s == 0", t));
+	/* the epilogue: values of the row's elements, from registers */
+	cu_kline(k, 1, NULL, "/* epilogue */");
+	for (int u = 0; u < U; u++)
+		cu_store_space(k, ri, first, dep, &xs[u * vw], vw, in[u]);
+	const char *row = rt->rows_per_block > 1
+		? cu_fmt(k->a, "for (%s row = blockIdx.x * %d + (threadIdx.x >> 5); row < %lld; row += gridDim.x * %d)",
+		      k->idx, rt->rows_per_block, (long long)ri->nkept, rt->rows_per_block)
+		: cu_fmt(k->a, "for (%s row = blockIdx.x; row < %lld; row += gridDim.x)", k->idx, (long long)ri->nkept);
+	cu_kclose(k, row);
+	if (k->failed)
+		return;
+	int64_t grid = (ri->nkept + rt->rows_per_block - 1) / rt->rows_per_block;
+	cu_emit_comment(E, k->gi, cu_row_desc(E, ri, cu_fmt(E->a, "%s per row, the row in registers (%d x %d elements a thread)",
+						  W == 32 ? "a warp" : cu_fmt(E->a, "a block of %d", W), U, vw)));
+	const char *args = cu_emit_kernel(k, k->gr->name, block, NULL, 0, 1);
+	cu_add_launch(E, k->gr->name, k->gi, grid < INT32_MAX ? grid : INT32_MAX, block, args);
+}
+
+/* One block per row: each pass streams the row once for the reductions
+ * whose inputs are ready (softmax: max, then sum), a last pass computes
+ * and stores the epilogue.  Rows too long for registers take this. */
+void cu_emit_rowreduce(Emit *E, Kern *k)
+{
+	RedInfo ri;
+	int first = cu_group_reductions(k, &ri, "a row reduction group");
+	if (first < 0)
+		return;
+	/* pass of each reduction: one more than the reductions its input needs */
+	int *passes = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof(int));
+	int *need = fg_arena_array(k->a, (size_t)k->g->nnodes + 1, sizeof(int));
+	int npass = 0;
+	for (int i = 0; i < k->gr->nnodes; i++) {
+		int id = k->gr->nodes[i];
+		const FgNode *n = &k->g->nodes[id];
+		if (!cu_is_member(k, id))
+			continue;
+		int m = 0;
+		for (int j = 0; j < n->nin; j++)
+			m = need[n->in[j]] > m ? need[n->in[j]] : m;
+		need[id] = m;
+		for (int r = 0; r < k->reds.n; r++)
+			if (k->reds.v[r].id == id) {
+				passes[r] = m + 1;
+				need[id] = m + 1;
+				npass = m + 1 > npass ? m + 1 : npass;
+			}
+	}
+	unsigned char *dep = cu_after_reduction(k);
+	RowTeam rt;
+	if (row_team(k, &ri, &rt)) {
+		emit_rowreduce_regs(E, k, &ri, &rt, first, passes, npass, dep);
+		return;
+	}
+	int block = 32;
+	while (block < 1024 && block * 8 < ri.nred)
+		block *= 2;
+
+	cu_kopen(k);       /* 1: a row */
+	Ix kc = cu_ix_from_lin(k, &ri.kept, "row", 1, "r");
+	for (int r = 0; r < k->reds.n; r++) {
+		k->reds.v[r].at = cu_result_ix(k, &ri, k->reds.v[r].id, &kc, "row", 1);
+		k->reds.v[r].lv = 1;
+	}
+	const char *jloop = cu_fmt(k->a, "for (%s j = threadIdx.x; j < %lld; j += blockDim.x)", k->idx, (long long)ri.nred);
+	for (int p = 1; p <= npass; p++) {
+		cu_kline(k, 1, NULL, "/* pass %d */", p);
+		cu_declare_reds(k, 1, p, passes);
+		cu_kopen(k);
+		Ix rc = cu_ix_from_lin(k, &ri.red, "j", 2, "j");
+		const char *i = cu_fresh(k, 2, "i");
+		cu_kline(k, 2, i, "const %s %s = row * %lld + j;", k->idx, i, (long long)ri.nred);
+		Ix x = cu_merge_ix(&ri, &kc, &rc, i, 2);
+		cu_accumulate(k, &x, p, passes);
+		cu_kclose(k, jloop);
+		for (int r = 0; r < k->reds.n; r++) {
+			Red *rd = &k->reds.v[r];
+			if (passes[r] != p)
+				continue;
+			const FgNode *n = &k->g->nodes[rd->id];
+			cu_kline(k, 1, NULL, "%s = fg_block_reduce(%s, %s);", rd->acc, rd->acc, cu_red_functor(n));
+			rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", k->plan->names[rd->id]));
+			cu_kline(k, 1, NULL, "const %s %s = %s;", cu_ctype(n->dt), rd->var, cu_red_final(k, n, rd->acc, ri.nred));
+		}
+	}
+	/* once per row: values of the reduced shape */
+	Ix rx = cu_result_ix(k, &ri, first, &kc, "row", 1);
+	cu_store_reduced(k, &ri, first, dep, &rx, "threadIdx.x == 0");
+	/* the epilogue: values of the row's elements */
+	int any = 0;
+	for (int w = 0; w < k->gr->nwrites; w++)
+		any |= cu_write_place(k, &ri, first, dep, k->gr->writes[w]) == 'S';
+	if (any) {
+		cu_kline(k, 1, NULL, "/* epilogue */");
+		cu_kopen(k);
+		Ix rc = cu_ix_from_lin(k, &ri.red, "j", 2, "j");
+		const char *i = cu_fresh(k, 2, "i");
+		cu_kline(k, 2, i, "const %s %s = row * %lld + j;", k->idx, i, (long long)ri.nred);
+		Ix x = cu_merge_ix(&ri, &kc, &rc, i, 2);
+		for (int w = 0; w < k->gr->nwrites; w++) {
+			int id = k->gr->writes[w];
+			if (cu_write_place(k, &ri, first, dep, id) != 'S')
+				continue;
+			Ix y = cu_ix_bcast(&x, &ri.S, cu_shape_of(k, id));
+			cu_store(k, id, &y, cu_write_cond(k, &x, &ri.S, cu_shape_of(k, id)), NULL);
+		}
+		cu_kclose(k, jloop);
+	}
+	cu_kclose(k, cu_fmt(k->a, "for (%s row = blockIdx.x; row < %lld; row += gridDim.x)", k->idx, (long long)ri.nkept));
+	if (k->failed)
+		return;
+	int64_t grid = ri.nkept < INT32_MAX ? ri.nkept : INT32_MAX;
+	cu_emit_comment(E, k->gi, cu_row_desc(E, &ri, "one block per row"));
+	const char *args = cu_emit_kernel(k, k->gr->name, block, NULL, 0, 1);
+	cu_add_launch(E, k->gr->name, k->gi, grid, block, args);
+}
