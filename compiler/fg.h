@@ -615,6 +615,40 @@ void fg_fuse_defaults(FgFuseOptions *o);
 int64_t fg_value_bytes(const FgGraph *g, int id);
 int64_t fg_bytes_add(int64_t a, int64_t b);
 
+/* ------------------------------------------------------- passes/kinds.c */
+
+/* What one group kind's kernel can hold, asked by the partitioner and by
+ * the CUDA emitters alike. */
+
+/* Whether shape s broadcasts into space (NumPy alignment, no growth). */
+int fg_kind_fits(const FgShape *s, const FgShape *space);
+
+/* Where a reduction group whose first reduction is r writes value w (dep:
+ * w is computed from the group's reductions). */
+typedef enum FgPlace {
+	FG_PLACE_NONE,          /* nowhere: the group cannot write it */
+	FG_PLACE_ROWS,          /* once per row or column, at r's result */
+	FG_PLACE_SPACE,         /* per element of r's input, the space */
+} FgPlace;
+FgPlace fg_kind_write_place(const FgGraph *g, int r, int w, int dep);
+
+/* The register model: a thread of the estimate carries FG_REGS_ELEMS
+ * elements of each live value, a register each, beside a base for its
+ * indices and a pointer per tensor it reads. */
+#define FG_REGS_BASE 16         /* indices, loop control, the thread's id */
+#define FG_REGS_PER_READ 2      /* a 64-bit pointer per tensor read */
+#define FG_REGS_READS_MAX 8     /* pointers counted: beyond, constant memory */
+#define FG_REGS_ELEMS 4         /* elements a thread, registers a live value */
+/* Registers of a thread reading `reads` tensors with `live` values live. */
+int fg_kind_regs(int reads, int live);
+/* Two groups' estimates as one kernel's: they share the base. */
+int fg_kind_regs_merged(int a, int b);
+/* Group gr's estimate (est_regs) for a thread carrying `elems` elements
+ * of each value instead of FG_REGS_ELEMS. */
+int fg_kind_regs_at(const FgGroup *gr, int elems);
+/* Whether an estimate stays within the limit (--reg-limit). */
+int fg_kind_regs_fit(const FgFuseOptions *o, int regs);
+
 /* ------------------------------------------------------ passes/memplan.c */
 
 /* Gives every value written by a group and not an input an offset in one

@@ -78,7 +78,8 @@ static const char usage[] =
 	"  --no-fuse        one group per op: the unfused baseline\n"
 	"  --bw GBS         cost model: device bandwidth in GB/s (default 4300)\n"
 	"  --launch-us US   cost model: cost of one kernel launch in us (default 3)\n"
-	"  --reg-limit N    registers per thread a loop group may use (default 128)\n"
+	"  --reg-limit N    registers per thread by the estimate: where loop groups are\n"
+	"                   cut, and how many elements a kernel gives a thread (default 128)\n"
 	"  -h, --help       this text\n";
 
 static int usage_error(const char *fmt, const char *arg)

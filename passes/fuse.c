@@ -34,9 +34,6 @@
 #include "fg.h"
 
 #define NO_GROUP (-1)
-#define REGS_BASE 16            /* indices, loop control, the thread's id */
-#define REGS_PER_READ 2         /* a 64-bit pointer per tensor read */
-#define REGS_PER_VALUE 4        /* a live value, four elements per thread */
 
 typedef struct BGroup {         /* a group while it is being built */
 	FgGroupKind kind;
@@ -123,14 +120,6 @@ static const FgNode *node(const Fuser *f, int id)
 static int is_source(const Fuser *f, int id)
 {
 	return cls(f, id) == FG_CLASS_SOURCE;
-}
-
-/* Whether shape s broadcasts into space (NumPy alignment, no growth). */
-static int fits(const FgShape *s, const FgShape *space)
-{
-	FgShape r;
-
-	return fg_shape_broadcast(s, space, &r) == 0 && fg_shape_eq(&r, space);
 }
 
 /* Whether reduction axes ax of shape in are a run of trailing axes that
@@ -407,22 +396,6 @@ static int is_written(const Fuser *f, int id)
 	return (node(f, id)->flags & (FG_NF_OUTPUT | FG_NF_SAVED | FG_NF_MATERIALIZE)) || f->block[id] != FG_WHY_NONE;
 }
 
-/* How a reduction group whose first reduction is r writes value w (dep:
- * whether w is computed from the group's reductions), as compiler/cuda.c's
- * write_place has it: 'R' at the rows (r's result, broadcast), 'S' over
- * the space (r's input), 0 not at all. */
-static int write_place(const Fuser *f, int r, int w, int dep)
-{
-	const FgShape *ws = &node(f, w)->shape, *S = &node(f, node(f, r)->in[0])->shape;
-	int fr = fits(ws, &node(f, r)->shape), fs = fits(ws, S);
-
-	if (fr && (dep || !fs))
-		return 'R';
-	if (fs && (!dep || fg_shape_numel(ws) == fg_shape_numel(S)))
-		return 'S';
-	return 0;
-}
-
 /* Why a group of this kind whose first reduction is r cannot write w. */
 static const char *unplaceable(Fuser *f, int w, int r, FgGroupKind kind)
 {
@@ -445,7 +418,7 @@ static int first_reduction(const Fuser *f, const BGroup *b)
 }
 
 /* Whether group gi with reduction p joined (p below all its members)
- * still runs as one reduction kernel, as compiler/cuda.c writes it:
+ * still runs as one reduction kernel (fg_kind_write_place):
  * every value the group writes fits either the rows (the result of p,
  * its first reduction) or the space (p's input), and every reduction is
  * read only at the row its own block reduces.  If not, *detail says why
@@ -473,7 +446,7 @@ static int rows_kept(Fuser *f, int gi, int p, FgGroupKind kind, const char **det
 				f->seen[v] |= f->seen[n->in[j]] & SEEN_DEP;
 	}
 	/* Where the kernel starts: each written value at the rows or the
-	 * space (write_place in compiler/cuda.c), each reduction's input at
+	 * space (fg_kind_write_place), each reduction's input at
 	 * the space. */
 	for (int k = 0; k < nm; k++) {
 		int v = k < b->nodes.n ? b->nodes.v[k] : p;
@@ -482,10 +455,10 @@ static int rows_kept(Fuser *f, int gi, int p, FgGroupKind kind, const char **det
 			ax_merge(f, node(f, v)->in[0], space, -1);
 		if (!is_written(f, v))
 			continue;
-		int where = write_place(f, p, v, f->seen[v] & SEEN_DEP);
-		if (where == 'R') {
+		FgPlace where = fg_kind_write_place(f->g, p, v, f->seen[v] & SEEN_DEP);
+		if (where == FG_PLACE_ROWS) {
 			ax_align(m, vs, rows, pn->shape.rank);
-		} else if (where == 'S') {
+		} else if (where == FG_PLACE_SPACE) {
 			ax_align(m, vs, space, S->rank);
 		} else {
 			*detail = unplaceable(f, v, p, kind);
@@ -554,20 +527,20 @@ static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
 		return 0;
 	}
 	if (c == FG_CLASS_EW || c == FG_CLASS_LAYOUT) {
-		if ((n->flags & (FG_NF_OUTPUT | FG_NF_SAVED)) && !fits(&n->shape, &b->space) &&
+		if ((n->flags & (FG_NF_OUTPUT | FG_NF_SAVED)) && !fg_kind_fits(&n->shape, &b->space) &&
 		    fg_shape_numel(&n->shape) != fg_shape_numel(&b->space)) {
 			*detail = fg_arena_printf(f->a, "%s must be written, but the %s group's threads cover %s, "
 						  "not each of its elements", type_str(f, p), kind, type_str(f, b->root));
 			return 0;
 		}
-		if (b->kind == FG_GROUP_GEMM && !fits(&n->shape, &b->space) &&
-		    !fits(&n->shape, &node(f, b->root)->shape)) {
+		if (b->kind == FG_GROUP_GEMM && !fg_kind_fits(&n->shape, &b->space) &&
+		    !fg_kind_fits(&n->shape, &node(f, b->root)->shape)) {
 			*detail = fg_arena_printf(f->a, "%s does not fit the gemm's output tile %s",
 						  type_str(f, p), type_str(f, b->root));
 			return 0;
 		}
-		if (b->kind == FG_GROUP_REDUCE && !fits(&n->shape, &b->space) &&
-		    !fits(&n->shape, &node(f, b->root)->shape)) {
+		if (b->kind == FG_GROUP_REDUCE && !fg_kind_fits(&n->shape, &b->space) &&
+		    !fg_kind_fits(&n->shape, &node(f, b->root)->shape)) {
 			char sp[256];
 			*detail = fg_arena_printf(f->a, "%s fits neither the reduction's input %s nor its result",
 						  type_str(f, p), fg_type_str(sp, sizeof sp, n->dt, &b->space));
@@ -577,7 +550,7 @@ static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
 			/* p comes before the group's reductions: not computed
 			 * from them */
 			int r = first_reduction(f, b);
-			if (!write_place(f, r, p, 0)) {
+			if (!fg_kind_write_place(f->g, r, p, 0)) {
 				*detail = unplaceable(f, p, r, b->kind);
 				return 0;
 			}
@@ -806,18 +779,18 @@ static int *last_uses(const Fuser *f, int gi, const int *m, int n)
 	return last;
 }
 
-/* Pointers for the tensors members read from memory (at most 8 count:
- * beyond that the compiler keeps them in constant memory). */
-static int read_regs(const Fuser *f, int gi, const int *m, int n)
+/* The tensors members read from memory (counted up to the register
+ * model's FG_REGS_READS_MAX). */
+static int group_reads_count(const Fuser *f, int gi, const int *m, int n)
 {
 	int reads = 0;
 
-	for (int i = 0; i < n && reads < 8; i++) {
+	for (int i = 0; i < n && reads < FG_REGS_READS_MAX; i++) {
 		const FgNode *nd = node(f, m[i]);
 		for (int k = 0; k < nd->nin; k++)
 			reads += node(f, nd->in[k])->op != FG_OP_CONST && !in_group(f, nd->in[k], gi);
 	}
-	return REGS_PER_READ * (reads < 8 ? reads : 8);
+	return reads;
 }
 
 /* Estimated registers per thread of group gi's members m[0..n): values
@@ -835,7 +808,7 @@ static int estimate_regs(const Fuser *f, int gi, const int *m, int n)
 			peak = live;
 		live -= deaths[i];
 	}
-	return REGS_BASE + read_regs(f, gi, m, n) + REGS_PER_VALUE * peak;
+	return fg_kind_regs(group_reads_count(f, gi, m, n), peak);
 }
 
 /* A new, empty loop group rooted at root; members are added by the caller. */
@@ -929,10 +902,10 @@ static void split_for_registers(Fuser *f, int gi)
 	memcpy(m, b->nodes.v, (size_t)n * sizeof(int));
 	qsort(m, (size_t)n, sizeof(int), cmp_int);
 	int regs = estimate_regs(f, gi, m, n);
-	if (regs <= f->opt.reg_limit)
+	if (fg_kind_regs_fit(&f->opt, regs))
 		return;
-	int base = REGS_BASE + read_regs(f, gi, m, n);
-	int max_live = (f->opt.reg_limit - base) / REGS_PER_VALUE - 1;
+	int reads = group_reads_count(f, gi, m, n);
+	int max_live = (f->opt.reg_limit - fg_kind_regs(reads, 0)) / FG_REGS_ELEMS - 1;
 	if (max_live < 1)
 		max_live = 1;
 	Seg t = {n, fg_arena_array(f->a, 4 * (size_t)n + 4, sizeof(int)), fg_arena_array(f->a, 4 * (size_t)n + 4, sizeof(int))};
@@ -962,7 +935,7 @@ static void split_for_registers(Fuser *f, int gi)
 		}
 		/* Cut before e: what [from, e) defines and later members use
 		 * is stored. */
-		int est = base + REGS_PER_VALUE * (seg_max(&t, 1, 0, n - 1, from, e - 1) + 2);
+		int est = fg_kind_regs(reads, seg_max(&t, 1, 0, n - 1, from, e - 1) + 2);
 		for (int j = from; j < e; j++)
 			FOR_CONSUMERS(f, m[j], c) {
 				int *pos = in_group(f, c, gi) ? bsearch(&c, m, (size_t)n, sizeof(int), cmp_int) : NULL;
@@ -1098,7 +1071,7 @@ static int siblings(Fuser *f, int i, int j)
 
 	if (a->kind != FG_GROUP_LOOP || b->kind != FG_GROUP_LOOP ||
 	    !fg_shape_eq(&node(f, a->root)->shape, &node(f, b->root)->shape) ||
-	    a->est_regs + b->est_regs - REGS_BASE > f->opt.reg_limit)
+	    !fg_kind_regs_fit(&f->opt, fg_kind_regs_merged(a->est_regs, b->est_regs)))
 		return 0;
 	int mark = ++f->stamp_now;
 	for (int k = 0; k < a->nreads; k++)
@@ -1154,7 +1127,7 @@ static void merge_into(Fuser *f, int i, int j)
 	a->writes = writes;
 	a->nwrites += b->nwrites;
 	a->root = a->root > b->root ? a->root : b->root;
-	a->est_regs += b->est_regs - REGS_BASE;
+	a->est_regs = fg_kind_regs_merged(a->est_regs, b->est_regs);
 	a->bytes_read = a->bytes_written = 0;
 	for (int k = 0; k < a->nreads; k++)
 		a->bytes_read = fg_bytes_add(a->bytes_read, fg_value_bytes(f->g, a->reads[k]));
@@ -1235,7 +1208,7 @@ static int first_reader(const Fuser *f, int id)
 }
 
 /* Group order[i], when it is a reduction group, writes what it holds at
- * the rows of its first reduction or over its input (write_place).  A
+ * the rows of its first reduction or over its input (fg_kind_write_place).  A
  * value homed there that fits neither (one that the register splitter
  * cut from a loop group which also computes it) moves to a loop or gemm
  * group that holds it and runs before its first reader. */
@@ -1256,7 +1229,7 @@ static void rehome(Fuser *f, const Order *order, int i)
 	}
 	for (int k = 0; k < b->nodes.n; k++) {
 		int v = b->nodes.v[k], reader, best = -1;
-		if (f->plan->home[v] != i || write_place(f, first, v, f->seen[v] & SEEN_DEP))
+		if (f->plan->home[v] != i || fg_kind_write_place(f->g, first, v, f->seen[v] & SEEN_DEP))
 			continue;
 		reader = first_reader(f, v);
 		for (int j = 0; j < f->memb[v].n; j++) {

@@ -94,6 +94,17 @@ else
   fail=$((fail + 1)); echo "FAIL report --tf32: the GPU notes of the f32 matmuls"
 fi
 
+# --reg-limit is the emitter's limit too (passes/kinds.c): softmax_f16's
+# rows of 4096 sit in registers, 16 elements a thread, at the default; not
+# within 40 registers a thread
+if "$fgc" compile "$src/samples/softmax_f16.fg" -o "$tmp/r1" && grep -q "the row in registers (2 x 8" "$tmp/r1.cu" &&
+   "$fgc" compile "$src/samples/softmax_f16.fg" --reg-limit 64 -o "$tmp/r2" && grep -q "the row in registers (1 x 8" "$tmp/r2.cu" &&
+   "$fgc" compile "$src/samples/softmax_f16.fg" --reg-limit 40 -o "$tmp/r3" && grep -q "; one block per row" "$tmp/r3.cu"; then
+  pass=$((pass + 1)); echo "PASS compile --reg-limit: the kernel's elements a thread follow the limit"
+else
+  fail=$((fail + 1)); echo "FAIL compile --reg-limit: the row kernels' shapes"
+fi
+
 for d in o o1 o2 o3 o4 o5; do
   if [ -e "$tmp/$d" ]; then fail=$((fail + 1)); echo "FAIL a failed run left $d behind"; fi
 done

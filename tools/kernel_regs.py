@@ -8,10 +8,11 @@ For each model at its default sizes: `fgc compile` writes the .cu, `nvcc
 --format json` gives each group's est_regs.  Prints one markdown row per
 kernel: how many elements a thread of it carries at once (its lanes, or a
 row's elements held in registers, from the kernel's head comment), the
-partitioner's est_regs (passes/fuse.c: 16 for indices, 2 per tensor read,
-4 per live value, i.e. a live value of 4 elements a thread), that model
-scaled to the kernel's elements (16 + (est - 16) * elements / 4, what
-compiler/cuda.c's regs_for() uses to choose lanes), what ptxas allocated,
+partitioner's est_regs (passes/kinds.c's register model: 16 for indices, 2
+per tensor read, 4 per live value, i.e. a live value of 4 elements a
+thread), that model scaled to the kernel's elements (16 + (est - 16) *
+elements / 4: fg_kind_regs_at(), which the emitters use to choose lanes
+and rows in registers), what ptxas allocated,
 the relative error of the scaled estimate, and the bytes ptxas spilled.
 Exit status 1 when any kernel spills.
 """

@@ -35,8 +35,6 @@
 #define MAX_GRID (1 << 20)      /* blocks of a grid-stride loop */
 #define FULL_BLOCKS 1024        /* partials of a reduction over all axes */
 #define MAX_LANES 8             /* elements per thread of a vectorized kernel */
-#define REG_LIMIT 128           /* registers a thread may use by the estimate
-				   (fgc's default --reg-limit) */
 
 /* ---------------------------------------------------------------- types */
 
@@ -197,12 +195,10 @@ const char *cu_emit_kernel(Kern *k, const char *name, int block, const Param *ex
 int64_t cu_grid_for(int64_t n, int64_t block);
 const char *cu_stride_loop(Kern *k, const char *v, int64_t n);
 int cu_sink(const Kern *k);
-int cu_regs_for(const Kern *k, int n);
 int cu_lane_width(const Kern *k, int64_t inner, int regs);
 
 /* ----------------------------------------------- compiler/cuda/index.c */
 
-int cu_fits(const FgShape *s, const FgShape *space);
 const FgShape *cu_shape_of(const Kern *k, int id);
 int64_t cu_numel(const FgShape *s);
 Ix cu_ix_from_lin(Kern *k, const FgShape *s, const char *lin, int lv, const char *prefix);
@@ -239,16 +235,16 @@ const char *cu_red_final(Kern *k, const FgNode *n, const char *acc, int64_t coun
 Ix cu_merge_ix(const RedInfo *ri, const Ix *kc, const Ix *rc, const char *lin, int lin_lv);
 Ix cu_result_ix(const Kern *k, const RedInfo *ri, int id, const Ix *kc, const char *lin, int lv);
 unsigned char *cu_after_reduction(Kern *k);
-int cu_write_place(const Kern *k, const RedInfo *ri, int first, const unsigned char *dep, int w);
 void cu_declare_reds(Kern *k, int lv, int pass, const int *passes);
 void cu_accumulate(Kern *k, const Ix *x, int pass, const int *passes);
 void cu_collect_reds(Kern *k);
 int cu_group_reductions(Kern *k, RedInfo *ri, const char *what);
 const char *cu_row_desc(Emit *E, const RedInfo *ri, const char *how);
-void cu_store_reduced(Kern *k, const RedInfo *ri, int first, const unsigned char *dep, const Ix *at,
+void cu_store_reduced(Kern *k, int first, const unsigned char *dep, const Ix *at,
 			  const char *extra_cond);
 void cu_store_space(Kern *k, const RedInfo *ri, int first, const unsigned char *dep, const Ix *xs, int nl,
 			const char *extra_cond);
+int cu_writes_space(const Kern *k, int first, const unsigned char *dep);
 
 /* ------------------------------------------------- the group kinds */
 

@@ -10,12 +10,6 @@
 
 #include "cuda.h"
 
-int cu_fits(const FgShape *s, const FgShape *space)
-{
-	FgShape r;
-	return fg_shape_broadcast(s, space, &r) == 0 && fg_shape_eq(&r, space);
-}
-
 const FgShape *cu_shape_of(const Kern *k, int id)
 {
 	return &k->g->nodes[id].shape;

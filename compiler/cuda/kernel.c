@@ -251,14 +251,6 @@ int cu_sink(const Kern *k)
 	return s < 0 ? k->gr->root : s;
 }
 
-/* Registers a thread of the group needs to carry n elements at once, by
- * the partitioner's model (passes/fuse.c: est_regs is a base of 16 for
- * indices plus the live values of 4 elements a thread). */
-int cu_regs_for(const Kern *k, int n)
-{
-	return 16 + (k->gr->est_regs - 16) * n / 4;
-}
-
 /* Lanes per thread for a kernel whose vectors run along a dim of size
  * inner: 16 bytes of the narrowest value the group reads or writes (so
  * every access is one or two 16-byte loads or stores), halved until the
@@ -272,7 +264,7 @@ int cu_lane_width(const Kern *k, int64_t inner, int regs)
 		size = fg_dtype_size[k->g->nodes[id].dt] < size ? fg_dtype_size[k->g->nodes[id].dt] : size;
 	}
 	int vw = 16 / size > MAX_LANES ? MAX_LANES : 16 / size;
-	while (vw > 1 && (inner % vw != 0 || (regs && cu_regs_for(k, vw) > REG_LIMIT)))
+	while (vw > 1 && (inner % vw != 0 || (regs && !fg_kind_regs_fit(&k->plan->opt, fg_kind_regs_at(k->gr, vw)))))
 		vw /= 2;
 	return vw;
 }

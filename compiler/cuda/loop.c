@@ -32,7 +32,7 @@ void cu_loop_kernel(Emit *E, Kern *k, int space_id, const Param *extra, int next
 	for (int w = 0; w < k->gr->nwrites; w++) {
 		int id = k->gr->writes[w];
 		const FgShape *ws = cu_shape_of(k, id);
-		if (!cu_fits(ws, S))
+		if (!fg_kind_fits(ws, S))
 			continue;
 		Ix ys[MAX_LANES];
 		const char *conds[MAX_LANES];
@@ -51,7 +51,7 @@ void cu_loop_kernel(Emit *E, Kern *k, int space_id, const Param *extra, int next
 	for (int w = 0; w < k->gr->nwrites; w++) {
 		int id = k->gr->writes[w];
 		const FgShape *ws = cu_shape_of(k, id);
-		if (cu_fits(ws, S))
+		if (fg_kind_fits(ws, S))
 			continue;
 		cu_kopen(k);
 		Ix own_ix = cu_ix_from_lin(k, ws, "i", 1, "i");

@@ -73,7 +73,7 @@ static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, co
 		rd->lv = 1;
 		rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", k->plan->names[rd->id]));
 		cu_kline(k, 1, NULL, "const %s %s = %s;", cu_ctype(n->dt), rd->var, cu_red_final(k, n, rd->acc, ri->nred));
-		cu_store_reduced(k, ri, first, dep, &rd->at, NULL);
+		cu_store_reduced(k, first, dep, &rd->at, NULL);
 	}
 	cu_kclose(k, cu_fmt(k->a, "if (ty == 0 && o < %lld)", (long long)ri->nkept));
 	if (k->failed)
@@ -81,9 +81,7 @@ static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, co
 	const char *how = cu_fmt(E->a, "reduce %s over axes 0x%x to %lld elements; blocks of %d x %d threads",
 			      cu_shape_str(E->a, FG_DT_F32, &ri->S) + 3, (unsigned)ri->axes, (long long)ri->nkept,
 			      SPLIT_COLS, SPLIT_ROWS);
-	int any_s = 0;
-	for (int w = 0; w < k->gr->nwrites; w++)
-		any_s |= cu_write_place(k, ri, first, dep, k->gr->writes[w]) == 'S';
+	int any_s = cu_writes_space(k, first, dep);
 	cu_emit_comment(E, k->gi, nsplit > 1 ? cu_fmt(E->a, "%s, the reduced axes in %lld slabs: partials into scratch", how,
 					       (long long)nsplit) : how);
 	const char *args = cu_emit_kernel(k, pname, SPLIT_COLS * SPLIT_ROWS, nsplit > 1 ? &part_out : NULL,
@@ -107,7 +105,7 @@ static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, co
 	cu_kline(&k2, 1, NULL, "	%s", cu_red_step(&k2, n, r2->acc, cu_fmt(k2.a, "partial[s * %lld + o]", (long long)ri->nkept)));
 	r2->var = cu_fresh(&k2, 1, cu_fmt(k2.a, "v_%s", k2.plan->names[r2->id]));
 	cu_kline(&k2, 1, NULL, "const %s %s = %s;", cu_ctype(n->dt), r2->var, cu_red_final(&k2, n, r2->acc, ri->nred));
-	cu_store_reduced(&k2, ri, first, dep, &r2->at, NULL);
+	cu_store_reduced(&k2, first, dep, &r2->at, NULL);
 	cu_kclose(&k2, cu_stride_loop(&k2, "o", ri->nkept));
 	k->failed |= k2.failed;
 	if (k2.failed)
@@ -134,7 +132,7 @@ static void emit_reduce_cols(Emit *E, Kern *k, const RedInfo *ri, int first, con
 	cu_accumulate(k, &x, 0, NULL);
 	for (int w = 0; w < k->gr->nwrites; w++) {
 		int id = k->gr->writes[w];
-		if (cu_write_place(k, ri, first, dep, id) != 'S')
+		if (fg_kind_write_place(k->g, first, id, dep[id]) != FG_PLACE_SPACE)
 			continue;
 		Ix y = cu_ix_bcast(&x, &ri->S, cu_shape_of(k, id));
 		cu_store(k, id, &y, cu_write_cond(k, &x, &ri->S, cu_shape_of(k, id)), NULL);
@@ -144,7 +142,7 @@ static void emit_reduce_cols(Emit *E, Kern *k, const RedInfo *ri, int first, con
 	const FgNode *n = &k->g->nodes[rd->id];
 	rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", k->plan->names[rd->id]));
 	cu_kline(k, 1, NULL, "const %s %s = %s;", cu_ctype(n->dt), rd->var, cu_red_final(k, n, rd->acc, ri->nred));
-	cu_store_reduced(k, ri, first, dep, &rd->at, NULL);
+	cu_store_reduced(k, first, dep, &rd->at, NULL);
 	cu_kclose(k, cu_stride_loop(k, "o", ri->nkept));
 	if (k->failed)
 		return;
@@ -199,9 +197,7 @@ static void emit_reduce_all(Emit *E, Kern *k, const RedInfo *ri, int first, cons
 		return;
 	cu_emit_comment(E, k->gi, cu_fmt(E->a, "reduce all of %s, stage 1 of 2: %lld partials into scratch",
 				   cu_shape_str(E->a, FG_DT_F32, &ri->S) + 3, (long long)nb));
-	int any_s = 0;
-	for (int w = 0; w < k->gr->nwrites; w++)
-		any_s |= cu_write_place(k, ri, first, dep, k->gr->writes[w]) == 'S';
+	int any_s = cu_writes_space(k, first, dep);
 	const char *args = cu_emit_kernel(k, pname, LOOP_BLOCK, &part_out, 1, any_s);
 	cu_add_launch(E, pname, k->gi, nb, LOOP_BLOCK, args);
 
@@ -222,7 +218,7 @@ static void emit_reduce_all(Emit *E, Kern *k, const RedInfo *ri, int first, cons
 	cu_kline(&k2, 0, NULL, "%s = fg_block_reduce(%s, %s);", r2->acc, r2->acc, cu_red_functor(n));
 	r2->var = cu_fresh(&k2, 0, cu_fmt(k2.a, "v_%s", k2.plan->names[r2->id]));
 	cu_kline(&k2, 0, NULL, "const %s %s = %s;", cu_ctype(n->dt), r2->var, cu_red_final(&k2, n, r2->acc, N));
-	cu_store_reduced(&k2, ri, first, dep, &r2->at, "threadIdx.x == 0");
+	cu_store_reduced(&k2, first, dep, &r2->at, "threadIdx.x == 0");
 	k->failed |= k2.failed;
 	if (k2.failed)
 		return;

@@ -161,22 +161,6 @@ unsigned char *cu_after_reduction(Kern *k)
 	return dep;
 }
 
-/* Where a write of a reduction group goes: 'R' once per row or column
- * (its shape fits a reduction's result), 'S' per element of the space,
- * 0 when neither. */
-int cu_write_place(const Kern *k, const RedInfo *ri, int first, const unsigned char *dep, int w)
-{
-	const FgShape *ws = cu_shape_of(k, w);
-	int fr = cu_fits(ws, cu_shape_of(k, first)), fs = cu_fits(ws, &ri->S);
-	if (fr && (dep[w] || !fs))
-		return 'R';
-	if (fs && !dep[w])
-		return 'S';
-	if (fs && cu_numel(ws) == cu_numel(&ri->S))
-		return 'S';
-	return 0;
-}
-
 void cu_declare_reds(Kern *k, int lv, int pass, const int *passes)
 {
 	for (int i = 0; i < k->reds.n; i++) {
@@ -236,26 +220,26 @@ const char *cu_row_desc(Emit *E, const RedInfo *ri, const char *how)
 		   cu_shape_str(E->a, FG_DT_F32, &ri->S) + 3, how);
 }
 
-/* Stores the writes of the reduced shape ('R') at the result index `at`
+/* Stores the writes of the reduced shape (FG_PLACE_ROWS) at the result index `at`
  * of the group's reduction, once it is reduced, when extra_cond holds
  * (NULL: always). */
-void cu_store_reduced(Kern *k, const RedInfo *ri, int first, const unsigned char *dep, const Ix *at,
+void cu_store_reduced(Kern *k, int first, const unsigned char *dep, const Ix *at,
 			  const char *extra_cond)
 {
 	for (int w = 0; w < k->gr->nwrites; w++) {
 		int id = k->gr->writes[w];
-		int where = cu_write_place(k, ri, first, dep, id);
-		if (where == 'R') {
+		FgPlace where = fg_kind_write_place(k->g, first, id, dep[id]);
+		if (where == FG_PLACE_ROWS) {
 			Ix y = cu_ix_bcast(at, cu_shape_of(k, first), cu_shape_of(k, id));
 			cu_store(k, id, &y, cu_write_cond(k, at, cu_shape_of(k, first), cu_shape_of(k, id)), extra_cond);
-		} else if (where == 0) {
+		} else if (where == FG_PLACE_NONE) {
 			cu_kern_error(k, id, "'%s' %s is written, but it fits neither the reduction's input nor its result",
 				   k->plan->names[id], cu_shape_str(k->a, k->g->nodes[id].dt, cu_shape_of(k, id)));
 		}
 	}
 }
 
-/* Stores the writes of the space's shape ('S': the epilogue, or values
+/* Stores the writes of the space's shape (FG_PLACE_SPACE: the epilogue, or values
  * before the reduction) at the nl lanes xs of the space, when extra_cond
  * holds (NULL: always). */
 void cu_store_space(Kern *k, const RedInfo *ri, int first, const unsigned char *dep, const Ix *xs, int nl,
@@ -263,7 +247,7 @@ void cu_store_space(Kern *k, const RedInfo *ri, int first, const unsigned char *
 {
 	for (int w = 0; w < k->gr->nwrites; w++) {
 		int id = k->gr->writes[w];
-		if (cu_write_place(k, ri, first, dep, id) != 'S')
+		if (fg_kind_write_place(k->g, first, id, dep[id]) != FG_PLACE_SPACE)
 			continue;
 		Ix ys[MAX_LANES];
 		const char *conds[MAX_LANES];
@@ -276,4 +260,13 @@ void cu_store_space(Kern *k, const RedInfo *ri, int first, const unsigned char *
 		else
 			cu_store(k, id, &ys[0], conds[0], extra_cond);
 	}
+}
+
+/* Whether the group writes a value over the space (FG_PLACE_SPACE). */
+int cu_writes_space(const Kern *k, int first, const unsigned char *dep)
+{
+	for (int w = 0; w < k->gr->nwrites; w++)
+		if (fg_kind_write_place(k->g, first, k->gr->writes[w], dep[k->gr->writes[w]]) == FG_PLACE_SPACE)
+			return 1;
+	return 0;
 }

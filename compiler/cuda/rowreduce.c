@@ -35,7 +35,7 @@ static int row_team(const Kern *k, const RedInfo *ri, RowTeam *rt)
 	for (int w = 32; w <= 1024; w *= 2) {
 		int64_t vecs = (ri->nred + (int64_t)w * rt->vw - 1) / ((int64_t)w * rt->vw);
 		int64_t held = vecs * rt->vw;
-		if ((held <= ROW_REGS || (w == 1024 && held <= ROW_REGS_WIDE)) && cu_regs_for(k, (int)held) <= REG_LIMIT) {
+		if ((held <= ROW_REGS || (w == 1024 && held <= ROW_REGS_WIDE)) && fg_kind_regs_fit(&k->plan->opt, fg_kind_regs_at(k->gr, (int)held))) {
 			rt->threads = w;
 			rt->vecs = (int)vecs;
 			break;
@@ -112,7 +112,7 @@ static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTe
 	}
 	/* once per row: values of the reduced shape */
 	Ix rx = cu_result_ix(k, ri, first, &kc, "row", 1);
-	cu_store_reduced(k, ri, first, dep, &rx, cu_fmt(k->a, "%s == 0", t));
+	cu_store_reduced(k, first, dep, &rx, cu_fmt(k->a, "%s == 0", t));
 	/* the epilogue: values of the row's elements, from registers */
 	cu_kline(k, 1, NULL, "/* epilogue */");
 	for (int u = 0; u < U; u++)
@@ -199,11 +199,9 @@ void cu_emit_rowreduce(Emit *E, Kern *k)
 	}
 	/* once per row: values of the reduced shape */
 	Ix rx = cu_result_ix(k, &ri, first, &kc, "row", 1);
-	cu_store_reduced(k, &ri, first, dep, &rx, "threadIdx.x == 0");
+	cu_store_reduced(k, first, dep, &rx, "threadIdx.x == 0");
 	/* the epilogue: values of the row's elements */
-	int any = 0;
-	for (int w = 0; w < k->gr->nwrites; w++)
-		any |= cu_write_place(k, &ri, first, dep, k->gr->writes[w]) == 'S';
+	int any = cu_writes_space(k, first, dep);
 	if (any) {
 		cu_kline(k, 1, NULL, "/* epilogue */");
 		cu_kopen(k);
@@ -213,7 +211,7 @@ void cu_emit_rowreduce(Emit *E, Kern *k)
 		Ix x = cu_merge_ix(&ri, &kc, &rc, i, 2);
 		for (int w = 0; w < k->gr->nwrites; w++) {
 			int id = k->gr->writes[w];
-			if (cu_write_place(k, &ri, first, dep, id) != 'S')
+			if (fg_kind_write_place(k->g, first, id, dep[id]) != FG_PLACE_SPACE)
 				continue;
 			Ix y = cu_ix_bcast(&x, &ri.S, cu_shape_of(k, id));
 			cu_store(k, id, &y, cu_write_cond(k, &x, &ri.S, cu_shape_of(k, id)), NULL);
