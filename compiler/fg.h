@@ -22,16 +22,24 @@
 
 /* ---------------------------------------------------------------- dtypes */
 
-/* X(ID, name, bytes of storage, is float) */
-#define FG_DTYPES(X)                                                           \
-	X(F32, "f32", 4, 1)                                                    \
-	X(F16, "f16", 2, 1)                                                    \
-	X(BF16, "bf16", 2, 1)                                                  \
-	X(I32, "i32", 4, 0)                                                    \
-	X(BOOL, "bool", 1, 0)
+/* X(ID, name, bytes of storage, is float, compute type, storage type,
+ *   torch, npy)
+ *
+ * compute type: the CUDA type a kernel computes the dtype's values in;
+ * storage type: the CUDA type it stores them as (a kernel converts with
+ * fg_to_NAME, runtime/fg_device.cuh; the program table names the dtype
+ * FGRT_ID, runtime/fgrt_program.h); torch: PyTorch's dtype; npy: the .npy
+ * type fgc run writes (FGRT_NPY_npy, runtime/fgrt.h: bf16 travels as f4).
+ */
+#define FG_DTYPES(X)                                                                   \
+	X(F32, "f32", 4, 1, "float", "float", "torch.float32", F4)                     \
+	X(F16, "f16", 2, 1, "float", "__half", "torch.float16", F2)                    \
+	X(BF16, "bf16", 2, 1, "float", "__nv_bfloat16", "torch.bfloat16", F4)          \
+	X(I32, "i32", 4, 0, "int", "int", "torch.int32", I4)                           \
+	X(BOOL, "bool", 1, 0, "float", "unsigned char", "torch.bool", B1)
 
 typedef enum FgDtype {
-#define X(id, name, size, isf) FG_DT_##id,
+#define X(id, name, size, isf, ct, st, py, npy) FG_DT_##id,
 	FG_DTYPES(X)
 #undef X
 	FG_DT_COUNT
@@ -61,7 +69,7 @@ typedef enum FgTypeRule {
 } FgTypeRule;
 
 /*
- * X(ID, name, arity, class, type rule, attributes, reference, cuda)
+ * X(ID, name, arity, class, type rule, attributes, reference, cuda, torch)
  *
  * arity: operand count; -1 means one or more (concat).
  * attributes: the keys the op accepts, space-separated (see FG_ATTRS).
@@ -70,63 +78,66 @@ typedef enum FgTypeRule {
  *   ops that are not elementwise, which the interpreter handles apart.
  * cuda: the same as a CUDA expression over floats a, b, c (helpers fg_*
  *   live in runtime/fg_device.cuh); "" where the backend handles it apart.
+ * torch: the same in PyTorch over tensors a, b (an infix operator where
+ *   Python has one: emit-torch may then put a number on either side), or
+ *   a reduction's function; "" where compiler/torch.c handles it apart.
  * Ops of class SOURCE cannot be called by name.
  */
-#define FG_OPS(X)                                                                        \
-	X(INPUT, "input", 0, SOURCE, SOURCE, "", 0, "")                                   \
-	X(PARAM, "param", 0, SOURCE, SOURCE, "", 0, "")                                   \
-	X(CONST, "const", 0, SOURCE, SOURCE, "", 0, "")                                   \
-	X(IDENTITY, "identity", 1, EW, ANY, "", a, "a")                                   \
-	X(NEG, "neg", 1, EW, NUM, "", -a, "-a")                                           \
-	X(ABS, "abs", 1, EW, NUM, "", fabs(a), "fabsf(a)")                                \
-	X(EXP, "exp", 1, EW, FLOAT, "", exp(a), "expf(a)")                                \
-	X(LOG, "log", 1, EW, FLOAT, "", log(a), "logf(a)")                                \
-	X(SQRT, "sqrt", 1, EW, FLOAT, "", sqrt(a), "sqrtf(a)")                            \
-	X(RSQRT, "rsqrt", 1, EW, FLOAT, "", 1.0 / sqrt(a), "rsqrtf(a)")                   \
-	X(RECIP, "recip", 1, EW, FLOAT, "", 1.0 / a, "(1.0f / a)")                        \
-	X(SQUARE, "square", 1, EW, NUM, "", a * a, "(a * a)")                             \
-	X(SIN, "sin", 1, EW, FLOAT, "", sin(a), "sinf(a)")                                \
-	X(COS, "cos", 1, EW, FLOAT, "", cos(a), "cosf(a)")                                \
-	X(TANH, "tanh", 1, EW, FLOAT, "", tanh(a), "tanhf(a)")                            \
-	X(SIGMOID, "sigmoid", 1, EW, FLOAT, "", fg_ref_sigmoid(a), "fg_sigmoid(a)")       \
-	X(RELU, "relu", 1, EW, NUM, "", fg_ref_relu(a), "fg_relu(a)")                     \
-	X(GELU, "gelu", 1, EW, FLOAT, "", fg_ref_gelu(a), "fg_gelu(a)")                   \
-	X(GELU_TANH, "gelu_tanh", 1, EW, FLOAT, "", fg_ref_gelu_tanh(a), "fg_gelu_tanh(a)") \
-	X(SILU, "silu", 1, EW, FLOAT, "", fg_ref_silu(a), "fg_silu(a)")                   \
-	X(ERF, "erf", 1, EW, FLOAT, "", erf(a), "erff(a)")                                \
-	X(ADD, "add", 2, EW, NUM, "", a + b, "(a + b)")                                   \
-	X(SUB, "sub", 2, EW, NUM, "", a - b, "(a - b)")                                   \
-	X(MUL, "mul", 2, EW, NUM, "", a * b, "(a * b)")                                   \
-	X(DIV, "div", 2, EW, FLOAT, "", a / b, "(a / b)")                                 \
-	X(POW, "pow", 2, EW, FLOAT, "", pow(a, b), "powf(a, b)")                          \
-	X(MAXIMUM, "maximum", 2, EW, NUM, "", fg_ref_maximum(a, b), "fg_maximum(a, b)")   \
-	X(MINIMUM, "minimum", 2, EW, NUM, "", fg_ref_minimum(a, b), "fg_minimum(a, b)")   \
-	X(LT, "lt", 2, EW, CMP, "", (double)(a < b), "(float)(a < b)")                    \
-	X(LE, "le", 2, EW, CMP, "", (double)(a <= b), "(float)(a <= b)")                  \
-	X(GT, "gt", 2, EW, CMP, "", (double)(a > b), "(float)(a > b)")                    \
-	X(GE, "ge", 2, EW, CMP, "", (double)(a >= b), "(float)(a >= b)")                  \
-	X(EQ, "eq", 2, EW, CMP, "", (double)(a == b), "(float)(a == b)")                  \
-	X(NE, "ne", 2, EW, CMP, "", (double)(a != b), "(float)(a != b)")                  \
-	X(WHERE, "where", 3, EW, WHERE, "", (a != 0 ? b : c), "(a != 0.0f ? b : c)")      \
-	X(CAST, "cast", 1, EW, CAST, "dtype", 0, "")                                      \
-	X(DROPOUT, "dropout", 1, EW, FLOAT, "p seed", 0, "")                              \
-	X(SUM, "sum", 1, REDUCE, NUM, "axis keepdims", 0, "")                             \
-	X(MEAN, "mean", 1, REDUCE, FLOAT, "axis keepdims", 0, "")                         \
-	X(MAX, "max", 1, REDUCE, NUM, "axis keepdims", 0, "")                             \
-	X(MIN, "min", 1, REDUCE, NUM, "axis keepdims", 0, "")                             \
-	X(TRANSPOSE, "transpose", 1, LAYOUT, ANY, "perm", 0, "")                          \
-	X(RESHAPE, "reshape", 1, LAYOUT, ANY, "shape", 0, "")                             \
-	X(BROADCAST_TO, "broadcast_to", 1, LAYOUT, ANY, "shape", 0, "")                   \
-	X(SLICE, "slice", 1, LAYOUT, ANY, "axis start end", 0, "")                        \
-	X(CONCAT, "concat", -1, LAYOUT, ANY, "axis", 0, "")                               \
-	X(MATMUL, "matmul", 2, MATMUL, NUM, "", 0, "")                                    \
-	X(SOFTMAX, "softmax", 1, COMPOSITE, FLOAT, "axis", 0, "")                         \
-	X(LOG_SOFTMAX, "log_softmax", 1, COMPOSITE, FLOAT, "axis", 0, "")                 \
-	X(LAYERNORM, "layernorm", 3, COMPOSITE, FLOAT, "axis eps", 0, "")                 \
-	X(RMSNORM, "rmsnorm", 2, COMPOSITE, FLOAT, "axis eps", 0, "")
+#define FG_OPS(X)                                                                                                              \
+	X(INPUT, "input", 0, SOURCE, SOURCE, "", 0, "", "")                                                                    \
+	X(PARAM, "param", 0, SOURCE, SOURCE, "", 0, "", "")                                                                    \
+	X(CONST, "const", 0, SOURCE, SOURCE, "", 0, "", "")                                                                    \
+	X(IDENTITY, "identity", 1, EW, ANY, "", a, "a", "a")                                                                   \
+	X(NEG, "neg", 1, EW, NUM, "", -a, "-a", "torch.neg(a)")                                                                \
+	X(ABS, "abs", 1, EW, NUM, "", fabs(a), "fabsf(a)", "torch.abs(a)")                                                     \
+	X(EXP, "exp", 1, EW, FLOAT, "", exp(a), "expf(a)", "torch.exp(a)")                                                     \
+	X(LOG, "log", 1, EW, FLOAT, "", log(a), "logf(a)", "torch.log(a)")                                                     \
+	X(SQRT, "sqrt", 1, EW, FLOAT, "", sqrt(a), "sqrtf(a)", "torch.sqrt(a)")                                                \
+	X(RSQRT, "rsqrt", 1, EW, FLOAT, "", 1.0 / sqrt(a), "rsqrtf(a)", "torch.rsqrt(a)")                                      \
+	X(RECIP, "recip", 1, EW, FLOAT, "", 1.0 / a, "(1.0f / a)", "torch.reciprocal(a)")                                      \
+	X(SQUARE, "square", 1, EW, NUM, "", a * a, "(a * a)", "torch.square(a)")                                               \
+	X(SIN, "sin", 1, EW, FLOAT, "", sin(a), "sinf(a)", "torch.sin(a)")                                                     \
+	X(COS, "cos", 1, EW, FLOAT, "", cos(a), "cosf(a)", "torch.cos(a)")                                                     \
+	X(TANH, "tanh", 1, EW, FLOAT, "", tanh(a), "tanhf(a)", "torch.tanh(a)")                                                \
+	X(SIGMOID, "sigmoid", 1, EW, FLOAT, "", fg_ref_sigmoid(a), "fg_sigmoid(a)", "torch.sigmoid(a)")                        \
+	X(RELU, "relu", 1, EW, NUM, "", fg_ref_relu(a), "fg_relu(a)", "torch.relu(a)")                                         \
+	X(GELU, "gelu", 1, EW, FLOAT, "", fg_ref_gelu(a), "fg_gelu(a)", "F.gelu(a)")                                           \
+	X(GELU_TANH, "gelu_tanh", 1, EW, FLOAT, "", fg_ref_gelu_tanh(a), "fg_gelu_tanh(a)", "F.gelu(a, approximate=\"tanh\")") \
+	X(SILU, "silu", 1, EW, FLOAT, "", fg_ref_silu(a), "fg_silu(a)", "F.silu(a)")                                           \
+	X(ERF, "erf", 1, EW, FLOAT, "", erf(a), "erff(a)", "torch.erf(a)")                                                     \
+	X(ADD, "add", 2, EW, NUM, "", a + b, "(a + b)", "a + b")                                                               \
+	X(SUB, "sub", 2, EW, NUM, "", a - b, "(a - b)", "a - b")                                                               \
+	X(MUL, "mul", 2, EW, NUM, "", a * b, "(a * b)", "a * b")                                                               \
+	X(DIV, "div", 2, EW, FLOAT, "", a / b, "(a / b)", "a / b")                                                             \
+	X(POW, "pow", 2, EW, FLOAT, "", pow(a, b), "powf(a, b)", "")                                                           \
+	X(MAXIMUM, "maximum", 2, EW, NUM, "", fg_ref_maximum(a, b), "fg_maximum(a, b)", "")                                    \
+	X(MINIMUM, "minimum", 2, EW, NUM, "", fg_ref_minimum(a, b), "fg_minimum(a, b)", "")                                    \
+	X(LT, "lt", 2, EW, CMP, "", (double)(a < b), "(float)(a < b)", "a < b")                                                \
+	X(LE, "le", 2, EW, CMP, "", (double)(a <= b), "(float)(a <= b)", "a <= b")                                             \
+	X(GT, "gt", 2, EW, CMP, "", (double)(a > b), "(float)(a > b)", "a > b")                                                \
+	X(GE, "ge", 2, EW, CMP, "", (double)(a >= b), "(float)(a >= b)", "a >= b")                                             \
+	X(EQ, "eq", 2, EW, CMP, "", (double)(a == b), "(float)(a == b)", "a == b")                                             \
+	X(NE, "ne", 2, EW, CMP, "", (double)(a != b), "(float)(a != b)", "a != b")                                             \
+	X(WHERE, "where", 3, EW, WHERE, "", (a != 0 ? b : c), "(a != 0.0f ? b : c)", "")                                       \
+	X(CAST, "cast", 1, EW, CAST, "dtype", 0, "", "")                                                                       \
+	X(DROPOUT, "dropout", 1, EW, FLOAT, "p seed", 0, "", "")                                                               \
+	X(SUM, "sum", 1, REDUCE, NUM, "axis keepdims", 0, "", "torch.sum")                                                     \
+	X(MEAN, "mean", 1, REDUCE, FLOAT, "axis keepdims", 0, "", "torch.mean")                                                \
+	X(MAX, "max", 1, REDUCE, NUM, "axis keepdims", 0, "", "torch.amax")                                                    \
+	X(MIN, "min", 1, REDUCE, NUM, "axis keepdims", 0, "", "torch.amin")                                                    \
+	X(TRANSPOSE, "transpose", 1, LAYOUT, ANY, "perm", 0, "", "")                                                           \
+	X(RESHAPE, "reshape", 1, LAYOUT, ANY, "shape", 0, "", "")                                                              \
+	X(BROADCAST_TO, "broadcast_to", 1, LAYOUT, ANY, "shape", 0, "", "")                                                    \
+	X(SLICE, "slice", 1, LAYOUT, ANY, "axis start end", 0, "", "")                                                         \
+	X(CONCAT, "concat", -1, LAYOUT, ANY, "axis", 0, "", "")                                                                \
+	X(MATMUL, "matmul", 2, MATMUL, NUM, "", 0, "", "")                                                                     \
+	X(SOFTMAX, "softmax", 1, COMPOSITE, FLOAT, "axis", 0, "", "")                                                          \
+	X(LOG_SOFTMAX, "log_softmax", 1, COMPOSITE, FLOAT, "axis", 0, "", "")                                                  \
+	X(LAYERNORM, "layernorm", 3, COMPOSITE, FLOAT, "axis eps", 0, "", "")                                                  \
+	X(RMSNORM, "rmsnorm", 2, COMPOSITE, FLOAT, "axis eps", 0, "", "")
 
 typedef enum FgOp {
-#define X(id, name, ar, cl, ty, at, ref, cu) FG_OP_##id,
+#define X(id, name, ar, cl, ty, at, ref, cu, py) FG_OP_##id,
 	FG_OPS(X)
 #undef X
 	FG_OP_COUNT
@@ -139,6 +150,7 @@ typedef struct FgOpInfo {
 	FgTypeRule ty;          /* dtype rule */
 	const char *attrs;      /* accepted attribute keys, space-separated */
 	const char *cuda;       /* CUDA expression over a, b, c, or "" */
+	const char *torch;      /* PyTorch expression over a, b, or "" */
 } FgOpInfo;
 
 /* X(ID, key): every attribute key any op accepts. */
@@ -181,10 +193,34 @@ static inline double fg_ref_minimum(double a, double b)
 }
 
 
+/* FG_DTYPES' columns, per dtype. */
+typedef struct FgDtypeInfo {
+	const char *cuda;       /* the CUDA type its values are computed in */
+	const char *cuda_store; /* ... and stored as */
+	const char *rt;         /* the runtime's constant: "FGRT_F32" */
+	const char *store;      /* the device conversion that stores: "fg_to_f32" */
+	const char *torch;      /* PyTorch's dtype: "torch.float32" */
+} FgDtypeInfo;
+
 extern const FgOpInfo fg_op_info[FG_OP_COUNT];
+extern const FgDtypeInfo fg_dtype_info[FG_DT_COUNT];
 extern const char *const fg_dtype_name[FG_DT_COUNT];
 extern const int fg_dtype_size[FG_DT_COUNT];
 int fg_dtype_is_float(FgDtype t);
+/* Rounds to float the way the hardware does (RNE), without the undefined
+ * out-of-range conversion: from the midpoint between FLT_MAX and 2^128 up,
+ * the nearest float is infinity. */
+static inline double fg_round_f32(double x)
+{
+	const double overflow = 0x1.ffffffp127; /* 2^128 - 2^103 */
+	if (fabs(x) >= overflow)
+		return copysign(INFINITY, x);
+	return (double)(float)x;
+}
+/* Rounds x to the nearest value of dtype dt (round to nearest even; i32
+ * truncates toward zero and saturates; bool is x != 0): what a cast, a
+ * store and a folded constant do. */
+double fg_round_to(FgDtype dt, double x);
 /* Looks a callable op up by name; FG_OP_COUNT when there is none. */
 FgOp fg_op_lookup(const char *name);
 /* The callable op name nearest to `name`, or NULL when none is close. */
@@ -194,6 +230,9 @@ FgDtype fg_dtype_lookup(const char *name);
 /* The value of elementwise op `op` on doubles, from the table's reference
  * column (the interpreter's semantics); used to fold numbers. */
 double fg_op_eval_scalar(FgOp op, double a, double b, double c);
+/* Expression column t of FG_OPS (cuda, torch) with its operands a, b, c
+ * (whole words) replaced by ops[0..nops), taken as they are. */
+const char *fg_op_subst(FgArena *a, const char *t, const char *const *ops, int nops);
 
 /* ------------------------------------------------------------- the AST */
 
@@ -727,9 +766,6 @@ double **fg_interp_eval(const FgGraph *g, double *const *in,
 double **fg_interp_eval_in(const FgGraph *g, double *const *in,
 			   const unsigned char *keep, int in_dtype, FgDiag *d);
 void fg_interp_free(const FgGraph *g, double **vals);
-/* Rounds x to the nearest value of dtype dt (round to nearest even; i32
- * truncates toward zero and saturates; bool is x != 0). */
-double fg_round_to(FgDtype dt, double x);
 
 /* ------------------------------------------------------- compiler/run.c */
 

@@ -39,50 +39,10 @@
 
 /* ------------------------------------------------- elementwise semantics */
 
-/* Rounds to float the way the hardware does (RNE), without the undefined
- * out-of-range conversion: from the midpoint between FLT_MAX and 2^128 up,
- * the nearest float is infinity. */
-static double round_f32(double x)
-{
-	const double overflow = 0x1.ffffffp127; /* 2^128 - 2^103 */
-	if (fabs(x) >= overflow)
-		return copysign(INFINITY, x);
-	return (double)(float)x;
-}
-
-static double round_i32(double x)
-{
-	if (isnan(x))
-		return 0.0;
-	if (x >= 2147483647.0)
-		return 2147483647.0;
-	if (x <= -2147483648.0)
-		return -2147483648.0;
-	return trunc(x) + 0.0; /* -0.0 is no integer */
-}
-
-double fg_round_to(FgDtype dt, double x)
-{
-	switch (dt) {
-	case FG_DT_F32:
-		return round_f32(x);
-	case FG_DT_F16:
-		return fgrt_f16_to_f64(fgrt_f64_to_f16(x));
-	case FG_DT_BF16:
-		return fgrt_bf16_to_f64(fgrt_f64_to_bf16(x));
-	case FG_DT_I32:
-		return round_i32(x);
-	case FG_DT_BOOL:
-		return x != 0 ? 1.0 : 0.0;
-	default:
-		fg_die("fg_round_to: bad dtype %d", (int)dt);
-	}
-}
-
 /* The reference column as text: "0" marks ops the table gives no
  * expression, which must never reach the generated switch below. */
 static const char *const ref_text[FG_OP_COUNT] = {
-#define X(id, name, ar, cl, ty, at, ref, cu) #ref,
+#define X(id, name, ar, cl, ty, at, ref, cu, py) #ref,
 	FG_OPS(X)
 #undef X
 };
@@ -408,7 +368,7 @@ static void ew_row(const FgNode *n, double *o, const double *const *p,
 			o[i] = (ref);                                          \
 		}                                                              \
 		break;
-#define X(id, name, ar, cl, ty, at, ref, cu) EW_CASE_##cl(id, ref)
+#define X(id, name, ar, cl, ty, at, ref, cu, py) EW_CASE_##cl(id, ref)
 	switch (n->op) {
 		FG_OPS(X)
 	default:
@@ -477,12 +437,12 @@ static double sum_f32(double *x, int64_t n)
 	for (int64_t i = 0; i < n; i += SUM_BLOCK, nb++) {
 		double s = 0;
 		for (int64_t j = i; j < n && j < i + SUM_BLOCK; j++)
-			s = round_f32(s + x[j]);
+			s = fg_round_f32(s + x[j]);
 		x[nb] = s;
 	}
 	for (int64_t step = 1; step < nb; step *= 2)
 		for (int64_t i = 0; i + step < nb; i += 2 * step)
-			x[i] = round_f32(x[i] + x[i + step]);
+			x[i] = fg_round_f32(x[i] + x[i + step]);
 	return nb ? x[0] : 0.0;
 }
 
@@ -605,7 +565,7 @@ static int eval_reduce_f32(Eval *e, const FgNode *n, const double *x, double *ou
 	}
 	for (int64_t o = 0; o < nout; o++) {
 		double s = sum_f32(buf + o * count, count);
-		out[o] = n->op == FG_OP_MEAN ? round_f32(s / (double)count) : s;
+		out[o] = n->op == FG_OP_MEAN ? fg_round_f32(s / (double)count) : s;
 	}
 	free(buf);
 	free(pos);
@@ -771,7 +731,7 @@ static void gemm_f32(double *restrict c, const double *restrict a, const double 
 		for (int64_t k = 0; k < K; k++) {
 			const double av = a[i * K + k], *bk = b + k * N;
 			for (int64_t j = 0; j < N; j++)
-				ci[j] = round_f32(ci[j] + av * bk[j]);
+				ci[j] = fg_round_f32(ci[j] + av * bk[j]);
 		}
 	}
 }

@@ -1,7 +1,10 @@
 /*
- * main.c - the fgc command line: parse the arguments, run the pipeline
- * (parse, build the IR, the passes in the order of `passes` below, each
- * with its dump flag) and hand the result to the command.
+ * main.c - the fgc command line: parse the arguments against the flag
+ * table, run the pipeline (parse, build the IR, the passes in the order of
+ * `passes` below, each with its dump flag, the partitioner and the memory
+ * plan where the command needs a plan) and hand the result to the
+ * command, found in the command table.  Each flag says which commands
+ * take it; any other use, and any flag not in the table, is an error.
  *
  * Exit status: 0 on success, 1 after any error, 2 never (usage errors are
  * errors too).  No command writes an output file unless it succeeds.
@@ -32,12 +35,13 @@ typedef struct Options {
 	const char *arch;             /* compile: --arch for --build */
 	int build;                    /* compile: --build runs nvcc */
 	int in_dtype;                 /* run: --in-dtype */
-	const char *gemm;             /* compile: --gemm auto|cublaslt|fgc */
+	FgGemmChoice gemm;            /* compile: --gemm auto|cublaslt|fgc */
 	int group;                    /* extract: the group, or -1 */
 	uint64_t seed;
 	FgFuseOptions fuse;
 	FG_VEC(FgDefine) defs;
 	FG_VEC(const char *) dumps;   /* stages to print: build or a pass */
+	unsigned given;               /* the flags given: bit i for flags[i] */
 } Options;
 
 static const char usage[] =
@@ -82,6 +86,93 @@ static const char usage[] =
 	"                   cut, and how many elements a kernel gives a thread (default 128)\n"
 	"  -h, --help       this text\n";
 
+
+/* ------------------------------------------------------------ commands */
+
+static int cmd_check(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
+{
+	(void)o, (void)g, (void)plan, (void)d;
+	return 0;
+}
+
+static int cmd_run(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
+{
+	(void)plan;
+	return fg_run(g, o->inputs, o->outputs, o->seed, o->in_dtype, d);
+}
+
+static int cmd_report(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
+{
+	(void)g, (void)d;
+	if (!o->format || strcmp(o->format, "text") == 0)
+		fg_report_text(stdout, plan);
+	else if (strcmp(o->format, "json") == 0)
+		fg_report_json(stdout, plan);
+	else
+		fg_report_dot(stdout, plan);
+	return 0;
+}
+
+static int cmd_extract(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
+{
+	FgGraph sub;
+
+	(void)g;
+	if (o->group >= plan->ngroups) {
+		fg_error(d, (FgLoc){0, 0}, "--group %d: the plan has %d groups (0 to %d)", o->group, plan->ngroups,
+			 plan->ngroups - 1);
+		return 1;
+	}
+	fg_extract_group(plan, o->group, &sub);
+	fg_ir_print(stdout, &sub);
+	return 0;
+}
+
+static int cmd_verify(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
+{
+	(void)g;
+	return fg_plan_verify(plan, o->seed, d);
+}
+
+static int cmd_compile(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
+{
+	FgCudaOptions co = {o->out, o->file, o->arch, o->build, o->gemm};
+
+	(void)g;
+	return fg_cuda_compile(plan, &co, d);
+}
+
+static int cmd_emit_torch(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
+{
+	(void)plan;
+	return fg_torch_emit(g, o->out, o->file, d);
+}
+
+typedef struct Command {
+	const char *name;
+	int expanded;           /* runs on the expanded graph (else as built:
+				   emit-torch writes composites as torch calls) */
+	int planned;            /* needs the fusion plan and the memory plan */
+	int (*run)(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d);
+} Command;
+
+/* The commands; a flag's `cmds` names them by these bits. */
+enum { C_CHECK = 1, C_RUN = 2, C_REPORT = 4, C_EXTRACT = 8, C_VERIFY = 16, C_COMPILE = 32, C_TORCH = 64 };
+#define C_ALL 127u
+#define C_PLAN (C_REPORT | C_EXTRACT | C_VERIFY | C_COMPILE)
+static const Command commands[] = {
+	{"check", 1, 0, cmd_check},
+	{"run", 1, 0, cmd_run},
+	{"report", 1, 1, cmd_report},
+	{"extract", 1, 1, cmd_extract},
+	{"verify", 1, 1, cmd_verify},
+	{"compile", 1, 1, cmd_compile},
+	{"emit-torch", 0, 0, cmd_emit_torch},
+};
+#define NCOMMANDS ((int)(sizeof commands / sizeof commands[0]))
+
+/* --------------------------------------------------------------- flags */
+
 static int usage_error(const char *fmt, const char *arg)
 {
 	fputs("fgc: error: ", stderr);
@@ -104,7 +195,20 @@ static int parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
-static int parse_define(FgArena *a, Options *o, const char *arg)
+/* A positive number for a cost-model flag. */
+static int parse_positive(const char *flag, const char *v, double *out)
+{
+	char *end;
+
+	errno = 0;
+	double x = strtod(v, &end);
+	if (errno || *end || !(x > 0) || x > 1e12)
+		return usage_error("%s takes a positive number", flag);
+	*out = x;
+	return 0;
+}
+
+static int flag_define(FgArena *a, Options *o, const char *arg)
 {
 	const char *eq = strchr(arg, '=');
 	uint64_t v;
@@ -125,133 +229,254 @@ static int parse_define(FgArena *a, Options *o, const char *arg)
 	return 0;
 }
 
-static int known_stage(const char *s)
+static int flag_dump(FgArena *a, Options *o, const char *v)
 {
-	if (strcmp(s, "build") == 0)
-		return 1;
+	int known = strcmp(v, "build") == 0;
+
 	for (int i = 0; i < NPASSES; i++)
-		if (strcmp(s, passes[i].name) == 0)
-			return 1;
+		known |= strcmp(v, passes[i].name) == 0;
+	if (!known)
+		return usage_error("-d %s: no such stage; expected build or expand", v);
+	fg_vec_push(a, &o->dumps, v);
 	return 0;
 }
 
-/* A flag's value: the next argument, which must exist. */
-static const char *value_of(int argc, char **argv, int *i)
+static int flag_inputs(FgArena *a, Options *o, const char *v)
 {
-	if (*i + 1 >= argc) {
-		usage_error("%s needs a value", argv[*i]);
-		return NULL;
-	}
-	return argv[++*i];
-}
-
-/* A positive number for a cost-model flag. */
-static int parse_positive(const char *flag, const char *v, double *out)
-{
-	char *end;
-
-	errno = 0;
-	double x = strtod(v, &end);
-	if (errno || *end || !(x > 0) || x > 1e12)
-		return usage_error("%s takes a positive number", flag);
-	*out = x;
+	(void)a;
+	o->inputs = v;
 	return 0;
 }
 
-/* Applies flag `arg` with its value v. */
-static int apply_flag(FgArena *a, Options *o, const char *arg, const char *v)
+static int flag_outputs(FgArena *a, Options *o, const char *v)
+{
+	(void)a;
+	o->outputs = v;
+	return 0;
+}
+
+static int flag_in_dtype(FgArena *a, Options *o, const char *v)
+{
+	(void)a, (void)v;
+	o->in_dtype = 1;
+	return 0;
+}
+
+static int flag_seed(FgArena *a, Options *o, const char *v)
+{
+	(void)a;
+	if (parse_u64(v, &o->seed) != 0)
+		return usage_error("--seed %s: expected an unsigned 64-bit integer", v);
+	return 0;
+}
+
+static int flag_format(FgArena *a, Options *o, const char *v)
+{
+	(void)a;
+	if (strcmp(v, "text") != 0 && strcmp(v, "json") != 0 && strcmp(v, "dot") != 0)
+		return usage_error("--format %s: expected text, json or dot", v);
+	o->format = v;
+	return 0;
+}
+
+static int flag_group(FgArena *a, Options *o, const char *v)
 {
 	uint64_t u;
-	double x;
 
-	if (arg[1] == 'D')
-		return parse_define(a, o, v);
-	if (arg[1] == 'd') {
-		if (!known_stage(v))
-			return usage_error("-d %s: no such stage; expected build or expand", v);
-		fg_vec_push(a, &o->dumps, v);
-	} else if (strcmp(arg, "--inputs") == 0) {
-		o->inputs = v;
-	} else if (strcmp(arg, "--outputs") == 0) {
-		o->outputs = v;
-	} else if (strcmp(arg, "-o") == 0) {
-		o->out = v;
-	} else if (strcmp(arg, "--arch") == 0) {
-		o->arch = v;
-	} else if (strcmp(arg, "--gemm") == 0) {
-		if (strcmp(v, "auto") != 0 && strcmp(v, "cublaslt") != 0 && strcmp(v, "fgc") != 0)
-			return usage_error("--gemm %s: expected auto, cublaslt or fgc", v);
-		o->gemm = v;
-	} else if (strcmp(arg, "--format") == 0) {
-		if (strcmp(v, "text") != 0 && strcmp(v, "json") != 0 && strcmp(v, "dot") != 0)
-			return usage_error("--format %s: expected text, json or dot", v);
-		o->format = v;
-	} else if (strcmp(arg, "--group") == 0) {
-		if (parse_u64(v, &u) != 0 || u > 1000000000)
-			return usage_error("--group %s: expected a group number", v);
-		o->group = (int)u;
-	} else if (strcmp(arg, "--seed") == 0) {
-		if (parse_u64(v, &o->seed) != 0)
-			return usage_error("--seed %s: expected an unsigned 64-bit integer", v);
-	} else if (strcmp(arg, "--bw") == 0) {
-		if (parse_positive(arg, v, &o->fuse.bw_gbs) != 0)
-			return 1;
-	} else if (strcmp(arg, "--launch-us") == 0) {
-		if (parse_positive(arg, v, &o->fuse.launch_us) != 0)
-			return 1;
-	} else {
-		if (parse_positive(arg, v, &x) != 0 || x > 255 || x != (int)x)
-			return usage_error("--reg-limit %s: expected a whole number up to 255", v);
-		o->fuse.reg_limit = (int)x;
-	}
+	(void)a;
+	if (parse_u64(v, &u) != 0 || u > 1000000000)
+		return usage_error("--group %s: expected a group number", v);
+	o->group = (int)u;
 	return 0;
 }
 
-static const char *const value_flags[] = {
-	"-D", "-d", "--inputs", "--outputs", "--seed", "--format", "--group", "--bw", "--launch-us", "--reg-limit",
-	"-o", "--arch", "--gemm",
+static int flag_out(FgArena *a, Options *o, const char *v)
+{
+	(void)a;
+	o->out = v;
+	return 0;
+}
+
+static int flag_build(FgArena *a, Options *o, const char *v)
+{
+	(void)a, (void)v;
+	o->build = 1;
+	return 0;
+}
+
+static int flag_arch(FgArena *a, Options *o, const char *v)
+{
+	(void)a;
+	o->arch = v;
+	return 0;
+}
+
+static int flag_gemm(FgArena *a, Options *o, const char *v)
+{
+	static const char *const who[] = {[FG_GEMM_AUTO] = "auto", [FG_GEMM_CUBLASLT] = "cublaslt", [FG_GEMM_FGC] = "fgc"};
+
+	(void)a;
+	for (int i = 0; i < (int)(sizeof who / sizeof who[0]); i++)
+		if (strcmp(v, who[i]) == 0) {
+			o->gemm = (FgGemmChoice)i;
+			return 0;
+		}
+	return usage_error("--gemm %s: expected auto, cublaslt or fgc", v);
+}
+
+static int flag_tf32(FgArena *a, Options *o, const char *v)
+{
+	(void)a, (void)v;
+	o->fuse.tf32 = 1;
+	return 0;
+}
+
+static int flag_no_fuse(FgArena *a, Options *o, const char *v)
+{
+	(void)a, (void)v;
+	o->fuse.no_fuse = 1;
+	return 0;
+}
+
+static int flag_bw(FgArena *a, Options *o, const char *v)
+{
+	(void)a;
+	return parse_positive("--bw", v, &o->fuse.bw_gbs);
+}
+
+static int flag_launch_us(FgArena *a, Options *o, const char *v)
+{
+	(void)a;
+	return parse_positive("--launch-us", v, &o->fuse.launch_us);
+}
+
+static int flag_reg_limit(FgArena *a, Options *o, const char *v)
+{
+	double x;
+
+	(void)a;
+	if (parse_positive("--reg-limit", v, &x) != 0 || x > 255 || x != (int)x)
+		return usage_error("--reg-limit %s: expected a whole number up to 255", v);
+	o->fuse.reg_limit = (int)x;
+	return 0;
+}
+
+typedef struct Flag {
+	const char *name;
+	const char *value;      /* what it takes, for messages ("DIR"), or NULL */
+	unsigned cmds;          /* the commands that take it: C_* bits */
+	int (*apply)(FgArena *a, Options *o, const char *v);
+} Flag;
+
+/* Every flag.  -D and -d also take their value joined (-DB=4). */
+static const Flag flags[] = {
+	{"-D", "NAME=VALUE", C_ALL, flag_define},
+	{"-d", "STAGE", C_ALL, flag_dump},
+	{"--inputs", "DIR", C_RUN, flag_inputs},
+	{"--outputs", "DIR", C_RUN, flag_outputs},
+	{"--in-dtype", NULL, C_RUN, flag_in_dtype},
+	{"--seed", "S", C_RUN | C_VERIFY, flag_seed},
+	{"--format", "text|json|dot", C_REPORT, flag_format},
+	{"--group", "N", C_EXTRACT, flag_group},
+	{"-o", "OUT", C_COMPILE | C_TORCH, flag_out},
+	{"--build", NULL, C_COMPILE, flag_build},
+	{"--arch", "SM", C_COMPILE, flag_arch},
+	{"--gemm", "WHO", C_COMPILE, flag_gemm},
+	{"--tf32", NULL, C_COMPILE | C_REPORT, flag_tf32},
+	{"--no-fuse", NULL, C_PLAN, flag_no_fuse},
+	{"--bw", "GBS", C_PLAN, flag_bw},
+	{"--launch-us", "US", C_PLAN, flag_launch_us},
+	{"--reg-limit", "N", C_PLAN, flag_reg_limit},
 };
+#define NFLAGS ((int)(sizeof flags / sizeof flags[0]))
+
+/* A command's arguments that it cannot run without, with its flags. */
+static const struct {
+	unsigned cmd;
+	const char *flag;
+} required[] = {
+	{C_RUN, "--outputs"},
+	{C_EXTRACT, "--group"},
+	{C_COMPILE, "-o"},
+};
+
+static int flag_index(const char *name)
+{
+	for (int i = 0; i < NFLAGS; i++)
+		if (strcmp(flags[i].name, name) == 0)
+			return i;
+	return -1;
+}
 
 static int parse_args(FgArena *a, int argc, char **argv, Options *o)
 {
 	for (int i = 1; i < argc; i++) {
 		const char *arg = argv[i], *v = NULL;
-		int takes = 0;
-		for (size_t k = 0; k < sizeof value_flags / sizeof value_flags[0]; k++)
-			takes |= strcmp(arg, value_flags[k]) == 0;
-		if (takes) {
-			if (!(v = value_of(argc, argv, &i)))
-				return 1;
-		} else if (strncmp(arg, "-D", 2) == 0 || strncmp(arg, "-d", 2) == 0) {
+		int f = flag_index(arg);
+		if (f < 0 && (strncmp(arg, "-D", 2) == 0 || strncmp(arg, "-d", 2) == 0) && arg[2]) {
+			f = arg[1] == 'D' ? flag_index("-D") : flag_index("-d");
 			v = arg + 2;
-		} else if (strcmp(arg, "--no-fuse") == 0) {
-			o->fuse.no_fuse = 1;
-			continue;
-		} else if (strcmp(arg, "--build") == 0) {
-			o->build = 1;
-			continue;
-		} else if (strcmp(arg, "--in-dtype") == 0) {
-			o->in_dtype = 1;
-			continue;
-		} else if (strcmp(arg, "--tf32") == 0) {
-			o->fuse.tf32 = 1;
-			continue;
-		} else if (arg[0] == '-' && arg[1]) {
+		} else if (f >= 0 && flags[f].value) {
+			if (i + 1 >= argc)
+				return usage_error("%s needs a value", arg);
+			v = argv[++i];
+		} else if (f < 0 && arg[0] == '-' && arg[1]) {
 			return usage_error("unknown option '%s'", arg);
-		} else if (!o->command) {
+		} else if (f < 0 && !o->command) {
 			o->command = arg;
 			continue;
-		} else if (!o->file) {
+		} else if (f < 0 && !o->file) {
 			o->file = arg;
 			continue;
-		} else {
+		} else if (f < 0) {
 			return usage_error("unexpected argument '%s': fgc takes one .fg file", arg);
 		}
-		if (apply_flag(a, o, arg, v) != 0)
+		o->given |= 1u << f;
+		if (flags[f].apply(a, o, v) != 0)
 			return 1;
 	}
 	return 0;
 }
+
+/* "'report' and 'compile'": the commands of mask cmds joined by `and`,
+ * for a message. */
+static const char *command_list(FgArena *a, unsigned cmds, const char *and)
+{
+	const char *s = "";
+	int n = 0, total = 0;
+
+	for (int c = 0; c < NCOMMANDS; c++)
+		total += cmds >> c & 1;
+	for (int c = 0; c < NCOMMANDS; c++) {
+		if (!(cmds >> c & 1))
+			continue;
+		const char *sep = n == 0 ? "" : n == total - 1 ? and : ", ";
+		s = fg_arena_printf(a, "%s%s'%s'", s, sep, commands[c].name);
+		n++;
+	}
+	return s;
+}
+
+/* Every flag given belongs to command c, and what c needs is given. */
+static int check_flags(FgArena *a, const Options *o, int c)
+{
+	for (int f = 0; f < NFLAGS; f++)
+		if ((o->given >> f & 1) && !(flags[f].cmds >> c & 1)) {
+			const char *msg = fg_arena_printf(a, "%s belongs to %s, not '%%s'", flags[f].name,
+							  command_list(a, flags[f].cmds, " and "));
+			return usage_error(msg, commands[c].name);
+		}
+	for (size_t r = 0; r < sizeof required / sizeof required[0]; r++) {
+		int f = flag_index(required[r].flag);
+		if ((required[r].cmd >> c & 1) && !(o->given >> f & 1)) {
+			const char *msg = fg_arena_printf(a, "'%%s' needs %s %s", flags[f].name, flags[f].value);
+			return usage_error(msg, commands[c].name);
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ pipeline */
 
 static void dump_if_asked(const Options *o, const char *stage, const FgGraph *g)
 {
@@ -283,56 +508,13 @@ static int front_end(FgArena *a, Options *o, FgDiag *d, FgSource *src, FgGraph *
 	return 0;
 }
 
-/* Runs command cmd (an index into main's list) on the expanded graph. */
-static int command(int cmd, const Options *o, FgGraph *g, FgDiag *d)
-{
-	FgPlan plan;
-	FgGraph sub;
-
-	if (cmd == 0)
-		return 0;
-	if (cmd == 1)
-		return fg_run(g, o->inputs, o->outputs, o->seed, o->in_dtype, d);
-	if (cmd == 6)
-		return fg_torch_emit(g, o->out, o->file, d);
-	if (fg_pass_fuse(g, &o->fuse, &plan, d) != 0)
-		return 1;
-	fg_pass_memplan(&plan);
-	switch (cmd) {
-	case 2:
-		if (!o->format || strcmp(o->format, "text") == 0)
-			fg_report_text(stdout, &plan);
-		else if (strcmp(o->format, "json") == 0)
-			fg_report_json(stdout, &plan);
-		else
-			fg_report_dot(stdout, &plan);
-		return 0;
-	case 5: {
-		FgCudaOptions co = {o->out, o->file, o->arch, o->build, FG_GEMM_AUTO};
-		if (o->gemm)
-			co.gemm = !strcmp(o->gemm, "fgc") ? FG_GEMM_FGC : !strcmp(o->gemm, "cublaslt") ? FG_GEMM_CUBLASLT : FG_GEMM_AUTO;
-		return fg_cuda_compile(&plan, &co, d);
-	}
-	case 3:
-		if (o->group >= plan.ngroups) {
-			fg_error(d, (FgLoc){0, 0}, "--group %d: the plan has %d groups (0 to %d)", o->group,
-				 plan.ngroups, plan.ngroups - 1);
-			return 1;
-		}
-		fg_extract_group(&plan, o->group, &sub);
-		fg_ir_print(stdout, &sub);
-		return 0;
-	default:
-		return fg_plan_verify(&plan, o->seed, d);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	FgArena arena;
 	Options o;
 	FgSource src;
 	FgGraph g;
+	FgPlan plan;
 	FgDiag d;
 	int status = 1;
 
@@ -345,6 +527,7 @@ int main(int argc, char **argv)
 	memset(&o, 0, sizeof o);
 	memset(&d, 0, sizeof d);
 	o.group = -1;
+	o.gemm = FG_GEMM_AUTO;
 	fg_fuse_defaults(&o.fuse);
 	if (parse_args(&arena, argc, argv, &o) != 0)
 		goto out;
@@ -352,51 +535,30 @@ int main(int argc, char **argv)
 		fputs(usage, stderr);
 		goto out;
 	}
-	static const char *const commands[] = {"check", "run", "report", "extract", "verify", "compile", "emit-torch"};
-	int cmd = -1;
-	for (int i = 0; i < 7; i++)
-		if (strcmp(o.command, commands[i]) == 0)
-			cmd = i;
-	if (cmd < 0) {
-		usage_error("unknown command '%s'; expected check, run, report, extract, verify, compile or emit-torch", o.command);
+	int c = -1;
+	for (int i = 0; i < NCOMMANDS; i++)
+		if (strcmp(o.command, commands[i].name) == 0)
+			c = i;
+	if (c < 0) {
+		usage_error(fg_arena_printf(&arena, "unknown command '%%s'; expected %s", command_list(&arena, C_ALL, " or ")),
+			    o.command);
 		goto out;
 	}
 	if (!o.file) {
 		usage_error("'%s' needs a .fg file", o.command);
 		goto out;
 	}
-	if (cmd == 1 && !o.outputs) {
-		usage_error("'run' needs --outputs DIR%s", "");
+	if (check_flags(&arena, &o, c) != 0)
 		goto out;
+	const Command *cmd = &commands[c];
+	if (front_end(&arena, &o, &d, &src, &g, cmd->expanded ? NPASSES : 0) != 0)
+		goto out;
+	if (cmd->planned) {
+		if (fg_pass_fuse(&g, &o.fuse, &plan, &d) != 0)
+			goto out;
+		fg_pass_memplan(&plan);
 	}
-	if (cmd != 1 && (o.inputs || o.outputs || o.in_dtype)) {
-		usage_error("--inputs, --outputs and --in-dtype belong to 'run', not '%s'", o.command);
-		goto out;
-	}
-	if (cmd == 5 && !o.out) {
-		usage_error("'compile' needs -o OUT%s", "");
-		goto out;
-	}
-	if (cmd != 5 && (o.build || o.arch || o.gemm)) {
-		usage_error("--build, --arch and --gemm belong to 'compile', not '%s'", o.command);
-		goto out;
-	}
-	if (cmd != 5 && cmd != 2 && o.fuse.tf32) {
-		usage_error("--tf32 belongs to 'compile' and 'report', not '%s'", o.command);
-		goto out;
-	}
-	if (cmd != 5 && cmd != 6 && o.out) {
-		usage_error("-o belongs to 'compile' and 'emit-torch', not '%s'", o.command);
-		goto out;
-	}
-	if (cmd == 3 && o.group < 0) {
-		usage_error("'extract' needs --group N%s", "");
-		goto out;
-	}
-	/* emit-torch writes composites as torch calls: it takes the graph as built */
-	if (front_end(&arena, &o, &d, &src, &g, cmd == 6 ? 0 : NPASSES) != 0)
-		goto out;
-	status = command(cmd, &o, &g, &d);
+	status = cmd->run(&o, &g, cmd->planned ? &plan : NULL, &d);
 out:
 	fflush(stdout);
 	fg_arena_free(&arena);

@@ -30,13 +30,11 @@
 
 static const FgLoc no_loc = {0, 0};
 
-/* The .npy type each dtype is stored as. */
+/* The .npy type each dtype is stored as (FG_DTYPES' npy column). */
 static const FgrtNpyType storage[FG_DT_COUNT] = {
-	[FG_DT_F32] = FGRT_NPY_F4,
-	[FG_DT_F16] = FGRT_NPY_F2,
-	[FG_DT_BF16] = FGRT_NPY_F4,
-	[FG_DT_I32] = FGRT_NPY_I4,
-	[FG_DT_BOOL] = FGRT_NPY_B1,
+#define X(id, nm, size, isf, ct, st, py, npy) [FG_DT_##id] = FGRT_NPY_##npy,
+	FG_DTYPES(X)
+#undef X
 };
 
 static const char *role(const FgNode *n)

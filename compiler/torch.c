@@ -145,11 +145,7 @@ static void find_gates(Torch *t)
 
 static const char *torch_dtype(FgDtype dt)
 {
-	static const char *const names[FG_DT_COUNT] = {
-		[FG_DT_F32] = "torch.float32", [FG_DT_F16] = "torch.float16", [FG_DT_BF16] = "torch.bfloat16",
-		[FG_DT_I32] = "torch.int32", [FG_DT_BOOL] = "torch.bool",
-	};
-	return names[dt];
+	return fg_dtype_info[dt].torch;
 }
 
 /* A number as a Python literal of the kind torch gives dtype dt:
@@ -228,35 +224,6 @@ static const char *arg(Torch *t, const FgNode *n, int k, int number_ok)
 
 /* ------------------------------------------------------------- ops */
 
-/* The torch call of each elementwise op of one operand; %s is the operand. */
-static const char *const unary_call[FG_OP_COUNT] = {
-	[FG_OP_IDENTITY] = "%s",
-	[FG_OP_NEG] = "torch.neg(%s)",
-	[FG_OP_ABS] = "torch.abs(%s)",
-	[FG_OP_EXP] = "torch.exp(%s)",
-	[FG_OP_LOG] = "torch.log(%s)",
-	[FG_OP_SQRT] = "torch.sqrt(%s)",
-	[FG_OP_RSQRT] = "torch.rsqrt(%s)",
-	[FG_OP_RECIP] = "torch.reciprocal(%s)",
-	[FG_OP_SQUARE] = "torch.square(%s)",
-	[FG_OP_SIN] = "torch.sin(%s)",
-	[FG_OP_COS] = "torch.cos(%s)",
-	[FG_OP_TANH] = "torch.tanh(%s)",
-	[FG_OP_SIGMOID] = "torch.sigmoid(%s)",
-	[FG_OP_RELU] = "torch.relu(%s)",
-	[FG_OP_GELU] = "F.gelu(%s)",
-	[FG_OP_GELU_TANH] = "F.gelu(%s, approximate=\"tanh\")",
-	[FG_OP_SILU] = "F.silu(%s)",
-	[FG_OP_ERF] = "torch.erf(%s)",
-};
-
-/* The Python operator of each infix op. */
-static const char *const infix[FG_OP_COUNT] = {
-	[FG_OP_ADD] = "+", [FG_OP_SUB] = "-", [FG_OP_MUL] = "*", [FG_OP_DIV] = "/",
-	[FG_OP_LT] = "<", [FG_OP_LE] = "<=", [FG_OP_GT] = ">", [FG_OP_GE] = ">=",
-	[FG_OP_EQ] = "==", [FG_OP_NE] = "!=",
-};
-
 /* An infix operand: a negative number in parentheses. */
 static const char *infix_arg(Torch *t, const FgNode *n, int k, int number_ok)
 {
@@ -264,11 +231,22 @@ static const char *infix_arg(Torch *t, const FgNode *n, int k, int number_ok)
 	return s[0] == '-' ? fg_arena_printf(t->a, "(%s)", s) : s;
 }
 
-/* a OP b, a number on either side but not on both. */
-static const char *ew_infix(Torch *t, const FgNode *n)
+/* The op's form (FG_OPS' torch column): a OP b takes a number on either
+ * side but not on both, a call takes tensors. */
+static const char *ew_form(Torch *t, const FgNode *n)
 {
-	int lhs_num = !is_const(t, n->in[1]);
-	return fg_arena_printf(t->a, "%s %s %s", infix_arg(t, n, 0, lhs_num), infix[n->op], infix_arg(t, n, 1, 1));
+	const char *form = fg_op_info[n->op].torch, *ops[2];
+
+	if (!*form)
+		fg_die("emit-torch: no torch form for '%s'", fg_op_info[n->op].name);
+	if (n->nin == 2 && strncmp(form, "a ", 2) == 0) {
+		ops[0] = infix_arg(t, n, 0, !is_const(t, n->in[1]));
+		ops[1] = infix_arg(t, n, 1, 1);
+	} else {
+		for (int k = 0; k < n->nin && k < 2; k++)
+			ops[k] = arg(t, n, k, 0);
+	}
+	return fg_op_subst(t->a, form, ops, n->nin < 2 ? n->nin : 2);
 }
 
 /* maximum and minimum: torch.maximum takes tensors only, so a number
@@ -311,11 +289,7 @@ static const char *ew_call(Torch *t, const FgNode *n)
 		return fg_arena_printf(t->a, "_dropout(%s, %s, %llu)", arg(t, n, 0, 0),
 				       py_number(t->a, n->a.drop.p, FG_DT_F32), (unsigned long long)n->a.drop.seed);
 	default:
-		if (infix[n->op])
-			return ew_infix(t, n);
-		if (!unary_call[n->op])
-			fg_die("emit-torch: no torch form for '%s'", fg_op_info[n->op].name);
-		return fg_arena_printf(t->a, unary_call[n->op], arg(t, n, 0, 0));
+		return ew_form(t, n);
 	}
 }
 
@@ -323,16 +297,12 @@ static const char *ew_call(Torch *t, const FgNode *n)
  * a rank-0 value) is the value itself, since torch reads dim=() as all. */
 static const char *reduce_call(Torch *t, const FgNode *n)
 {
-	static const char *const fn[FG_OP_COUNT] = {
-		[FG_OP_SUM] = "torch.sum", [FG_OP_MEAN] = "torch.mean",
-		[FG_OP_MAX] = "torch.amax", [FG_OP_MIN] = "torch.amin",
-	};
 	const char *x = arg(t, n, 0, 0);
 
 	if (!n->a.red.axes)
 		return x;
-	return fg_arena_printf(t->a, "%s(%s, dim=%s, keepdim=%s%s)", fn[n->op], x, py_dims(t->a, n->a.red.axes),
-			       n->a.red.keepdims ? "True" : "False",
+	return fg_arena_printf(t->a, "%s(%s, dim=%s, keepdim=%s%s)", fg_op_info[n->op].torch, x,
+			       py_dims(t->a, n->a.red.axes), n->a.red.keepdims ? "True" : "False",
 			       n->op == FG_OP_SUM && n->dt == FG_DT_I32 ? ", dtype=torch.int32" : "");
 }
 

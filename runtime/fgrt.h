@@ -22,6 +22,17 @@ extern "C" {
 #define FGRT_MAX_RANK 8
 #define FGRT_ERRLEN 512
 
+/* X(ID, name, bytes, npy): the dtypes of a program's tensors (FgrtDtype,
+ * fgrt_program.h: FGRT_ID), with the .npy type each travels as (bf16 as f4
+ * values).  The compiler's FG_DTYPES (compiler/fg.h) names the same ones
+ * with the same names and sizes; tests/unit/test_tables.c checks it. */
+#define FGRT_DTYPES(X)                                                         \
+	X(F32, "f32", 4, F4)                                                   \
+	X(F16, "f16", 2, F2)                                                   \
+	X(BF16, "bf16", 2, F4)                                                 \
+	X(I32, "i32", 4, I4)                                                   \
+	X(BOOL, "bool", 1, B1)
+
 /* The element types a .npy file may hold: little-endian f4 f2 i4 b1. */
 typedef enum FgrtNpyType {
 	FGRT_NPY_F4,

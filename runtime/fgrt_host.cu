@@ -102,11 +102,26 @@ static void lt_check(cublasStatus_t s, const char *call, const char *file, int l
 
 /* ---------------------------------------------------------------- dtypes */
 
-static const char *const dtype_name[] = {"f32", "f16", "bf16", "i32", "bool", "f32 (as tf32)"};
-static const size_t dtype_size[] = {4, 2, 2, 4, 1, 4};
+/* Per FgrtDtype (FGRT_DTYPES, then FGRT_TF32): its name and size. */
+static const char *const dtype_name[] = {
+#define X(id, name, size, npy) name,
+	FGRT_DTYPES(X)
+#undef X
+	"f32 (as tf32)",
+};
+static const size_t dtype_size[] = {
+#define X(id, name, size, npy) size,
+	FGRT_DTYPES(X)
+#undef X
+	4,
+};
 #ifndef FGRT_NO_MAIN
 /* The .npy type each dtype travels as (bf16 as float values). */
-static const FgrtNpyType storage[] = {FGRT_NPY_F4, FGRT_NPY_F2, FGRT_NPY_F4, FGRT_NPY_I4, FGRT_NPY_B1};
+static const FgrtNpyType storage[] = {
+#define X(id, name, size, npy) FGRT_NPY_##npy,
+	FGRT_DTYPES(X)
+#undef X
+};
 
 static int64_t numel(const FgrtTensor *t)
 {

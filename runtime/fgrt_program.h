@@ -34,14 +34,14 @@
 
 #include <cuda_runtime.h>
 
+#include "fgrt.h"
+
 #define FGRT_PROGRAM_MAX_RANK 8
 
 typedef enum FgrtDtype {
-	FGRT_F32,
-	FGRT_F16,
-	FGRT_BF16,
-	FGRT_I32,
-	FGRT_BOOL,
+#define X(id, name, size, npy) FGRT_##id,
+	FGRT_DTYPES(X)                  /* fgrt.h */
+#undef X
 	FGRT_TF32,                      /* FgrtGemm.ab only: f32 operands that the
 					   matmul may multiply as tf32 (fgc compile
 					   --tf32) */

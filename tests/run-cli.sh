@@ -46,7 +46,13 @@ expect 1 "-D needs a value" -- check "$good" -D
 expect 1 "no such stage" -- check -d nosuch "$good"
 expect 0 "names no dimension" -- check "$good" -D Q=4
 expect 1 "needs --outputs" -- run "$good"
-expect 1 "belong to 'run'" -- check "$good" --outputs "$tmp/o"
+expect 1 "--outputs belongs to 'run', not 'check'" -- check "$good" --outputs "$tmp/o"
+expect 1 "--reg-limit belongs to 'report', 'extract', 'verify' and 'compile', not 'run'" -- run "$good" --reg-limit 40 --outputs "$tmp/o"
+expect 1 "--seed belongs to 'run' and 'verify', not 'report'" -- report "$good" --seed 3
+expect 1 "unknown option '--frob'" -- report "$good" --frob 3
+expect 1 "'compile' needs -o OUT" -- compile "$good"
+expect 1 "'extract' needs --group N" -- extract "$good"
+expect 1 "--format needs a value" -- report "$good" --format
 expect 1 "unsigned 64-bit" -- run "$good" --outputs "$tmp/o" --seed -1
 expect 1 "$tmp/afile" -- run "$good" --outputs "$tmp/afile"
 expect 1 "x.npy" -- run "$good" --inputs "$tmp/bad_in" --outputs "$tmp/o1"
@@ -58,8 +64,8 @@ mm=$tmp/mm.fg
 printf 'graph m {\n  input a : bf16[16, 32]\n  param w : bf16[32, 24]\n  y = gelu(matmul(a, w))\n  output y\n}\n' >"$mm"
 expect 1 "--gemm tiles: expected auto, cublaslt or fgc" -- compile "$mm" -o "$tmp/g1" --gemm tiles
 expect 1 "--gemm fgc needs --arch sm_90a" -- compile "$mm" -o "$tmp/g2" --gemm fgc --arch sm_80
-expect 1 "--build, --arch and --gemm belong to 'compile', not 'report'" -- report "$mm" --gemm fgc
-expect 1 "--tf32 belongs to 'compile' and 'report', not 'run'" -- run "$mm" --tf32 --outputs "$tmp/o5"
+expect 1 "--gemm belongs to 'compile', not 'report'" -- report "$mm" --gemm fgc
+expect 1 "--tf32 belongs to 'report' and 'compile', not 'run'" -- run "$mm" --tf32 --outputs "$tmp/o5"
 for d in g1.cu g2.cu; do
   if [ -e "$tmp/$d" ]; then fail=$((fail + 1)); echo "FAIL a failed compile left $d behind"; fi
 done
@@ -123,7 +129,7 @@ fi
 # f64 one rounded once (286.91855 against 286.91794 at seed 0)
 sm=$tmp/sum.fg
 printf 'graph s {\n  input x : f32[65536]\n  y = sum(x, axis=0)\n  output y\n}\n' >"$sm"
-expect 1 "--inputs, --outputs and --in-dtype belong to 'run', not 'check'" -- check "$sm" --in-dtype
+expect 1 "--in-dtype belongs to 'run', not 'check'" -- check "$sm" --in-dtype
 if "$fgc" run "$good" --outputs "$tmp/d1" --seed 5 --in-dtype && cmp -s "$tmp/d1/y.npy" "$tmp/s1/y.npy" &&
    [ -f "$tmp/d1/in-dtype/y.npy" ] && [ "$(ls "$tmp/d1" | tr '\n' ' ')" = "in-dtype y.npy " ] &&
    "$fgc" run "$sm" --outputs "$tmp/d2" --in-dtype && ! cmp -s "$tmp/d2/y.npy" "$tmp/d2/in-dtype/y.npy" &&

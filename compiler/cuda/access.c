@@ -28,7 +28,7 @@ static Val load_vector(Kern *k, int id, const char *p, const Ix *x)
 	int lv = cu_ix_level(&x0, &n->shape);
 	const char *w = cu_fresh(k, lv, cu_fmt(k->a, "w_%s", k->plan->names[id]));
 	/* a float gemm's result waits in scratch as f32 */
-	const char *t = id == k->mm && n->dt != FG_DT_I32 ? "float" : cu_stype(n->dt);
+	const char *t = id == k->mm && n->dt != FG_DT_I32 ? "float" : fg_dtype_info[n->dt].cuda_store;
 	cu_kline(k, lv, NULL, "const FgVec<%s, %d> %s = fg_ldv%s<%d>(%s + %s);", t, x->vw, w, k->nc ? "_nc" : "", x->vw,
 	      p, cu_paren(k->a, cu_ix_linear(k, &x0, &n->shape)));
 	Memo m = {id, key, {w, lv}};
@@ -63,16 +63,16 @@ Val cu_load(Kern *k, int id, const Ix *x)
 	if (cu_lanes_contiguous(x, s)) {
 		Val w = load_vector(k, id, p, x);
 		const char *v = cu_fresh(k, w.lv, cu_fmt(k->a, "v_%s", k->plan->names[id]));
-		cu_kline(k, w.lv, NULL, "const %s %s = fg_read(%s.v[%d]);", cu_ctype(n->dt), v, w.e, x->lane);
+		cu_kline(k, w.lv, NULL, "const %s %s = fg_read(%s.v[%d]);", fg_dtype_info[n->dt].cuda, v, w.e, x->lane);
 		return (Val){v, w.lv};
 	}
 	int lv = cu_ix_level(x, s);
 	const char *v = cu_fresh(k, lv, cu_fmt(k->a, "v_%s", k->plan->names[id]));
 	if (k->nc)
-		cu_kline(k, lv, NULL, "const %s %s = fg_read(__ldg(%s + %s));", cu_ctype(n->dt), v, p,
+		cu_kline(k, lv, NULL, "const %s %s = fg_read(__ldg(%s + %s));", fg_dtype_info[n->dt].cuda, v, p,
 		      cu_paren(k->a, cu_ix_linear(k, x, s)));
 	else
-		cu_kline(k, lv, NULL, "const %s %s = fg_read(%s[%s]);", cu_ctype(n->dt), v, p, cu_ix_linear(k, x, s));
+		cu_kline(k, lv, NULL, "const %s %s = fg_read(%s[%s]);", fg_dtype_info[n->dt].cuda, v, p, cu_ix_linear(k, x, s));
 	return (Val){v, lv};
 }
 
@@ -85,7 +85,7 @@ void cu_store(Kern *k, int w, const Ix *x, const char *cond, const char *extra_c
 	if (extra_cond)
 		c = c ? cu_fmt(k->a, "%s && %s", extra_cond, c) : extra_cond;
 	const char *st = cu_fmt(k->a, "%s[%s] = %s(%s);", cu_tensor_param(k, w), cu_ix_linear(k, x, &n->shape),
-			     cu_store_fn(n->dt), v.e);
+			     fg_dtype_info[n->dt].store, v.e);
 	if (c)
 		cu_kline(k, k->depth, NULL, "if (%s)", c), cu_kline(k, k->depth, NULL, "\t%s", st);
 	else
@@ -108,10 +108,10 @@ void cu_store_lanes(Kern *k, int w, const Ix *xs, const char *const *conds, cons
 	}
 	const char *e = "";
 	for (int l = 0; l < vw; l++)
-		e = cu_fmt(k->a, "%s%s%s(%s)", e, l ? ", " : "", cu_store_fn(n->dt), cu_gen(k, w, &xs[l]).e);
+		e = cu_fmt(k->a, "%s%s%s(%s)", e, l ? ", " : "", fg_dtype_info[n->dt].store, cu_gen(k, w, &xs[l]).e);
 	Ix x0 = cu_lane0(k, &xs[0]);
 	const char *st = cu_fmt(k->a, "fg_stv(%s + %s, FgVec<%s, %d>{{%s}});", cu_tensor_param(k, w),
-			     cu_paren(k->a, cu_ix_linear(k, &x0, &n->shape)), cu_stype(n->dt), vw, e);
+			     cu_paren(k->a, cu_ix_linear(k, &x0, &n->shape)), fg_dtype_info[n->dt].cuda_store, vw, e);
 	if (extra_cond)
 		cu_kline(k, k->depth, NULL, "if (%s)", extra_cond), cu_kline(k, k->depth, NULL, "\t%s", st);
 	else

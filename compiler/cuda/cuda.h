@@ -172,12 +172,8 @@ const char *cu_paren(FgArena *a, const char *s);
 const char *cu_c_string(FgArena *a, const char *s);
 const char *cu_in_comment(FgArena *a, const char *s);
 int cu_uses(const char *s, const char *id);
-const char *cu_ctype(FgDtype dt);
-const char *cu_stype(FgDtype dt);
-const char *cu_rt_dtype(FgDtype dt);
 const char *cu_literal(FgArena *a, FgDtype dt, double v);
 const char *cu_shape_str(FgArena *a, FgDtype dt, const FgShape *s);
-const char *cu_store_fn(FgDtype dt);
 
 /* ---------------------------------------------- compiler/cuda/kernel.c */
 

@@ -414,7 +414,7 @@ static void emit_own_gemm(Emit *E, Kern *k, const GemmPlan *p, const char *why)
 		int id = r < k->gr->nreads ? k->gr->reads[r] : k->gr->writes[r - k->gr->nreads];
 		if (r < k->gr->nreads && !k->used[r])  /* the operands, unless the epilogue reads them too */
 			continue;
-		fprintf(f, "\t%s%s *%s;\n", r < k->gr->nreads ? "const " : "", cu_stype(k->g->nodes[id].dt),
+		fprintf(f, "\t%s%s *%s;\n", r < k->gr->nreads ? "const " : "", fg_dtype_info[k->g->nodes[id].dt].cuda_store,
 			cu_tensor_param(k, id));
 		args = cu_fmt(k->a, "%s%s%s", args, *args ? ", " : "", cu_tensor_param(k, id));
 	}
@@ -424,7 +424,7 @@ static void emit_own_gemm(Emit *E, Kern *k, const GemmPlan *p, const char *why)
 	for (int i = 0; i < k->lines[0].n; i++)
 		fprintf(f, "\t\t%s\n", k->lines[0].v[i].text);
 	fprintf(f, "\t}\n};\n\n");
-	const char *tname = n->dt == FG_DT_F32 ? "float" : n->dt == FG_DT_F16 ? "__half" : "__nv_bfloat16";
+	const char *tname = fg_dtype_info[n->dt].cuda_store;
 	int64_t rows = t.pp ? t.wm : 2 * t.wm;
 	int64_t tiles = ((M + rows - 1) / rows) * ((N + t.bn - 1) / t.bn) * Z;
 	cu_add_call(E, k->gr->name, k->gi, tiles, 384,
@@ -558,8 +558,8 @@ void cu_emit_gemm(Emit *E, Kern *k)
 		"%s"
 		"};\n",
 		k->gr->name, k->plan->names[mm], k->plan->names[A], ta ? "^T" : "", k->plan->names[B], tb ? "^T" : "",
-		slot, k->g->nodes[A].dt == FG_DT_F32 && E->plan->opt.tf32 ? "FGRT_TF32" : cu_rt_dtype(k->g->nodes[A].dt),
-		direct || ep ? cu_rt_dtype(n->dt) : "FGRT_F32",
+		slot, k->g->nodes[A].dt == FG_DT_F32 && E->plan->opt.tf32 ? "FGRT_TF32" : fg_dtype_info[k->g->nodes[A].dt].rt,
+		direct || ep ? fg_dtype_info[n->dt].rt : "FGRT_F32",
 		(long long)M, (long long)N, (long long)K, ta, tb,
 		(long long)(nd ? cnt[0] : 1), (long long)(nd ? ms[0][0] : 0), (long long)(nd ? ms[1][0] : 0),
 		(long long)(nd ? ms[2][0] : 0), nd > 1 ? nd - 1 : 0, outer_n, outer_a, outer_b, outer_d, epf);

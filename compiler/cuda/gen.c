@@ -46,40 +46,18 @@ static Val define(Kern *k, int id, int lv, const char *expr)
 {
 	const FgNode *n = &k->g->nodes[id];
 	const char *v = cu_fresh(k, lv, cu_fmt(k->a, "v_%s", k->plan->names[id]));
-	cu_kline(k, lv, NULL, "const %s %s = %s;", cu_ctype(n->dt), v, expr);
+	cu_kline(k, lv, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, v, expr);
 	return (Val){v, lv};
 }
 
 /* The op's CUDA expression (FG_OPS' cuda column) with a, b, c replaced by
- * the operands' expressions. */
+ * the operands' expressions, parenthesized where they need it. */
 static const char *subst(FgArena *a, const char *t, const Val *ops, int nops)
 {
-	size_t cap = strlen(t) + 1;
-	for (int i = 0; i < nops; i++)
-		cap += 4 * (strlen(ops[i].e) + 2);
-	char *out = fg_arena_alloc(a, cap), *o = out;
-	while (*t) {
-		if (cu_is_ident_char(*t)) {
-			const char *s = t;
-			while (cu_is_ident_char(*t))
-				t++;
-			size_t n = (size_t)(t - s);
-			int which = n == 1 && s[0] >= 'a' && s[0] <= 'c' ? s[0] - 'a' : -1;
-			if (which >= 0 && which < nops) {
-				const char *e = cu_paren(a, ops[which].e);
-				size_t m = strlen(e);
-				memcpy(o, e, m);
-				o += m;
-			} else {
-				memcpy(o, s, n);
-				o += n;
-			}
-		} else {
-			*o++ = *t++;
-		}
-	}
-	*o = '\0';
-	return out;
+	const char *e[3];
+	for (int i = 0; i < nops && i < 3; i++)
+		e[i] = cu_paren(a, ops[i].e);
+	return fg_op_subst(a, t, e, nops < 3 ? nops : 3);
 }
 
 static const char *cast_expr(Kern *k, FgDtype to, FgDtype from, const char *a)
@@ -177,6 +155,8 @@ static Val gen_ew(Kern *k, int id, const Ix *x)
 		}
 		/* fall through */
 	default:
+		if (!*fg_op_info[n->op].cuda)
+			fg_die("no CUDA form for '%s' (FG_OPS' cuda column)", fg_op_info[n->op].name);
 		e = subst(k->a, fg_op_info[n->op].cuda, ops, n->nin);
 		break;
 	}

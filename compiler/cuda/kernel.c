@@ -200,13 +200,13 @@ const char *cu_emit_kernel(Kern *k, const char *name, int block, const Param *ex
 		int id = k->gr->reads[r];
 		if (!k->used[r])
 			continue;
-		Param p = {cu_fmt(k->a, "const %s *__restrict__ %s", cu_stype(k->g->nodes[id].dt), cu_tensor_param(k, id)),
+		Param p = {cu_fmt(k->a, "const %s *__restrict__ %s", fg_dtype_info[k->g->nodes[id].dt].cuda_store, cu_tensor_param(k, id)),
 			   cu_tensor_param(k, id)};
 		fg_vec_push(k->a, &ps, p);
 	}
 	for (int w = 0; with_writes && w < k->gr->nwrites; w++) {
 		int id = k->gr->writes[w];
-		Param p = {cu_fmt(k->a, "%s *__restrict__ %s", cu_stype(k->g->nodes[id].dt), cu_tensor_param(k, id)),
+		Param p = {cu_fmt(k->a, "%s *__restrict__ %s", fg_dtype_info[k->g->nodes[id].dt].cuda_store, cu_tensor_param(k, id)),
 			   cu_tensor_param(k, id)};
 		fg_vec_push(k->a, &ps, p);
 	}

@@ -104,7 +104,7 @@ static void emit_tensors(Emit *E)
 		for (int i = 0; i < n->shape.rank; i++)
 			shape = cu_fmt(E->a, "%s%s%lld", shape, i ? ", " : "", (long long)n->shape.d[i]);
 		int64_t off = E->plan->offset ? E->plan->offset[id] : -1;
-		fprintf(E->f, "\t{\"%s\", %s, %d, {%s}, %s, %lld, %d},\n", E->plan->names[id], cu_rt_dtype(n->dt),
+		fprintf(E->f, "\t{\"%s\", %s, %d, {%s}, %s, %lld, %d},\n", E->plan->names[id], fg_dtype_info[n->dt].rt,
 			n->shape.rank, shape, role, (long long)(n->op == FG_OP_INPUT || n->op == FG_OP_PARAM ? -1 : off),
 			rmse[id]);
 	}
@@ -134,7 +134,7 @@ static void emit_program(Emit *E, const char *source)
 	fprintf(E->f, "void fg_program_run(FgrtContext *ctx)\n{\n");
 	for (int t = 0; t < E->tensors.n; t++) {
 		int id = E->tensors.v[t], used = 0;
-		const char *ty = cu_stype(E->g->nodes[id].dt), *name = cu_fmt(E->a, "t_%s", E->plan->names[id]);
+		const char *ty = fg_dtype_info[E->g->nodes[id].dt].cuda_store, *name = cu_fmt(E->a, "t_%s", E->plan->names[id]);
 		for (int i = 0; i < E->run.n && !used; i++)
 			used = cu_uses(E->run.v[i], name);
 		if (used)       /* an input no group reads (the host still loads it) needs none */

@@ -72,7 +72,7 @@ static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, co
 		rd->at = cu_result_ix(k, ri, first, &kc2, "o", 1);
 		rd->lv = 1;
 		rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", k->plan->names[rd->id]));
-		cu_kline(k, 1, NULL, "const %s %s = %s;", cu_ctype(n->dt), rd->var, cu_red_final(k, n, rd->acc, ri->nred));
+		cu_kline(k, 1, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, rd->var, cu_red_final(k, n, rd->acc, ri->nred));
 		cu_store_reduced(k, first, dep, &rd->at, NULL);
 	}
 	cu_kclose(k, cu_fmt(k->a, "if (ty == 0 && o < %lld)", (long long)ri->nkept));
@@ -104,7 +104,7 @@ static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, co
 	cu_kline(&k2, 1, NULL, "for (int s = 1; s < %lld; s++)", (long long)nsplit);
 	cu_kline(&k2, 1, NULL, "	%s", cu_red_step(&k2, n, r2->acc, cu_fmt(k2.a, "partial[s * %lld + o]", (long long)ri->nkept)));
 	r2->var = cu_fresh(&k2, 1, cu_fmt(k2.a, "v_%s", k2.plan->names[r2->id]));
-	cu_kline(&k2, 1, NULL, "const %s %s = %s;", cu_ctype(n->dt), r2->var, cu_red_final(&k2, n, r2->acc, ri->nred));
+	cu_kline(&k2, 1, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, r2->var, cu_red_final(&k2, n, r2->acc, ri->nred));
 	cu_store_reduced(&k2, first, dep, &r2->at, NULL);
 	cu_kclose(&k2, cu_stride_loop(&k2, "o", ri->nkept));
 	k->failed |= k2.failed;
@@ -141,7 +141,7 @@ static void emit_reduce_cols(Emit *E, Kern *k, const RedInfo *ri, int first, con
 	Red *rd = &k->reds.v[0];
 	const FgNode *n = &k->g->nodes[rd->id];
 	rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", k->plan->names[rd->id]));
-	cu_kline(k, 1, NULL, "const %s %s = %s;", cu_ctype(n->dt), rd->var, cu_red_final(k, n, rd->acc, ri->nred));
+	cu_kline(k, 1, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, rd->var, cu_red_final(k, n, rd->acc, ri->nred));
 	cu_store_reduced(k, first, dep, &rd->at, NULL);
 	cu_kclose(k, cu_stride_loop(k, "o", ri->nkept));
 	if (k->failed)
@@ -217,7 +217,7 @@ static void emit_reduce_all(Emit *E, Kern *k, const RedInfo *ri, int first, cons
 	cu_kline(&k2, 0, NULL, "\t%s", cu_red_step(&k2, n, r2->acc, "partial[b]"));
 	cu_kline(&k2, 0, NULL, "%s = fg_block_reduce(%s, %s);", r2->acc, r2->acc, cu_red_functor(n));
 	r2->var = cu_fresh(&k2, 0, cu_fmt(k2.a, "v_%s", k2.plan->names[r2->id]));
-	cu_kline(&k2, 0, NULL, "const %s %s = %s;", cu_ctype(n->dt), r2->var, cu_red_final(&k2, n, r2->acc, N));
+	cu_kline(&k2, 0, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, r2->var, cu_red_final(&k2, n, r2->acc, N));
 	cu_store_reduced(&k2, first, dep, &r2->at, "threadIdx.x == 0");
 	k->failed |= k2.failed;
 	if (k2.failed)

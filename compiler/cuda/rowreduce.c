@@ -107,7 +107,7 @@ static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTe
 			}
 			cu_kline(k, 1, NULL, "%s = %s(%s, %s);", rd->acc, reduce, rd->acc, cu_red_functor(n));
 			rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", k->plan->names[rd->id]));
-			cu_kline(k, 1, NULL, "const %s %s = %s;", cu_ctype(n->dt), rd->var, cu_red_final(k, n, rd->acc, ri->nred));
+			cu_kline(k, 1, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, rd->var, cu_red_final(k, n, rd->acc, ri->nred));
 		}
 	}
 	/* once per row: values of the reduced shape */
@@ -194,7 +194,7 @@ void cu_emit_rowreduce(Emit *E, Kern *k)
 			const FgNode *n = &k->g->nodes[rd->id];
 			cu_kline(k, 1, NULL, "%s = fg_block_reduce(%s, %s);", rd->acc, rd->acc, cu_red_functor(n));
 			rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", k->plan->names[rd->id]));
-			cu_kline(k, 1, NULL, "const %s %s = %s;", cu_ctype(n->dt), rd->var, cu_red_final(k, n, rd->acc, ri.nred));
+			cu_kline(k, 1, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, rd->var, cu_red_final(k, n, rd->acc, ri.nred));
 		}
 	}
 	/* once per row: values of the reduced shape */

@@ -107,31 +107,8 @@ int cu_uses(const char *s, const char *id)
 	return 0;
 }
 
-const char *cu_ctype(FgDtype dt)
-{
-	return dt == FG_DT_I32 ? "int" : "float";
-}
-
-const char *cu_stype(FgDtype dt)
-{
-	static const char *const t[FG_DT_COUNT] = {
-		[FG_DT_F32] = "float", [FG_DT_F16] = "__half", [FG_DT_BF16] = "__nv_bfloat16",
-		[FG_DT_I32] = "int", [FG_DT_BOOL] = "unsigned char",
-	};
-	return t[dt];
-}
-
-const char *cu_rt_dtype(FgDtype dt)
-{
-	static const char *const t[FG_DT_COUNT] = {
-		[FG_DT_F32] = "FGRT_F32", [FG_DT_F16] = "FGRT_F16", [FG_DT_BF16] = "FGRT_BF16",
-		[FG_DT_I32] = "FGRT_I32", [FG_DT_BOOL] = "FGRT_BOOL",
-	};
-	return t[dt];
-}
-
-/* A number as a literal of compute type cu_ctype(dt), parenthesized when
- * negative. */
+/* A number as a literal of dt's compute type (FgDtypeInfo.cuda),
+ * parenthesized when negative. */
 const char *cu_literal(FgArena *a, FgDtype dt, double v)
 {
 	if (isnan(v))
@@ -157,11 +134,3 @@ const char *cu_shape_str(FgArena *a, FgDtype dt, const FgShape *s)
 	return fg_arena_strdup(a, fg_type_str(buf, sizeof buf, dt, s));
 }
 
-const char *cu_store_fn(FgDtype dt)
-{
-	static const char *const t[FG_DT_COUNT] = {
-		[FG_DT_F32] = "fg_to_f32", [FG_DT_F16] = "fg_to_f16", [FG_DT_BF16] = "fg_to_bf16",
-		[FG_DT_I32] = "fg_to_i32", [FG_DT_BOOL] = "fg_to_bool",
-	};
-	return t[dt];
-}

@@ -1,0 +1,214 @@
+/*
+ * test_tables.c - every row of the op and dtype tables reaches every
+ * backend.  The per-op and per-dtype facts are columns of FG_OPS and
+ * FG_DTYPES (compiler/fg.h); what a backend handles apart it handles in a
+ * switch.  So for every callable op, and for every dtype, this builds a
+ * graph that uses it and runs it through the interpreter, the CUDA
+ * emitter and emit-torch: an op or dtype that one of them lacks fails
+ * here (an fg_die, an error count, an empty table entry), not in a user's
+ * model.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fg.h"
+#include "fgrt.h"
+
+typedef struct Fix {
+	FgArena arena;
+	FgSource src;
+	FgDiag diag;
+	FgGraph g;
+} Fix;
+
+static Fix *build(const char *text)
+{
+	Fix *f = calloc(1, sizeof *f);
+	FgProgram prog;
+
+	fg_arena_init(&f->arena);
+	f->src = (FgSource){"t.fg", fg_arena_strdup(&f->arena, text), strlen(text)};
+	f->diag.src = &f->src;
+	ck_assert_msg(fg_parse(&f->arena, &f->diag, &f->src, &prog) == 0, "does not parse:\n%s", text);
+	ck_assert_msg(fg_ir_build(&f->arena, &f->diag, &prog, NULL, 0, &f->g) == 0, "does not build:\n%s", text);
+	return f;
+}
+
+static void fix_free(Fix *f)
+{
+	fg_arena_free(&f->arena);
+	free(f);
+}
+
+/* The graph's text through emit-torch (as built), then, expanded, the
+ * interpreter and the CUDA emitter (fused and one kernel per op). */
+static void through_backends(const char *text)
+{
+	Fix *f = build(text);
+	char path[] = "/tmp/fgc-test-tables-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_msg(fg_torch_emit(&f->g, path, "t.fg", &f->diag) == 0, "emit-torch failed:\n%s", text);
+	remove(path);
+
+	fg_pass_expand(&f->g);
+	double **in = calloc((size_t)f->g.ninputs + 1, sizeof *in);
+	ck_assert_int_eq(fg_run_inputs(&f->g, NULL, 1, &f->diag, in), 0);
+	double **vals = fg_interp_eval(&f->g, in, NULL, &f->diag);
+	ck_assert_msg(vals != NULL, "the interpreter failed:\n%s", text);
+	fg_interp_free(&f->g, vals);
+	for (int k = 0; k < f->g.ninputs; k++)
+		free(in[k]);
+	free(in);
+
+	for (int no_fuse = 0; no_fuse < 2; no_fuse++) {
+		FgFuseOptions o;
+		FgPlan plan;
+		fg_fuse_defaults(&o);
+		o.no_fuse = no_fuse;
+		ck_assert_int_eq(fg_pass_fuse(&f->g, &o, &plan, &f->diag), 0);
+		fg_pass_memplan(&plan);
+		FILE *cu = tmpfile();
+		ck_assert_ptr_nonnull(cu);
+		ck_assert_msg(fg_cuda_emit(cu, &plan, "t.fg", FG_GEMM_AUTO, &f->diag) == 0, "the CUDA emitter failed:\n%s",
+			      text);
+		fclose(cu);
+	}
+	fix_free(f);
+}
+
+/* An attribute value for key `key` of op `op` over x : f32[4, 6]. */
+static const char *attr_value(FgOp op, const char *key)
+{
+	if (!strcmp(key, "dtype"))
+		return "f16";
+	if (!strcmp(key, "p"))
+		return "0.25";
+	if (!strcmp(key, "seed"))
+		return "3";
+	if (!strcmp(key, "eps"))
+		return "0.00001";
+	if (!strcmp(key, "keepdims"))
+		return "true";
+	if (!strcmp(key, "perm"))
+		return "[1, 0]";
+	if (!strcmp(key, "shape"))
+		return op == FG_OP_RESHAPE ? "[3, 8]" : "[2, 4, 6]";
+	if (!strcmp(key, "start"))
+		return "1";
+	if (!strcmp(key, "end"))
+		return "3";
+	return "-1";            /* axis */
+}
+
+/* op(operands, every attribute it takes) over x, y : f32[4, 6] (a bool
+ * condition first for where, a [6, 4] right side for matmul, [6]-wide
+ * gamma and beta for the norms). */
+START_TEST(every_op)
+{
+	int tested = 0;
+
+	for (int op = 0; op < FG_OP_COUNT; op++) {
+		const FgOpInfo *in = &fg_op_info[op];
+		if (in->cls == FG_CLASS_SOURCE)
+			continue;
+		char call[512], text[1024];
+		int n = snprintf(call, sizeof call, "%s(", in->name);
+		int arity = in->arity < 0 ? 2 : in->arity;
+		for (int k = 0; k < arity; k++) {
+			const char *operand = k == 0 ? "x" : "y";
+			if (op == FG_OP_WHERE && k == 0)
+				operand = "c";
+			else if (op == FG_OP_WHERE)
+				operand = k == 1 ? "x" : "y";
+			else if (op == FG_OP_MATMUL && k == 1)
+				operand = "w";
+			else if ((op == FG_OP_LAYERNORM || op == FG_OP_RMSNORM) && k > 0)
+				operand = k == 1 ? "gamma" : "beta";
+			n += snprintf(call + n, sizeof call - (size_t)n, "%s%s", k ? ", " : "", operand);
+		}
+		char keys[128];
+		snprintf(keys, sizeof keys, "%s", in->attrs);
+		for (char *save = NULL, *key = strtok_r(keys, " ", &save); key; key = strtok_r(NULL, " ", &save))
+			n += snprintf(call + n, sizeof call - (size_t)n, ", %s=%s", key, attr_value((FgOp)op, key));
+		snprintf(call + n, sizeof call - (size_t)n, ")");
+		snprintf(text, sizeof text,
+			 "graph every_op {\n  input x : f32[4, 6]\n  input y : f32[4, 6]\n  param w : f32[6, 4]\n"
+			 "  param gamma : f32[6]\n  param beta : f32[6]\n  c = x > y\n  z = %s\n  output z\n}\n", call);
+		through_backends(text);
+		tested++;
+	}
+	ck_assert_int_gt(tested, 40);
+}
+END_TEST
+
+/* The runtime's dtypes (runtime/fgrt.h) are the compiler's: the same
+ * constants, names, sizes and .npy types, in the same order. */
+START_TEST(runtime_dtypes)
+{
+	static const struct {
+		const char *rt, *name;
+		int size;
+		FgrtNpyType npy;
+	} rt[] = {
+#define X(id, name, size, npy) {"FGRT_" #id, name, size, FGRT_NPY_##npy},
+		FGRT_DTYPES(X)
+#undef X
+	};
+	static const FgrtNpyType npy[] = {
+#define X(id, nm, size, isf, ct, st, py, npy) FGRT_NPY_##npy,
+		FG_DTYPES(X)
+#undef X
+	};
+	ck_assert_int_eq((int)(sizeof rt / sizeof rt[0]), FG_DT_COUNT);
+	for (int d = 0; d < FG_DT_COUNT; d++) {
+		ck_assert_str_eq(rt[d].rt, fg_dtype_info[d].rt);
+		ck_assert_str_eq(rt[d].name, fg_dtype_name[d]);
+		ck_assert_int_eq(rt[d].size, fg_dtype_size[d]);
+		ck_assert_int_eq(rt[d].npy, npy[d]);
+	}
+}
+END_TEST
+
+/* A value of each dtype, read, cast to every dtype, and stored. */
+START_TEST(every_dtype)
+{
+	for (int from = 0; from < FG_DT_COUNT; from++) {
+		const FgDtypeInfo *di = &fg_dtype_info[from];
+		ck_assert_msg(di->cuda && di->cuda_store && di->rt && di->store && di->torch, "dtype %s lacks a column",
+			      fg_dtype_name[from]);
+		ck_assert_int_gt(fg_dtype_size[from], 0);
+		ck_assert(fg_round_to((FgDtype)from, 1.0) == 1.0);
+		char text[2048];
+		int n = snprintf(text, sizeof text, "graph every_dtype {\n  input x : %s[4, 8]\n  y = identity(x)\n",
+				 fg_dtype_name[from]);
+		for (int to = 0; to < FG_DT_COUNT; to++)
+			n += snprintf(text + n, sizeof text - (size_t)n, "  c%d = cast(x, dtype=%s)\n", to, fg_dtype_name[to]);
+		n += snprintf(text + n, sizeof text - (size_t)n, "  output y");
+		for (int to = 0; to < FG_DT_COUNT; to++)
+			n += snprintf(text + n, sizeof text - (size_t)n, ", c%d", to);
+		snprintf(text + n, sizeof text - (size_t)n, "\n}\n");
+		through_backends(text);
+	}
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("tables");
+	TCase *tc = tcase_create("tables");
+
+	tcase_add_test(tc, every_op);
+	tcase_add_test(tc, every_dtype);
+	tcase_add_test(tc, runtime_dtypes);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
