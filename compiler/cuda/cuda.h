@@ -9,10 +9,11 @@
  * in runtime/fgrt_program.h) calls.  The pieces:
  *
  *   text.c       formatting, literals, the dtypes' CUDA names
- *   kernel.c     a kernel's text in scopes, its signature and comment
+ *   kernel.c     a kernel's text in scopes, its signature, comment and
+ *                launches
  *   index.c      index arithmetic: coordinates, flat indices, lanes
- *   gen.c        a value at an index, as C expressions
- *   access.c     loads and stores, vectorized where the lanes allow
+ *   gen.c        a value at an index, as C expressions; loads
+ *   store.c      stores, vectorized where the lanes allow
  *   reduction.c  what row and other-axes reductions share
  *   loop.c rowreduce.c reduce.c gemm.c
  *                one file per group kind: its kernel and launches
@@ -183,11 +184,17 @@ const char *cu_fresh(Kern *k, int lv, const char *base);
 void cu_kopen(Kern *k);
 void cu_kclose(Kern *k, const char *head);
 void cu_drop_unused(Kern *k, Lines *ls);
+const FgShape *cu_shape_of(const Kern *k, int id);
+int64_t cu_numel(const FgShape *s);
+int cu_is_member(const Kern *k, int id);
+const char *cu_tensor_param(const Kern *k, int id);
 void cu_kern_init(Kern *k, Emit *E, int gi);
 void cu_kern_done(Kern *k);
 void cu_emit_comment(Emit *E, int gi, const char *what);
 const char *cu_emit_kernel(Kern *k, const char *name, int block, const Param *extra, int nextra,
 			       int with_writes);
+void cu_add_call(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *line);
+void cu_add_launch(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *args);
 int64_t cu_grid_for(int64_t n, int64_t block);
 const char *cu_stride_loop(Kern *k, const char *v, int64_t n);
 int cu_sink(const Kern *k);
@@ -195,8 +202,6 @@ int cu_lane_width(const Kern *k, int64_t inner, int regs);
 
 /* ----------------------------------------------- compiler/cuda/index.c */
 
-const FgShape *cu_shape_of(const Kern *k, int id);
-int64_t cu_numel(const FgShape *s);
 Ix cu_ix_from_lin(Kern *k, const FgShape *s, const char *lin, int lv, const char *prefix);
 const char *cu_ix_linear(Kern *k, const Ix *x, const FgShape *s);
 int cu_ix_level(const Ix *x, const FgShape *s);
@@ -211,14 +216,12 @@ Ix cu_lane_of(Kern *k, const Ix *x, int vd, int vw, int l);
 
 /* ------------------------------------------------- compiler/cuda/gen.c */
 
-int cu_is_member(const Kern *k, int id);
-const char *cu_tensor_param(const Kern *k, int id);
 const char *cu_memo_key(Kern *k, int id, const Ix *x);
+Val cu_load(Kern *k, int id, const Ix *x);
 Val cu_gen(Kern *k, int id, const Ix *x);
 
-/* ---------------------------------------------- compiler/cuda/access.c */
+/* ----------------------------------------------- compiler/cuda/store.c */
 
-Val cu_load(Kern *k, int id, const Ix *x);
 void cu_store(Kern *k, int w, const Ix *x, const char *cond, const char *extra_cond);
 void cu_store_lanes(Kern *k, int w, const Ix *xs, const char *const *conds, const char *extra_cond);
 
@@ -256,10 +259,5 @@ FG_GROUP_KINDS(X)
 /* ------------------------------------------------ compiler/cuda/loop.c */
 
 void cu_loop_kernel(Emit *E, Kern *k, int space_id, const Param *extra, int nextra, const char *what);
-
-/* --------------------------------------------- compiler/cuda/program.c */
-
-void cu_add_call(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *line);
-void cu_add_launch(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *args);
 
 #endif

@@ -10,22 +10,17 @@
  * goes through the flat index, concat reads every operand at a clamped
  * index and selects.  A value already computed at the same index is
  * reused (memo); a value reached at two indices is computed twice, which
- * is always correct.  Operands outside the group are loaded (access.c).
+ * is always correct.
+ *
+ * Loads.  Operands outside the group are loaded from memory and converted
+ * to the compute type (f32 for the float dtypes and bool, int for i32);
+ * lanes that sit side by side in memory, aligned, become one vector load
+ * (fg_ldv in runtime/fg_device.cuh), shared by the lanes through the memo.
  */
 #include <string.h>
 
 #include "cuda.h"
 #include "fgrt_philox.h"
-
-int cu_is_member(const Kern *k, int id)
-{
-	return k->E->member[id] == k->gi + 1 && id != k->mm;
-}
-
-const char *cu_tensor_param(const Kern *k, int id)
-{
-	return cu_fmt(k->a, "t_%s", k->plan->names[id]);
-}
 
 const char *cu_memo_key(Kern *k, int id, const Ix *x)
 {
@@ -47,6 +42,67 @@ static Val define(Kern *k, int id, int lv, const char *expr)
 	const FgNode *n = &k->g->nodes[id];
 	const char *v = cu_fresh(k, lv, cu_fmt(k->a, "v_%s", k->plan->names[id]));
 	cu_kline(k, lv, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, v, expr);
+	return (Val){v, lv};
+}
+
+/* The vector of stored elements (from pointer p) that lane x of a read
+ * of node id belongs to: one load for all the lanes. */
+static Val load_vector(Kern *k, int id, const char *p, const Ix *x)
+{
+	const FgNode *n = &k->g->nodes[id];
+	Ix x0 = cu_lane0(k, x);
+	const char *key = cu_fmt(k->a, "V%s", cu_memo_key(k, id, &x0));
+	for (int i = k->memo.n - 1; i >= 0; i--)
+		if (k->memo.v[i].id == id && strcmp(k->memo.v[i].key, key) == 0)
+			return k->memo.v[i].v;
+	int lv = cu_ix_level(&x0, &n->shape);
+	const char *w = cu_fresh(k, lv, cu_fmt(k->a, "w_%s", k->plan->names[id]));
+	/* a float gemm's result waits in scratch as f32 */
+	const char *t = id == k->mm && n->dt != FG_DT_I32 ? "float" : fg_dtype_info[n->dt].cuda_store;
+	cu_kline(k, lv, NULL, "const FgVec<%s, %d> %s = fg_ldv%s<%d>(%s + %s);", t, x->vw, w, k->nc ? "_nc" : "", x->vw,
+	      p, cu_paren(k->a, cu_ix_linear(k, &x0, &n->shape)));
+	Memo m = {id, key, {w, lv}};
+	fg_vec_push(k->a, &k->memo, m);
+	return m.v;
+}
+
+/* Loads node id (a read of the group, or the gemm's result) at x. */
+Val cu_load(Kern *k, int id, const Ix *x)
+{
+	const FgShape *s = cu_shape_of(k, id);
+	const char *p;
+	if (id == k->mm && k->acc[0]) {
+		return (Val){k->acc[x->vw > 1 ? x->lane : 0], 0};
+	} else if (id == k->mm) {
+		p = cu_fmt(k->a, "mm_%s", k->plan->names[id]);
+	} else {
+		p = cu_tensor_param(k, id);
+		int found = 0;
+		for (int r = 0; r < k->gr->nreads; r++)
+			if (k->gr->reads[r] == id) {
+				k->used[r] = 1;
+				found = 1;
+			}
+		if (!found) {
+			cu_kern_error(k, id, "'%s' is neither computed by the group nor read by it",
+				   k->plan->names[id]);
+			return (Val){"0", 0};
+		}
+	}
+	const FgNode *n = &k->g->nodes[id];
+	if (cu_lanes_contiguous(x, s)) {
+		Val w = load_vector(k, id, p, x);
+		const char *v = cu_fresh(k, w.lv, cu_fmt(k->a, "v_%s", k->plan->names[id]));
+		cu_kline(k, w.lv, NULL, "const %s %s = fg_read(%s.v[%d]);", fg_dtype_info[n->dt].cuda, v, w.e, x->lane);
+		return (Val){v, w.lv};
+	}
+	int lv = cu_ix_level(x, s);
+	const char *v = cu_fresh(k, lv, cu_fmt(k->a, "v_%s", k->plan->names[id]));
+	if (k->nc)
+		cu_kline(k, lv, NULL, "const %s %s = fg_read(__ldg(%s + %s));", fg_dtype_info[n->dt].cuda, v, p,
+		      cu_paren(k->a, cu_ix_linear(k, x, s)));
+	else
+		cu_kline(k, lv, NULL, "const %s %s = fg_read(%s[%s]);", fg_dtype_info[n->dt].cuda, v, p, cu_ix_linear(k, x, s));
 	return (Val){v, lv};
 }
 

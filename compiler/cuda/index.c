@@ -10,16 +10,6 @@
 
 #include "cuda.h"
 
-const FgShape *cu_shape_of(const Kern *k, int id)
-{
-	return &k->g->nodes[id].shape;
-}
-
-int64_t cu_numel(const FgShape *s)
-{
-	return fg_shape_numel(s);
-}
-
 /* The coordinates of flat index lin (scope lv) in shape s, as removable
  * definitions named prefix0, prefix1...; a shape with one dim above 1
  * needs none. */

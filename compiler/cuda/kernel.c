@@ -117,6 +117,26 @@ void cu_drop_unused(Kern *k, Lines *ls)
 	(void)k;
 }
 
+const FgShape *cu_shape_of(const Kern *k, int id)
+{
+	return &k->g->nodes[id].shape;
+}
+
+int64_t cu_numel(const FgShape *s)
+{
+	return fg_shape_numel(s);
+}
+
+int cu_is_member(const Kern *k, int id)
+{
+	return k->E->member[id] == k->gi + 1 && id != k->mm;
+}
+
+const char *cu_tensor_param(const Kern *k, int id)
+{
+	return cu_fmt(k->a, "t_%s", k->plan->names[id]);
+}
+
 void cu_kern_init(Kern *k, Emit *E, int gi)
 {
 	memset(k, 0, sizeof *k);
@@ -223,6 +243,23 @@ const char *cu_emit_kernel(Kern *k, const char *name, int block, const Param *ex
 		fprintf(f, "\t%s\n", k->lines[0].v[i].text);
 	fprintf(f, "}\n\n");
 	return args;
+}
+
+/* Records launch `kernel` of group gi, enqueued by the statement `line`
+ * (none for a cuBLASLt call: the caller wrote it), then its check. */
+void cu_add_call(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *line)
+{
+	Launch l = {kernel, gi, grid, block};
+	fg_vec_push(E->a, &E->launches, l);
+	if (line)
+		fg_vec_push(E->a, &E->run, line);
+	fg_vec_push(E->a, &E->run, cu_fmt(E->a, "fgrt_launched(ctx, %d);", E->launches.n - 1));
+}
+
+void cu_add_launch(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *args)
+{
+	cu_add_call(E, kernel, gi, grid, block, block > 0 ? cu_fmt(E->a, "%s<<<%lld, %lld, 0, ctx->stream>>>(%s);", kernel,
+							      (long long)grid, (long long)block, args) : NULL);
 }
 
 int64_t cu_grid_for(int64_t n, int64_t block)

@@ -7,23 +7,6 @@
 
 #include "cuda.h"
 
-/* Records launch `kernel` of group gi, enqueued by the statement `line`
- * (none for a cuBLASLt call: the caller wrote it), then its check. */
-void cu_add_call(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *line)
-{
-	Launch l = {kernel, gi, grid, block};
-	fg_vec_push(E->a, &E->launches, l);
-	if (line)
-		fg_vec_push(E->a, &E->run, line);
-	fg_vec_push(E->a, &E->run, cu_fmt(E->a, "fgrt_launched(ctx, %d);", E->launches.n - 1));
-}
-
-void cu_add_launch(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *args)
-{
-	cu_add_call(E, kernel, gi, grid, block, block > 0 ? cu_fmt(E->a, "%s<<<%lld, %lld, 0, ctx->stream>>>(%s);", kernel,
-							      (long long)grid, (long long)block, args) : NULL);
-}
-
 /* The emitter of each group kind: compiler/cuda/KIND.c's cu_emit_KIND. */
 static CuEmitFn *const emitters[FG_GROUP_COUNT] = {
 #define X(id, stem) [FG_GROUP_##id] = cu_emit_##stem,
