@@ -739,6 +739,11 @@ int fg_cuda_emit(FILE *f, const FgPlan *plan, const char *source, FgGemmChoice g
  * fgc report: the generated matmul or cuBLASLt, and why; NULL for other
  * groups. */
 const char *fg_cuda_gemm_note(const FgPlan *plan, int gi);
+/* Per group gi, owner[gi]: the group whose kernels it launches, itself
+ * when its code is its own (groups that compute the same on other tensors
+ * share one kernel; --gemm auto), -1 when it has no kernel (cuBLASLt
+ * alone).  Returns how many groups own theirs. */
+int fg_cuda_kernel_owners(const FgPlan *plan, int *owner);
 /* fgc compile: writes o->out.cu (nothing on failure), then builds o->out
  * with nvcc when o->build.  0, or 1 after reporting the error. */
 int fg_cuda_compile(const FgPlan *plan, const FgCudaOptions *o, FgDiag *d);

@@ -23,15 +23,49 @@ typedef struct Report {
 	const FgPlan *plan;
 	const FgGraph *g;
 	const char **names;     /* per node */
+	int *owner;             /* per group: the group whose kernels it runs,
+				   or -1 (fg_cuda_kernel_owners) */
+	int owners;             /* groups that run kernels of their own */
+	int kernels;            /* groups with kernels */
 } Report;
 
 static Report report_open(FILE *f, const FgPlan *plan)
 {
-	Report r = {f, plan, plan->g, plan->names};
+	Report r = {f, plan, plan->g, plan->names, NULL, 0, 0};
 
 	if (!r.names)
 		r.names = fg_ir_names(plan->g);
+	r.owner = fg_arena_array(plan->g->arena, (size_t)plan->ngroups + 1, sizeof(int));
+	r.owners = fg_cuda_kernel_owners(plan, r.owner);
+	for (int gi = 0; gi < plan->ngroups; gi++)
+		r.kernels += r.owner[gi] >= 0;
 	return r;
+}
+
+/* What compile does with group gi's code (fg_cuda_kernel_owners): the
+ * kernels of an earlier group that computes the same on other tensors, or
+ * its own, which later groups may launch too. */
+static void text_kernel(const Report *r, int gi)
+{
+	const FgPlan *plan = r->plan;
+	int shared = 0;
+
+	if (r->owner[gi] < 0)
+		return;
+	if (r->owner[gi] != gi) {
+		fprintf(r->f, "  kernel: group %d's (the same code), launched on this group's tensors\n", r->owner[gi]);
+		return;
+	}
+	for (int g = gi + 1; g < plan->ngroups; g++)
+		shared += r->owner[g] == gi;
+	if (!shared)
+		return;
+	fprintf(r->f, "  kernel: also launched by %d later group%s, each on its own tensors:", shared,
+		shared == 1 ? "" : "s");
+	for (int g = gi + 1; g < plan->ngroups; g++)
+		if (r->owner[g] == gi)
+			fprintf(r->f, " %d", g);
+	fputc('\n', r->f);
 }
 
 static const char *graph_name(const FgGraph *g)
@@ -183,6 +217,7 @@ static void text_groups(const Report *r)
 		const char *note = fg_cuda_gemm_note(plan, gi);
 		if (note)
 			fprintf(r->f, "  on the GPU: %s\n", note);
+		text_kernel(r, gi);
 		text_ops(r, gr);
 		text_io(r, gr);
 	}
@@ -282,8 +317,12 @@ void fg_report_text(FILE *f, const FgPlan *plan)
 	fprintf(f, "fusion report: graph %s\n", graph_name(r.g));
 	fprintf(f, "cost model: %g GB/s, %g us per launch, %d registers per thread\n",
 		plan->opt.bw_gbs, plan->opt.launch_us, plan->opt.reg_limit);
-	fprintf(f, "%d group%s, %d boundar%s\n", plan->ngroups, plan->ngroups == 1 ? "" : "s",
+	fprintf(f, "%d group%s, %d boundar%s", plan->ngroups, plan->ngroups == 1 ? "" : "s",
 		plan->nedges, plan->nedges == 1 ? "y" : "ies");
+	if (r.owners < r.kernels)
+		fprintf(f, "; %d groups with kernels, %d of them launching an earlier group's (the same code) on "
+			"their own tensors", r.kernels, r.kernels - r.owners);
+	fputc('\n', f);
 	text_groups(&r);
 	text_edges(&r);
 	text_totals(&r);
@@ -426,6 +465,10 @@ static void json_group(const Report *r, int gi)
 	json_real(r->f, gr->cost.est_us);
 	fprintf(r->f, ",\n      \"est_regs\": %d,\n      \"bytes_read\": %lld,\n      \"bytes_written\": %lld,\n",
 		gr->est_regs, (long long)gr->bytes_read, (long long)gr->bytes_written);
+	if (r->owner[gi] >= 0)
+		fprintf(r->f, "      \"kernel_of\": %d,\n", r->owner[gi]);
+	else
+		fputs("      \"kernel_of\": null,\n", r->f);
 	const char *note = fg_cuda_gemm_note(r->plan, gi);
 	if (note) {
 		fputs("      \"on_gpu\": ", r->f);

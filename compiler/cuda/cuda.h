@@ -109,6 +109,19 @@ typedef struct Param {
 
 typedef struct Emit Emit;
 
+/* How fg_program_run runs a group (program.c): the step function of the
+ * group whose code it shares (owner, its own when none), on the tensors
+ * at `tensors` of the step table, with its plan slot and first launch. */
+typedef struct Step {
+	int owner;
+	int tensors;            /* offset in the tensor-index table */
+	int slot, launch;
+	const char *code;       /* the owner's: its step function */
+	int *pick;              /* the owner's: which of its params the code
+				   names (indices into Emit.params, in order) */
+	int npick;
+} Step;
+
 typedef struct Kern {
 	Emit *E;
 	FgArena *a;
@@ -149,11 +162,31 @@ struct Emit {
 	int ntensors;
 	FG_VEC(int) tensors;    /* the table: node ids */
 	FG_VEC(Launch) launches;
-	FG_VEC(const char *) run;       /* fg_program_run's body */
-	FG_VEC(const char *) gemms;     /* FgrtGemm definitions */
+	FG_VEC(const char *) gemms;     /* FgrtGemm initializers, one per slot */
+	FG_VEC(const char *) gemm_notes;/* ... and the matmul each is for */
+	/* the group being written: */
+	FG_VEC(const char *) run;       /* the statements that launch its work */
+	FG_VEC(int) params;             /* the tensors they name (cu_tensor_param) */
+	int launch0;                    /* its first launch */
+	int slot;                       /* its cuBLASLt plan slot, or -1 */
+	Step *steps;                    /* per group: how fg_program_run runs it */
 	int64_t scratch;
 	FgGemmChoice gemm;
 	int errors;
+	/* One kernel per distinct group (program.c): a group is first written
+	 * under canonical names into `key`; a group whose key an earlier one
+	 * has launches that one's kernels, and its own text is dropped. */
+	int canon;              /* writing the key: names by position (cu_name),
+				   text into key, no comments */
+	FG_VEC(char) key;
+	int quiet;              /* text dropped: the group runs another's kernels */
+	int *local;             /* per node, while its group is written: its
+				   position among the members (i + 1) or the
+				   reads (-(r + 1)), 0 elsewhere */
+	int *owner;             /* per group: the group whose kernels it runs */
+	int *sharers;           /* per group: how many groups run its kernels */
+	int *kernels;           /* per group: whether it writes kernels */
+	FG_VEC(int) step_tensors;       /* the steps' tensor indices (program.c) */
 };
 
 typedef struct RedInfo {
@@ -178,6 +211,7 @@ const char *cu_shape_str(FgArena *a, FgDtype dt, const FgShape *s);
 
 /* ---------------------------------------------- compiler/cuda/kernel.c */
 
+void cu_out(Emit *E, const char *fmt_, ...) FG_PRINTF(2, 3);
 void cu_kern_error(Kern *k, int id, const char *fmt_, ...) FG_PRINTF(3, 4);
 void cu_kline(Kern *k, int lv, const char *def, const char *f, ...) FG_PRINTF(4, 5);
 const char *cu_fresh(Kern *k, int lv, const char *base);
@@ -187,6 +221,8 @@ void cu_drop_unused(Kern *k, Lines *ls);
 const FgShape *cu_shape_of(const Kern *k, int id);
 int64_t cu_numel(const FgShape *s);
 int cu_is_member(const Kern *k, int id);
+const char *cu_name(const Kern *k, int id);
+const char *cu_kname(const Kern *k, const char *suffix);
 const char *cu_tensor_param(const Kern *k, int id);
 void cu_kern_init(Kern *k, Emit *E, int gi);
 void cu_kern_done(Kern *k);
@@ -195,6 +231,7 @@ const char *cu_emit_kernel(Kern *k, const char *name, int block, const Param *ex
 			       int with_writes);
 void cu_add_call(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *line);
 void cu_add_launch(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *args);
+int cu_add_gemm(Emit *E, const char *def, const char *note);
 int64_t cu_grid_for(int64_t n, int64_t block);
 const char *cu_stride_loop(Kern *k, const char *v, int64_t n);
 int cu_sink(const Kern *k);

@@ -65,7 +65,7 @@ static void emit_matmul_i32(Emit *E, Kern *k, int mm, int A, int ta, int B, int 
 	int nb = os->rank - 2;
 	int64_t M = as->d[as->rank - 2], K = as->d[as->rank - 1], N = bs->d[bs->rank - 1];
 	int64_t scratch = cu_numel(os) * 4;
-	const char *name = cu_fmt(k->a, "%s_matmul", k->gr->name);
+	const char *name = cu_kname(k, "matmul");
 	Kern m;
 	cu_kern_init(&m, E, k->gi);
 	cu_kopen(&m);
@@ -82,14 +82,14 @@ static void emit_matmul_i32(Emit *E, Kern *k, int mm, int A, int ta, int B, int 
 	cu_kline(&m, 1, NULL, "const %s b0 = %s%s * %lld;", m.idx, eb, col, (long long)(tb ? K : 1));
 	cu_kline(&m, 1, NULL, "long long acc = 0;");
 	cu_kline(&m, 1, NULL, "for (%s kk = 0; kk < %lld; kk++)", m.idx, (long long)K);
-	cu_kline(&m, 1, NULL, "\tacc += (long long)t_%s[a0 + kk * %lld] * t_%s[b0 + kk * %lld];", k->plan->names[A],
-	      (long long)(ta ? M : 1), k->plan->names[B], (long long)(tb ? 1 : N));
+	cu_kline(&m, 1, NULL, "\tacc += (long long)%s[a0 + kk * %lld] * %s[b0 + kk * %lld];", cu_tensor_param(k, A),
+	      (long long)(ta ? M : 1), cu_tensor_param(k, B), (long long)(tb ? 1 : N));
 	cu_kline(&m, 1, NULL, "mm[o] = fg_cast_i32(acc);");
 	cu_kclose(&m, cu_stride_loop(&m, "o", cu_numel(os)));
 	Param ps[3] = {
 		{"int *__restrict__ mm", "(int *)ctx->scratch"},
-		{cu_fmt(k->a, "const int *__restrict__ t_%s", k->plan->names[A]), cu_fmt(k->a, "t_%s", k->plan->names[A])},
-		{cu_fmt(k->a, "const int *__restrict__ t_%s", k->plan->names[B]), cu_fmt(k->a, "t_%s", k->plan->names[B])},
+		{cu_fmt(k->a, "const int *__restrict__ %s", cu_tensor_param(k, A)), cu_tensor_param(k, A)},
+		{cu_fmt(k->a, "const int *__restrict__ %s", cu_tensor_param(k, B)), cu_tensor_param(k, B)},
 	};
 	if (scratch > E->scratch)
 		E->scratch = scratch;
@@ -104,7 +104,7 @@ static void emit_matmul_i32(Emit *E, Kern *k, int mm, int A, int ta, int B, int 
 	const char *args = cu_emit_kernel(&m, name, LOOP_BLOCK, ps, A == B ? 2 : 3, 0);
 	cu_add_launch(E, name, k->gi, cu_grid_for(cu_numel(os), LOOP_BLOCK), LOOP_BLOCK, args);
 	k->mm = mm;
-	Param acc = {cu_fmt(k->a, "const int *__restrict__ mm_%s", k->plan->names[mm]), "(const int *)ctx->scratch"};
+	Param acc = {cu_fmt(k->a, "const int *__restrict__ mm_%s", cu_name(k, mm)), "(const int *)ctx->scratch"};
 	cu_loop_kernel(E, k, cu_sink(k), &acc, 1, NULL);
 }
 
@@ -355,7 +355,7 @@ static void emit_own_gemm(Emit *E, Kern *k, const GemmPlan *p, const char *why)
 	const int64_t M = p->M, N = p->N, K = p->K, Z = p->nd ? p->cnt[0] : 1;
 	const int64_t sa = p->nd ? p->ms[0][0] : 0, sb = p->nd ? p->ms[1][0] : 0;
 	const GemmTile t = plan_tile(p);
-	const char *name = cu_fmt(k->a, "%s_epilogue", k->gr->name);
+	const char *name = cu_kname(k, "epilogue");
 	k->mm = mm;
 	k->nc = 1;
 	Ix x;
@@ -407,29 +407,28 @@ static void emit_own_gemm(Emit *E, Kern *k, const GemmPlan *p, const char *why)
 				   "registers (%s, below) before the one store; %s", sched, ta ? "A^T" : "A",
 				   tb ? " B^T" : " B", Z > 1 ? ", batched" : "", name, why));
 	/* the functor: the group's reads and writes, then the body */
-	FILE *f = E->f;
 	const char *args = "";
-	fprintf(f, "struct %s {\n", name);
+	cu_out(E, "struct %s {\n", name);
 	for (int r = 0; r < k->gr->nreads + k->gr->nwrites; r++) {
 		int id = r < k->gr->nreads ? k->gr->reads[r] : k->gr->writes[r - k->gr->nreads];
 		if (r < k->gr->nreads && !k->used[r])  /* the operands, unless the epilogue reads them too */
 			continue;
-		fprintf(f, "\t%s%s *%s;\n", r < k->gr->nreads ? "const " : "", fg_dtype_info[k->g->nodes[id].dt].cuda_store,
+		cu_out(E, "\t%s%s *%s;\n", r < k->gr->nreads ? "const " : "", fg_dtype_info[k->g->nodes[id].dt].cuda_store,
 			cu_tensor_param(k, id));
 		args = cu_fmt(k->a, "%s%s%s", args, *args ? ", " : "", cu_tensor_param(k, id));
 	}
 	cu_drop_unused(k, &k->lines[0]);
-	fprintf(f, "\t__device__ __forceinline__ void operator()(int z_, int r_, int c_, float v0, float v1) const\n\t{\n");
-	fprintf(f, "\t\t(void)v0, (void)v1;\n");
+	cu_out(E, "\t__device__ __forceinline__ void operator()(int z_, int r_, int c_, float v0, float v1) const\n\t{\n");
+	cu_out(E, "\t\t(void)v0, (void)v1;\n");
 	for (int i = 0; i < k->lines[0].n; i++)
-		fprintf(f, "\t\t%s\n", k->lines[0].v[i].text);
-	fprintf(f, "\t}\n};\n\n");
+		cu_out(E, "\t\t%s\n", k->lines[0].v[i].text);
+	cu_out(E, "\t}\n};\n\n");
 	const char *tname = fg_dtype_info[n->dt].cuda_store;
 	int64_t rows = t.pp ? t.wm : 2 * t.wm;
 	int64_t tiles = ((M + rows - 1) / rows) * ((N + t.bn - 1) / t.bn) * Z;
-	cu_add_call(E, k->gr->name, k->gi, tiles, 384,
-		 cu_fmt(E->a, "fgg::launch<%s, %d, %d, %d, %d, %d>(ctx, t_%s, t_%s, %lld, %lld, %lld, %lld, %lld, %lld, "
-		     "%s{%s});", tname, t.wm, t.bn, t.pp, ta, !tb, k->plan->names[A], k->plan->names[B], (long long)M,
+	cu_add_call(E, cu_kname(k, NULL), k->gi, tiles, 384,
+		 cu_fmt(E->a, "fgg::launch<%s, %d, %d, %d, %d, %d>(ctx, %s, %s, %lld, %lld, %lld, %lld, %lld, %lld, "
+		     "%s{%s});", tname, t.wm, t.bn, t.pp, ta, !tb, cu_tensor_param(k, A), cu_tensor_param(k, B), (long long)M,
 		     (long long)N, (long long)K, (long long)Z, (long long)sa, (long long)sb, name, args));
 }
 
@@ -533,7 +532,6 @@ void cu_emit_gemm(Emit *E, Kern *k)
 				  "and an epilogue kernel (own_gemm_pays)", us_str(k->a, p.est_own), us_str(k->a, p.est_lt)));
 		return;
 	}
-	int slot = E->gemms.n;
 	const char *outer_n = "", *outer_a = "", *outer_b = "", *outer_d = "", *outer_0 = "";
 	for (int i = nd - 1; i >= 1; i--) {
 		const char *sep = i == nd - 1 ? "" : ", ";
@@ -548,55 +546,52 @@ void cu_emit_gemm(Emit *E, Kern *k)
 					 ep, (long long)(aux >= 0 ? N : 0), (long long)(aux >= 0 && nd ? ms[2][0] : 0),
 					 outer_0, aux >= 0 ? outer_d : outer_0);
 	const char *def = cu_fmt(k->a,
-		"/* %s: %s = matmul(%s%s, %s%s) */\n"
-		"static const FgrtGemm fg_gemm_%d = {\n"
-		"\t%s, %s,\t/* operands, result */\n"
+		"\t{%s, %s,\t/* operands, result */\n"
 		"\t%lld, %lld, %lld,\t/* m, n, k */\n"
 		"\t%d, %d,\t/* A, B stored transposed */\n"
 		"\t%lld, %lld, %lld, %lld,\t/* batch and its strides */\n"
 		"\t%d, {%s}, {%s}, {%s}, {%s},\t/* outer batch dims */\n"
 		"%s"
-		"};\n",
-		k->gr->name, k->plan->names[mm], k->plan->names[A], ta ? "^T" : "", k->plan->names[B], tb ? "^T" : "",
-		slot, k->g->nodes[A].dt == FG_DT_F32 && E->plan->opt.tf32 ? "FGRT_TF32" : fg_dtype_info[k->g->nodes[A].dt].rt,
+		"\t},",
+		k->g->nodes[A].dt == FG_DT_F32 && E->plan->opt.tf32 ? "FGRT_TF32" : fg_dtype_info[k->g->nodes[A].dt].rt,
 		direct || ep ? fg_dtype_info[n->dt].rt : "FGRT_F32",
 		(long long)M, (long long)N, (long long)K, ta, tb,
 		(long long)(nd ? cnt[0] : 1), (long long)(nd ? ms[0][0] : 0), (long long)(nd ? ms[1][0] : 0),
 		(long long)(nd ? ms[2][0] : 0), nd > 1 ? nd - 1 : 0, outer_n, outer_a, outer_b, outer_d, epf);
-	fg_vec_push(E->a, &E->gemms, def);
+	int slot = cu_add_gemm(E, def, cu_fmt(k->a, "%s: %s = matmul(%s%s, %s%s)", k->gr->name, k->plan->names[mm],
+					     k->plan->names[A], ta ? "^T" : "", k->plan->names[B], tb ? "^T" : ""));
 	/* the operands' own tensors */
-	const char *pa = cu_fmt(k->a, "t_%s", k->plan->names[A]), *pb = cu_fmt(k->a, "t_%s", k->plan->names[B]);
+	const char *pa = cu_tensor_param(k, A), *pb = cu_tensor_param(k, B);
 	if (direct) {
-		fg_vec_push(E->a, &E->run, cu_fmt(E->a, "fgrt_gemm(ctx, %d, &fg_gemm_%d, %s, %s, t_%s);", slot, slot, pa, pb,
-					      k->plan->names[mm]));
+		fg_vec_push(E->a, &E->run, cu_fmt(E->a, "fgrt_gemm(ctx, slot, &fg_gemms[slot], %s, %s, %s);", pa, pb,
+					      cu_tensor_param(k, mm)));
 		cu_add_launch(E, "cublasLt", k->gi, 0, 0, NULL);
-		cu_emit_comment(E, k->gi, cu_fmt(E->a, "gemm on cuBLASLt (fg_gemm_%d), straight into %s; no epilogue kernel",
+		cu_emit_comment(E, k->gi, cu_fmt(E->a, "gemm on cuBLASLt (fg_gemms[%d]), straight into %s; no epilogue kernel",
 					   slot, k->plan->names[mm]));
-		fprintf(E->f, "\n");
+		cu_out(E, "\n");
 		return;
 	}
 	if (ep) {
-		const char *pbias = bias >= 0 ? cu_fmt(k->a, "t_%s", k->plan->names[bias]) : "NULL";
-		const char *paux = aux >= 0 ? cu_fmt(k->a, "t_%s", k->plan->names[aux]) : "NULL";
-		fg_vec_push(E->a, &E->run, cu_fmt(E->a, "fgrt_gemm_ep(ctx, %d, &fg_gemm_%d, %s, %s, t_%s, %s, %s);", slot, slot,
-					      pa, pb, k->plan->names[y], pbias, paux));
+		const char *pbias = bias >= 0 ? cu_tensor_param(k, bias) : "NULL";
+		const char *paux = aux >= 0 ? cu_tensor_param(k, aux) : "NULL";
+		fg_vec_push(E->a, &E->run, cu_fmt(E->a, "fgrt_gemm_ep(ctx, slot, &fg_gemms[slot], %s, %s, %s, %s, %s);",
+					      pa, pb, cu_tensor_param(k, y), pbias, paux));
 		cu_add_launch(E, "cublasLt", k->gi, 0, 0, NULL);
-		cu_emit_comment(E, k->gi, cu_fmt(E->a, "gemm on cuBLASLt with its own epilogue %s (fg_gemm_%d), straight into "
+		cu_emit_comment(E, k->gi, cu_fmt(E->a, "gemm on cuBLASLt with its own epilogue %s (fg_gemms[%d]), straight into "
 					   "%s%s%s; no epilogue kernel", ep + strlen("FGRT_EP_"), slot, k->plan->names[y],
 					   aux >= 0 ? " and, as AUX, " : "", aux >= 0 ? k->plan->names[aux] : ""));
-		fprintf(E->f, "\n");
+		cu_out(E, "\n");
 		return;
 	}
 	int64_t scratch = cu_numel(os) * 4;
 	if (scratch > E->scratch)
 		E->scratch = scratch;
-	fg_vec_push(E->a, &E->run, cu_fmt(E->a, "fgrt_gemm(ctx, %d, &fg_gemm_%d, %s, %s, ctx->scratch);", slot, slot,
-				      pa, pb));
+	fg_vec_push(E->a, &E->run, cu_fmt(E->a, "fgrt_gemm(ctx, slot, &fg_gemms[slot], %s, %s, ctx->scratch);", pa, pb));
 	cu_add_launch(E, "cublasLt", k->gi, 0, 0, NULL);
 	k->mm = mm;
-	Param acc = {cu_fmt(k->a, "const float *__restrict__ mm_%s", k->plan->names[mm]), "(const float *)ctx->scratch"};
+	Param acc = {cu_fmt(k->a, "const float *__restrict__ mm_%s", cu_name(k, mm)), "(const float *)ctx->scratch"};
 	int s = cu_sink(k);
-	cu_loop_kernel(E, k, s, &acc, 1, cu_fmt(E->a, "gemm: %s = matmul on cuBLASLt (fg_gemm_%d) into scratch as f32, "
+	cu_loop_kernel(E, k, s, &acc, 1, cu_fmt(E->a, "gemm: %s = matmul on cuBLASLt (fg_gemms[%d]) into scratch as f32, "
 					"then this epilogue over %s%s%s%s", k->plan->names[mm], slot,
 					cu_shape_str(E->a, k->g->nodes[s].dt, cu_shape_of(k, s)),
 					E->gemm == FG_GEMM_CUBLASLT ? "" : " (not the generated matmul: ",

@@ -40,7 +40,7 @@ const char *cu_memo_key(Kern *k, int id, const Ix *x)
 static Val define(Kern *k, int id, int lv, const char *expr)
 {
 	const FgNode *n = &k->g->nodes[id];
-	const char *v = cu_fresh(k, lv, cu_fmt(k->a, "v_%s", k->plan->names[id]));
+	const char *v = cu_fresh(k, lv, cu_fmt(k->a, "v_%s", cu_name(k, id)));
 	cu_kline(k, lv, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, v, expr);
 	return (Val){v, lv};
 }
@@ -56,7 +56,7 @@ static Val load_vector(Kern *k, int id, const char *p, const Ix *x)
 		if (k->memo.v[i].id == id && strcmp(k->memo.v[i].key, key) == 0)
 			return k->memo.v[i].v;
 	int lv = cu_ix_level(&x0, &n->shape);
-	const char *w = cu_fresh(k, lv, cu_fmt(k->a, "w_%s", k->plan->names[id]));
+	const char *w = cu_fresh(k, lv, cu_fmt(k->a, "w_%s", cu_name(k, id)));
 	/* a float gemm's result waits in scratch as f32 */
 	const char *t = id == k->mm && n->dt != FG_DT_I32 ? "float" : fg_dtype_info[n->dt].cuda_store;
 	cu_kline(k, lv, NULL, "const FgVec<%s, %d> %s = fg_ldv%s<%d>(%s + %s);", t, x->vw, w, k->nc ? "_nc" : "", x->vw,
@@ -74,7 +74,7 @@ Val cu_load(Kern *k, int id, const Ix *x)
 	if (id == k->mm && k->acc[0]) {
 		return (Val){k->acc[x->vw > 1 ? x->lane : 0], 0};
 	} else if (id == k->mm) {
-		p = cu_fmt(k->a, "mm_%s", k->plan->names[id]);
+		p = cu_fmt(k->a, "mm_%s", cu_name(k, id));
 	} else {
 		p = cu_tensor_param(k, id);
 		int found = 0;
@@ -92,12 +92,12 @@ Val cu_load(Kern *k, int id, const Ix *x)
 	const FgNode *n = &k->g->nodes[id];
 	if (cu_lanes_contiguous(x, s)) {
 		Val w = load_vector(k, id, p, x);
-		const char *v = cu_fresh(k, w.lv, cu_fmt(k->a, "v_%s", k->plan->names[id]));
+		const char *v = cu_fresh(k, w.lv, cu_fmt(k->a, "v_%s", cu_name(k, id)));
 		cu_kline(k, w.lv, NULL, "const %s %s = fg_read(%s.v[%d]);", fg_dtype_info[n->dt].cuda, v, w.e, x->lane);
 		return (Val){v, w.lv};
 	}
 	int lv = cu_ix_level(x, s);
-	const char *v = cu_fresh(k, lv, cu_fmt(k->a, "v_%s", k->plan->names[id]));
+	const char *v = cu_fresh(k, lv, cu_fmt(k->a, "v_%s", cu_name(k, id)));
 	if (k->nc)
 		cu_kline(k, lv, NULL, "const %s %s = fg_read(__ldg(%s + %s));", fg_dtype_info[n->dt].cuda, v, p,
 		      cu_paren(k->a, cu_ix_linear(k, x, s)));

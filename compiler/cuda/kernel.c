@@ -18,6 +18,23 @@
 
 #include "cuda.h"
 
+/* Writes group text: kernels, their comments, the generated matmul's
+ * functors.  Into the key while it is written, nowhere for a group that
+ * runs another's kernels. */
+void cu_out(Emit *E, const char *fmt_, ...)
+{
+	va_list ap;
+	va_start(ap, fmt_);
+	if (E->canon) {
+		char *s = cu_vfmt(E->a, fmt_, ap);
+		for (; *s; s++)
+			fg_vec_push(E->a, &E->key, *s);
+	} else if (!E->quiet) {
+		vfprintf(E->f, fmt_, ap);
+	}
+	va_end(ap);
+}
+
 void cu_kern_error(Kern *k, int id, const char *fmt_, ...)
 {
 	va_list ap;
@@ -29,6 +46,9 @@ void cu_kern_error(Kern *k, int id, const char *fmt_, ...)
 			 "cannot compile group %d (%s) to CUDA yet: %s", k->gi, k->gr->name, msg);
 	k->failed = 1;
 }
+
+/* Appends a line to scope lv; def names the variable of a removable
+ * definition (dropped when its scope closes if nothing uses it). */
 void cu_kline(Kern *k, int lv, const char *def, const char *f, ...)
 {
 	va_list ap;
@@ -132,9 +152,48 @@ int cu_is_member(const Kern *k, int id)
 	return k->E->member[id] == k->gi + 1 && id != k->mm;
 }
 
+/* The name node id's identifiers are made from (t_NAME, v_NAME): its own,
+ * or while the key is written its place in the group, m3 for the fourth
+ * member, r0 for the first read, so that groups that compute the same on
+ * other tensors write the same text. */
+const char *cu_name(const Kern *k, int id)
+{
+	if (!k->E->canon)
+		return k->plan->names[id];
+	int at = k->E->local[id];
+	if (at == 0)
+		fg_die("'%s' is neither a member nor a read of group %d", k->plan->names[id], k->gi);
+	return at > 0 ? cu_fmt(k->a, "m%d", at - 1) : cu_fmt(k->a, "r%d", -at - 1);
+}
+
+/* The name of one of the group's kernels: the group's name (that of the
+ * group whose kernels it runs), or K while the key is written; suffix
+ * (NULL: none) tells a group's kernels apart. */
+const char *cu_kname(const Kern *k, const char *suffix)
+{
+	const char *base = k->E->canon ? "K" : k->plan->groups[k->E->owner ? k->E->owner[k->gi] : k->gi].name;
+	return suffix ? cu_fmt(k->a, "%s_%s", base, suffix) : base;
+}
+
+/* t_NAME: the pointer of tensor id in the group's code.  The group's
+ * launches name their tensors through this alone, so the tensors it is
+ * asked for, in order (Emit.params), are what another group that shares
+ * the code passes in their place; the key holds their canonical names. */
 const char *cu_tensor_param(const Kern *k, int id)
 {
-	return cu_fmt(k->a, "t_%s", k->plan->names[id]);
+	Emit *E = k->E;
+	const char *s = cu_fmt(k->a, "t_%s", cu_name(k, id));
+	if (E->canon) {
+		for (const char *c = s; *c; c++)
+			fg_vec_push(E->a, &E->key, *c);
+		fg_vec_push(E->a, &E->key, ';');
+		return s;
+	}
+	for (int i = 0; i < E->params.n; i++)
+		if (E->params.v[i] == id)
+			return s;
+	fg_vec_push(E->a, &E->params, id);
+	return s;
 }
 
 void cu_kern_init(Kern *k, Emit *E, int gi)
@@ -157,14 +216,24 @@ void cu_kern_init(Kern *k, Emit *E, int gi)
 	}
 	/* 32-bit indices while every index and a grid stride stay below 2^31 */
 	k->idx = big + ((int64_t)MAX_GRID * LOOP_BLOCK) < INT32_MAX ? "int" : "int64_t";
-	for (int i = 0; i < k->gr->nnodes; i++)
+	for (int i = 0; i < k->gr->nnodes; i++) {
 		E->member[k->gr->nodes[i]] = gi + 1;
+		if (E->local)
+			E->local[k->gr->nodes[i]] = i + 1;
+	}
+	for (int r = 0; r < k->gr->nreads && E->local; r++)
+		E->local[k->gr->reads[r]] = -(r + 1);
 }
 
 void cu_kern_done(Kern *k)
 {
-	for (int i = 0; i < k->gr->nnodes; i++)
+	for (int i = 0; i < k->gr->nnodes; i++) {
 		k->E->member[k->gr->nodes[i]] = 0;
+		if (k->E->local)
+			k->E->local[k->gr->nodes[i]] = 0;
+	}
+	for (int r = 0; r < k->gr->nreads && k->E->local; r++)
+		k->E->local[k->gr->reads[r]] = 0;
 }
 
 /* The comment above a group's kernel: its kind and space, then each op
@@ -172,6 +241,8 @@ void cu_kern_done(Kern *k)
 void cu_emit_comment(Emit *E, int gi, const char *what)
 {
 	const FgGroup *gr = &E->plan->groups[gi];
+	if (E->canon || E->quiet)
+		return;
 	const char *src = cu_in_comment(E->a, E->d->src ? E->d->src->name : "");
 	const char **col[3];
 	int w[3] = {0, 0, 0}, nrow = 0;
@@ -196,16 +267,31 @@ void cu_emit_comment(Emit *E, int gi, const char *what)
 			w[c] = (int)strlen(col[c][nrow]) > w[c] ? (int)strlen(col[c][nrow]) : w[c];
 		nrow++;
 	}
-	fprintf(E->f, "/*\n * %s: %s\n", gr->name, what);
+	cu_out(E, "/*\n * %s: %s\n", gr->name, what);
 	for (int r = 0; r < nrow; r++)
-		fprintf(E->f, " *   %-*s  %-*s  %s\n", w[0], col[0][r], w[1], col[1][r], col[2][r]);
-	fprintf(E->f, " * reads:");
+		cu_out(E, " *   %-*s  %-*s  %s\n", w[0], col[0][r], w[1], col[1][r], col[2][r]);
+	cu_out(E, " * reads:");
 	for (int i = 0; i < gr->nreads; i++)
-		fprintf(E->f, " %s", E->plan->names[gr->reads[i]]);
-	fprintf(E->f, "%s\n * writes:", gr->nreads ? "" : " nothing");
+		cu_out(E, " %s", E->plan->names[gr->reads[i]]);
+	cu_out(E, "%s\n * writes:", gr->nreads ? "" : " nothing");
 	for (int i = 0; i < gr->nwrites; i++)
-		fprintf(E->f, " %s (%s)", E->plan->names[gr->writes[i]], fg_reason_name[E->plan->why[gr->writes[i]]]);
-	fprintf(E->f, "\n */\n");
+		cu_out(E, " %s (%s)", E->plan->names[gr->writes[i]], fg_reason_name[E->plan->why[gr->writes[i]]]);
+	cu_out(E, "\n");
+	if (E->sharers && E->sharers[gi] > 1) {
+		/* the groups that launch these kernels on their own tensors */
+		const char *line = cu_fmt(E->a, " * shared by %d groups, each on its own tensors:", E->sharers[gi]);
+		for (int g = gi; g < E->plan->ngroups; g++) {
+			if (E->owner[g] != gi)
+				continue;
+			if (strlen(line) > 72) {
+				cu_out(E, "%s\n", line);
+				line = " *  ";
+			}
+			line = cu_fmt(E->a, "%s %d", line, g);
+		}
+		cu_out(E, "%s\n", line);
+	}
+	cu_out(E, " */\n");
 }
 
 /* Prints a kernel: signature from the reads it used and its writes, body
@@ -231,29 +317,47 @@ const char *cu_emit_kernel(Kern *k, const char *name, int block, const Param *ex
 		fg_vec_push(k->a, &ps, p);
 	}
 	cu_drop_unused(k, &k->lines[0]);
-	FILE *f = k->E->f;
-	fprintf(f, "__global__ void __launch_bounds__(%d)\n%s(", block, name);
+	Emit *E = k->E;
+	cu_out(E, "__global__ void __launch_bounds__(%d)\n%s(", block, name);
 	const char *args = "";
 	for (int i = 0; i < ps.n; i++) {
-		fprintf(f, "%s%s", i ? ",\n\t" : "", ps.v[i].decl);
+		cu_out(E, "%s%s", i ? ",\n\t" : "", ps.v[i].decl);
 		args = cu_fmt(k->a, "%s%s%s", args, i ? ", " : "", ps.v[i].arg);
 	}
-	fprintf(f, ")\n{\n");
+	cu_out(E, ")\n{\n");
 	for (int i = 0; i < k->lines[0].n; i++)
-		fprintf(f, "\t%s\n", k->lines[0].v[i].text);
-	fprintf(f, "}\n\n");
+		cu_out(E, "\t%s\n", k->lines[0].v[i].text);
+	cu_out(E, "}\n\n");
 	return args;
 }
 
 /* Records launch `kernel` of group gi, enqueued by the statement `line`
- * (none for a cuBLASLt call: the caller wrote it), then its check. */
+ * (none for a cuBLASLt call: the caller wrote it), then its check, which
+ * counts launches from the group's first (`launch`, program.c). */
 void cu_add_call(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *line)
 {
 	Launch l = {kernel, gi, grid, block};
 	fg_vec_push(E->a, &E->launches, l);
 	if (line)
 		fg_vec_push(E->a, &E->run, line);
-	fg_vec_push(E->a, &E->run, cu_fmt(E->a, "fgrt_launched(ctx, %d);", E->launches.n - 1));
+	int at = E->launches.n - 1 - E->launch0;
+	fg_vec_push(E->a, &E->run, at ? cu_fmt(E->a, "fgrt_launched(ctx, launch + %d);", at) : "fgrt_launched(ctx, launch);");
+}
+
+/* The cuBLASLt plan slot of FgrtGemm initializer def (the group's matmul,
+ * named by note): one slot for equal ones, which may share a plan.  The
+ * group's launches name it `slot`. */
+int cu_add_gemm(Emit *E, const char *def, const char *note)
+{
+	int slot = 0;
+	while (slot < E->gemms.n && strcmp(E->gemms.v[slot], def) != 0)
+		slot++;
+	if (slot == E->gemms.n) {
+		fg_vec_push(E->a, &E->gemms, def);
+		fg_vec_push(E->a, &E->gemm_notes, note);
+	}
+	E->slot = slot;
+	return slot;
 }
 
 void cu_add_launch(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *args)

@@ -63,8 +63,8 @@ void cu_loop_kernel(Emit *E, Kern *k, int space_id, const Param *extra, int next
 		return;
 	if (what)
 		cu_emit_comment(E, k->gi, vw > 1 ? cu_fmt(E->a, "%s; %d lanes a thread", what, vw) : what);
-	const char *args = cu_emit_kernel(k, k->gr->name, LOOP_BLOCK, extra, nextra, 1);
-	cu_add_launch(E, k->gr->name, k->gi, cu_grid_for(biggest / vw, LOOP_BLOCK), LOOP_BLOCK, args);
+	const char *args = cu_emit_kernel(k, cu_kname(k, NULL), LOOP_BLOCK, extra, nextra, 1);
+	cu_add_launch(E, cu_kname(k, NULL), k->gi, cu_grid_for(biggest / vw, LOOP_BLOCK), LOOP_BLOCK, args);
 }
 
 void cu_emit_loop(Emit *E, Kern *k)

@@ -2,6 +2,13 @@
  * program.c - the whole file: the header, each group through its kind's
  * emitter, then the tensor table, the launch table, the cuBLASLt plans
  * and fg_program_run(), which enqueues the launches in plan order.
+ *
+ * One kernel per distinct group: before anything is written, every group
+ * is emitted once under canonical names (find_owners); groups whose text
+ * is equal compute the same thing on other tensors, and all but the first
+ * launch the first one's kernels with their own pointers.  The launch
+ * table still lists every launch by group; the kernel's comment lists the
+ * groups that share it.
  */
 #include <string.h>
 
@@ -14,14 +21,138 @@ static CuEmitFn *const emitters[FG_GROUP_COUNT] = {
 #undef X
 };
 
-static void emit_group(Emit *E, int gi)
+static void record_step(Emit *E, int gi);
+
+/* Group gi through its kind's emitter; canon: into the key (its text, the
+ * tensors it names and its launch statements, under canonical names),
+ * taking back whatever else it added to E.  Whether it has kernels. */
+static int run_emitter(Emit *E, int gi, int canon)
 {
+	int nl = E->launches.n, ng = E->gemms.n, kernels = 0;
+	int64_t scratch = E->scratch;
+	FgDiag *d = E->d;
 	Kern k;
+
+	E->canon = canon;
+	E->quiet = !canon && E->owner[gi] != gi;
+	E->run.n = E->params.n = 0;
+	E->launch0 = E->launches.n;
+	E->slot = -1;
+	if (canon)
+		E->d = NULL, E->key.n = 0;
 	cu_kern_init(&k, E, gi);
 	emitters[k.gr->kind](E, &k);
-	if (k.failed)
-		E->errors++;
 	cu_kern_done(&k);
+	for (int i = nl; i < E->launches.n; i++)
+		kernels += E->launches.v[i].block > 0;
+	if (canon) {
+		for (int i = 0; i < E->run.n; i++) {
+			for (const char *c = E->run.v[i]; *c; c++)
+				fg_vec_push(E->a, &E->key, *c);
+			fg_vec_push(E->a, &E->key, '\n');
+		}
+		fg_vec_push(E->a, &E->key, '\0');
+		E->launches.n = nl, E->gemms.n = E->gemm_notes.n = ng, E->scratch = scratch, E->d = d;
+	} else if (k.failed) {
+		E->errors++;
+	} else {
+		record_step(E, gi);
+	}
+	E->canon = E->quiet = 0;
+	return !k.failed && kernels > 0;
+}
+
+static uint64_t text_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;       /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/* One kernel per distinct group: each group is written once under
+ * canonical names (member and read positions, K for its kernels, `slot`
+ * and `launch` for its plan slot and first launch), and a group whose key
+ * equals an earlier one's runs that group's code on its own tensors: the
+ * same ops in the same order on the same shapes, dtypes, layouts and
+ * constants, launched alike.  Sets E->owner and E->sharers (groups with
+ * kernels only: cuBLASLt alone is no kernel of ours, though its step is
+ * shared too); the number of groups with code of their own. */
+static int find_owners(Emit *E)
+{
+	int n = E->plan->ngroups, cap = 2 * n + 1, owners = 0;	/* of kernels */
+	int *slot = fg_arena_array(E->a, (size_t)cap, sizeof(int));
+	const char **keys = fg_arena_array(E->a, (size_t)n + 1, sizeof(char *));
+	uint64_t *hash = fg_arena_array(E->a, (size_t)n + 1, sizeof(uint64_t));
+
+	E->local = fg_arena_array(E->a, (size_t)E->g->nnodes + 1, sizeof(int));
+	E->owner = fg_arena_array(E->a, (size_t)n + 1, sizeof(int));
+	E->sharers = fg_arena_array(E->a, (size_t)n + 1, sizeof(int));
+	E->kernels = fg_arena_array(E->a, (size_t)n + 1, sizeof(int));
+	for (int i = 0; i < cap; i++)
+		slot[i] = -1;
+	for (int gi = 0; gi < n; gi++) {
+		E->owner[gi] = gi;
+		E->kernels[gi] = run_emitter(E, gi, 1);
+		if (E->key.n > 1) {     /* written without an error */
+			keys[gi] = fg_arena_strndup(E->a, E->key.v, (size_t)E->key.n);
+			hash[gi] = text_hash(keys[gi]);
+			int i = (int)(hash[gi] % (uint64_t)cap);
+			for (; slot[i] >= 0; i = (i + 1) % cap)
+				if (hash[slot[i]] == hash[gi] && strcmp(keys[slot[i]], keys[gi]) == 0)
+					break;
+			if (slot[i] >= 0)
+				E->owner[gi] = slot[i];
+			else
+				slot[i] = gi;
+		}
+		if (E->kernels[gi]) {
+			owners += E->owner[gi] == gi;
+			E->sharers[E->owner[gi]]++;
+		}
+	}
+	return owners;
+}
+
+/* Group gi's step: the owner writes its step function from the group's
+ * launch statements, naming the tensors they use (a pick of its params)
+ * through the tensor indices t[]; every group lists its own tensors for
+ * the same pick, in the same order, since it asked for the same tensors
+ * in the same order (the key holds them). */
+static void record_step(Emit *E, int gi)
+{
+	Step *s = &E->steps[gi], *o = &E->steps[E->owner[gi]];
+
+	s->owner = E->owner[gi];
+	s->slot = E->slot;
+	s->launch = E->launch0;
+	if (s->owner == gi) {
+		const char *decls = "", *body = "";
+		int uses_slot = 0, uses_launch = 0;
+		s->pick = fg_arena_array(E->a, (size_t)E->params.n + 1, sizeof(int));
+		for (int j = 0; j < E->params.n; j++) {
+			int id = E->params.v[j], used = 0;
+			const char *name = cu_fmt(E->a, "t_%s", E->plan->names[id]);
+			for (int i = 0; i < E->run.n && !used; i++)
+				used = cu_uses(E->run.v[i], name);
+			if (!used)
+				continue;
+			const char *ty = fg_dtype_info[E->g->nodes[id].dt].cuda_store;
+			decls = cu_fmt(E->a, "%s\t%s *%s = (%s *)ctx->ptr[t[%d]];\n", decls, ty, name, ty, s->npick);
+			s->pick[s->npick++] = j;
+		}
+		for (int i = 0; i < E->run.n; i++) {
+			body = cu_fmt(E->a, "%s\t%s\n", body, E->run.v[i]);
+			uses_slot |= cu_uses(E->run.v[i], "slot");
+			uses_launch |= cu_uses(E->run.v[i], "launch");
+		}
+		s->code = cu_fmt(E->a, "static void run_%s(FgrtContext *ctx, const int *%s, int%s, int%s)\n{\n%s%s}\n",
+				 E->plan->groups[gi].name, s->npick ? "t" : "", uses_slot ? " slot" : "",
+				 uses_launch ? " launch" : "", decls, body);
+	}
+	s->tensors = E->step_tensors.n;
+	for (int j = 0; j < o->npick; j++)
+		fg_vec_push(E->a, &E->step_tensors, E->tensor[E->params.v[o->pick[j]]]);
 }
 
 /* Which of testing.md's gates checks each value: the RMSE gate for values
@@ -96,6 +227,7 @@ static void emit_tensors(Emit *E)
 
 static void emit_program(Emit *E, const char *source)
 {
+	const FgPlan *plan = E->plan;
 	emit_tensors(E);
 	fprintf(E->f, "/* kernel, group, grid, block: in launch order */\n");
 	fprintf(E->f, "static const FgrtLaunch fg_launches[] = {\n");
@@ -106,29 +238,48 @@ static void emit_program(Emit *E, const char *source)
 	if (E->launches.n == 0)
 		fprintf(E->f, "\t{\"none\", -1, 0, 0},\n");
 	fprintf(E->f, "};\n\n");
-	for (int i = 0; i < E->gemms.n; i++)
-		fprintf(E->f, "%s\n", E->gemms.v[i]);
+	if (E->gemms.n) {
+		fprintf(E->f, "/* cuBLASLt's matmuls, a plan slot each: groups with equal ones share it */\n");
+		fprintf(E->f, "static const FgrtGemm fg_gemms[] = {\n");
+		for (int i = 0; i < E->gemms.n; i++)
+			fprintf(E->f, "\t/* %d: %s */\n%s\n", i, cu_in_comment(E->a, E->gemm_notes.v[i]), E->gemms.v[i]);
+		fprintf(E->f, "};\n\n");
+	}
 	fprintf(E->f, "extern const FgrtProgram fg_program = {\n");
 	fprintf(E->f, "\t\"%s\", \"%s\",\n", E->g->name, cu_c_string(E->a, source));
 	fprintf(E->f, "\tfg_tensors, %d, %d,\n", E->tensors.n, E->g->ninputs);
-	fprintf(E->f, "\tfg_launches, %d, %d, %d,\n", E->launches.n, E->plan->ngroups, E->gemms.n);
-	fprintf(E->f, "\t%lld, %lld,\t/* arena and scratch bytes */\n};\n\n", (long long)E->plan->planned_bytes,
+	fprintf(E->f, "\tfg_launches, %d, %d, %d,\n", E->launches.n, plan->ngroups, E->gemms.n);
+	fprintf(E->f, "\t%lld, %lld,\t/* arena and scratch bytes */\n};\n\n", (long long)plan->planned_bytes,
 		(long long)E->scratch);
-	fprintf(E->f, "void fg_program_run(FgrtContext *ctx)\n{\n");
-	for (int t = 0; t < E->tensors.n; t++) {
-		int id = E->tensors.v[t], used = 0;
-		const char *ty = fg_dtype_info[E->g->nodes[id].dt].cuda_store, *name = cu_fmt(E->a, "t_%s", E->plan->names[id]);
-		for (int i = 0; i < E->run.n && !used; i++)
-			used = cu_uses(E->run.v[i], name);
-		if (used)       /* an input no group reads (the host still loads it) needs none */
-			fprintf(E->f, "\t%s *%s = (%s *)ctx->ptr[%d];\n", ty, name, ty, t);
+	/* the steps: a function per distinct group, run on each group's tensors */
+	fprintf(E->f, "/* Each group's launches: a function per distinct group, on the tensors t[] (indices into\n"
+		" * fg_tensors) of the group it runs for, its plan slot and its first launch. */\n");
+	for (int gi = 0; gi < plan->ngroups; gi++)
+		if (E->steps[gi].code && E->steps[gi].owner == gi)
+			fprintf(E->f, "%s\n", E->steps[gi].code);
+	fprintf(E->f, "typedef void FgStep(FgrtContext *, const int *, int, int);\n\n");
+	fprintf(E->f, "static const int fg_step_tensors[] = {");
+	for (int i = 0; i < E->step_tensors.n; i++)
+		fprintf(E->f, "%s%d,", i % 16 ? " " : "\n\t", E->step_tensors.v[i]);
+	fprintf(E->f, "%s\n};\n\n", E->step_tensors.n ? "" : "\n\t-1,");
+	fprintf(E->f, "/* per group: its step, where its tensors start, its plan slot, its first launch */\n");
+	fprintf(E->f, "static const struct {\n\tFgStep *run;\n\tint tensors, slot, launch;\n} fg_steps[] = {\n");
+	for (int gi = 0; gi < plan->ngroups; gi++) {
+		const Step *s = &E->steps[gi];
+		fprintf(E->f, "\t{run_%s, %d, %d, %d},\t/* %s */\n", plan->groups[s->owner].name, s->tensors, s->slot,
+			s->launch, plan->groups[gi].name);
 	}
-	for (int i = 0; i < E->run.n; i++)
-		fprintf(E->f, "\t%s\n", E->run.v[i]);
+	if (plan->ngroups == 0)
+		fprintf(E->f, "\t{NULL, 0, -1, 0},\n");
+	fprintf(E->f, "};\n\n");
+	fprintf(E->f, "void fg_program_run(FgrtContext *ctx)\n{\n");
+	fprintf(E->f, "\tfor (int i = 0; i < %d; i++)\n", plan->ngroups);
+	fprintf(E->f, "\t\tfg_steps[i].run(ctx, fg_step_tensors + fg_steps[i].tensors, fg_steps[i].slot, "
+		"fg_steps[i].launch);\n");
 	fprintf(E->f, "}\n");
 }
 
-static void emit_header(Emit *E, const char *source)
+static void emit_header(Emit *E, const char *source, int owners)
 {
 	const FgGraph *g = E->g;
 	fprintf(E->f, "/*\n * %s.cu - graph %s from %s, written by `fgc compile`; do not edit.\n", g->name, g->name,
@@ -140,41 +291,66 @@ static void emit_header(Emit *E, const char *source)
 		fprintf(E->f, "\n");
 	}
 	fprintf(E->f, " * %d %s%s; arena %lld bytes.  Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a\n"
-		" * -I runtime this.cu runtime/fgrt_host.cu runtime/npy.c runtime/half.c runtime/check.c -lcublasLt\n */\n",
+		" * -I runtime this.cu runtime/fgrt_host.cu runtime/npy.c runtime/half.c runtime/check.c -lcublasLt\n",
 		E->plan->ngroups, E->plan->ngroups == 1 ? "group" : "groups",
 		E->plan->opt.no_fuse ? " (--no-fuse: one per op)" : "",
 		(long long)E->plan->planned_bytes);
+	int kernels = 0;
+	for (int gi = 0; gi < E->plan->ngroups; gi++)
+		kernels += E->kernels[gi] != 0;
+	if (owners < kernels)
+		fprintf(E->f, " * %d of the %d groups with kernels have code of their own; the other %d compute the\n"
+			" * same as an earlier one on other tensors and launch its kernels with their own pointers.\n",
+			owners, kernels, kernels - owners);
+	fprintf(E->f, " */\n");
 	fprintf(E->f, "#include \"fg_device.cuh\"\n#include \"fg_gemm_sm90.cuh\"\n\n");
+}
+
+static void emit_init(Emit *E, const FgPlan *plan, FgGemmChoice gemm, FgDiag *d, FILE *f)
+{
+	const FgGraph *g = plan->g;
+	memset(E, 0, sizeof *E);
+	E->gemm = gemm;
+	E->a = g->arena;
+	E->g = g;
+	E->plan = plan;
+	E->d = d;
+	E->f = f;
+	E->member = fg_arena_array(E->a, (size_t)g->nnodes + 1, sizeof(int));
+	E->tensor = fg_arena_array(E->a, (size_t)g->nnodes + 1, sizeof(int));
+	for (int id = 0; id < g->nnodes; id++)
+		E->tensor[id] = -1;
+	for (int k = 0; k < g->ninputs; k++) {
+		E->tensor[g->inputs[k]] = E->tensors.n;
+		fg_vec_push(E->a, &E->tensors, g->inputs[k]);
+	}
+	for (int id = 0; id < g->nnodes; id++) {
+		if (E->tensor[id] >= 0 || !plan->offset || plan->offset[id] < 0)
+			continue;
+		E->tensor[id] = E->tensors.n;
+		fg_vec_push(E->a, &E->tensors, id);
+	}
 }
 
 int fg_cuda_emit(FILE *f, const FgPlan *plan, const char *source, FgGemmChoice gemm, FgDiag *d)
 {
 	Emit E;
-	const FgGraph *g = plan->g;
-	memset(&E, 0, sizeof E);
-	E.gemm = gemm;
-	E.a = g->arena;
-	E.g = g;
-	E.plan = plan;
-	E.d = d;
-	E.f = f;
-	E.member = fg_arena_array(E.a, (size_t)g->nnodes + 1, sizeof(int));
-	E.tensor = fg_arena_array(E.a, (size_t)g->nnodes + 1, sizeof(int));
-	for (int id = 0; id < g->nnodes; id++)
-		E.tensor[id] = -1;
-	for (int k = 0; k < g->ninputs; k++) {
-		E.tensor[g->inputs[k]] = E.tensors.n;
-		fg_vec_push(E.a, &E.tensors, g->inputs[k]);
-	}
-	for (int id = 0; id < g->nnodes; id++) {
-		if (E.tensor[id] >= 0 || !plan->offset || plan->offset[id] < 0)
-			continue;
-		E.tensor[id] = E.tensors.n;
-		fg_vec_push(E.a, &E.tensors, id);
-	}
-	emit_header(&E, source);
+	emit_init(&E, plan, gemm, d, f);
+	int owners = find_owners(&E);
+	E.steps = fg_arena_array(E.a, (size_t)plan->ngroups + 1, sizeof(Step));
+	emit_header(&E, source, owners);
 	for (int gi = 0; gi < plan->ngroups; gi++)
-		emit_group(&E, gi);
+		run_emitter(&E, gi, 0);
 	emit_program(&E, source);
 	return E.errors;
+}
+
+int fg_cuda_kernel_owners(const FgPlan *plan, int *owner)
+{
+	Emit E;
+	emit_init(&E, plan, FG_GEMM_AUTO, NULL, NULL);
+	int owners = find_owners(&E);
+	for (int gi = 0; gi < plan->ngroups; gi++)
+		owner[gi] = E.kernels[gi] ? E.owner[gi] : -1;
+	return owners;
 }

@@ -35,7 +35,7 @@ static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, co
 		nsplit = 1;
 	int64_t chunk = (ri->nred + nsplit - 1) / nsplit;
 	nsplit = (ri->nred + chunk - 1) / chunk;
-	const char *pname = nsplit > 1 ? cu_fmt(k->a, "%s_partial", k->gr->name) : k->gr->name;
+	const char *pname = cu_kname(k, nsplit > 1 ? "partial" : NULL);
 	Param part_out = {cu_fmt(k->a, "%s *__restrict__ partial", acct), cu_fmt(k->a, "(%s *)ctx->scratch", acct)};
 	Param part_in = {cu_fmt(k->a, "const %s *__restrict__ partial", acct), part_out.arg};
 	if (nsplit > 1 && nsplit * ri->nkept * 8 > E->scratch)
@@ -71,7 +71,7 @@ static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, co
 		Ix kc2 = cu_ix_from_lin(k, &ri->kept, "o", 1, "o");
 		rd->at = cu_result_ix(k, ri, first, &kc2, "o", 1);
 		rd->lv = 1;
-		rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", k->plan->names[rd->id]));
+		rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", cu_name(k, rd->id)));
 		cu_kline(k, 1, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, rd->var, cu_red_final(k, n, rd->acc, ri->nred));
 		cu_store_reduced(k, first, dep, &rd->at, NULL);
 	}
@@ -99,21 +99,21 @@ static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, co
 	Ix kc2 = cu_ix_from_lin(&k2, &ri->kept, "o", 1, "o");
 	r2->at = cu_result_ix(&k2, ri, first, &kc2, "o", 1);
 	r2->lv = 1;
-	r2->acc = cu_fresh(&k2, 1, cu_fmt(k2.a, "acc_%s", k2.plan->names[r2->id]));
+	r2->acc = cu_fresh(&k2, 1, cu_fmt(k2.a, "acc_%s", cu_name(&k2, r2->id)));
 	cu_kline(&k2, 1, NULL, "%s %s = partial[o];", acct, r2->acc);
 	cu_kline(&k2, 1, NULL, "for (int s = 1; s < %lld; s++)", (long long)nsplit);
 	cu_kline(&k2, 1, NULL, "	%s", cu_red_step(&k2, n, r2->acc, cu_fmt(k2.a, "partial[s * %lld + o]", (long long)ri->nkept)));
-	r2->var = cu_fresh(&k2, 1, cu_fmt(k2.a, "v_%s", k2.plan->names[r2->id]));
+	r2->var = cu_fresh(&k2, 1, cu_fmt(k2.a, "v_%s", cu_name(&k2, r2->id)));
 	cu_kline(&k2, 1, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, r2->var, cu_red_final(&k2, n, r2->acc, ri->nred));
 	cu_store_reduced(&k2, first, dep, &r2->at, NULL);
 	cu_kclose(&k2, cu_stride_loop(&k2, "o", ri->nkept));
 	k->failed |= k2.failed;
 	if (k2.failed)
 		return;
-	fprintf(E->f, "/* %s, stage 2 of 2: a thread per element combines the %lld partials in order, then the "
-		"epilogue */\n", k->gr->name, (long long)nsplit);
-	const char *args2 = cu_emit_kernel(&k2, k->gr->name, LOOP_BLOCK, &part_in, 1, 1);
-	cu_add_launch(E, k->gr->name, k->gi, cu_grid_for(ri->nkept, LOOP_BLOCK), LOOP_BLOCK, args2);
+	cu_out(E, "/* %s, stage 2 of 2: a thread per element combines the %lld partials in order, then the "
+	       "epilogue */\n", cu_kname(k, NULL), (long long)nsplit);
+	const char *args2 = cu_emit_kernel(&k2, cu_kname(k, NULL), LOOP_BLOCK, &part_in, 1, 1);
+	cu_add_launch(E, cu_kname(k, NULL), k->gi, cu_grid_for(ri->nkept, LOOP_BLOCK), LOOP_BLOCK, args2);
 }
 
 /* Other axes: one thread per element of the result, looping over the
@@ -140,7 +140,7 @@ static void emit_reduce_cols(Emit *E, Kern *k, const RedInfo *ri, int first, con
 	cu_kclose(k, cu_fmt(k->a, "for (%s r = 0; r < %lld; r++)", k->idx, (long long)ri->nred));
 	Red *rd = &k->reds.v[0];
 	const FgNode *n = &k->g->nodes[rd->id];
-	rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", k->plan->names[rd->id]));
+	rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", cu_name(k, rd->id)));
 	cu_kline(k, 1, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, rd->var, cu_red_final(k, n, rd->acc, ri->nred));
 	cu_store_reduced(k, first, dep, &rd->at, NULL);
 	cu_kclose(k, cu_stride_loop(k, "o", ri->nkept));
@@ -148,8 +148,8 @@ static void emit_reduce_cols(Emit *E, Kern *k, const RedInfo *ri, int first, con
 		return;
 	cu_emit_comment(E, k->gi, cu_fmt(E->a, "reduce %s over axes 0x%x to %lld elements; a thread per element",
 				   cu_shape_str(E->a, FG_DT_F32, &ri->S) + 3, (unsigned)ri->axes, (long long)ri->nkept));
-	const char *args = cu_emit_kernel(k, k->gr->name, LOOP_BLOCK, NULL, 0, 1);
-	cu_add_launch(E, k->gr->name, k->gi, cu_grid_for(ri->nkept, LOOP_BLOCK), LOOP_BLOCK, args);
+	const char *args = cu_emit_kernel(k, cu_kname(k, NULL), LOOP_BLOCK, NULL, 0, 1);
+	cu_add_launch(E, cu_kname(k, NULL), k->gi, cu_grid_for(ri->nkept, LOOP_BLOCK), LOOP_BLOCK, args);
 }
 
 /* All axes, in two launches: FULL_BLOCKS blocks each reduce a strided
@@ -170,7 +170,7 @@ static void emit_reduce_all(Emit *E, Kern *k, const RedInfo *ri, int first, cons
 	int64_t scratch = nb * 8;
 	if (scratch > E->scratch)
 		E->scratch = scratch;
-	const char *pname = cu_fmt(k->a, "%s_partial", k->gr->name);
+	const char *pname = cu_kname(k, "partial");
 	Param part_out = {cu_fmt(k->a, "%s *__restrict__ partial", acct), cu_fmt(k->a, "(%s *)ctx->scratch", acct)};
 	Param part_in = {cu_fmt(k->a, "const %s *__restrict__ partial", acct), part_out.arg};
 
@@ -216,16 +216,16 @@ static void emit_reduce_all(Emit *E, Kern *k, const RedInfo *ri, int first, cons
 	cu_kline(&k2, 0, NULL, "for (int b = threadIdx.x; b < %lld; b += blockDim.x)", (long long)nb);
 	cu_kline(&k2, 0, NULL, "\t%s", cu_red_step(&k2, n, r2->acc, "partial[b]"));
 	cu_kline(&k2, 0, NULL, "%s = fg_block_reduce(%s, %s);", r2->acc, r2->acc, cu_red_functor(n));
-	r2->var = cu_fresh(&k2, 0, cu_fmt(k2.a, "v_%s", k2.plan->names[r2->id]));
+	r2->var = cu_fresh(&k2, 0, cu_fmt(k2.a, "v_%s", cu_name(&k2, r2->id)));
 	cu_kline(&k2, 0, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, r2->var, cu_red_final(&k2, n, r2->acc, N));
 	cu_store_reduced(&k2, first, dep, &r2->at, "threadIdx.x == 0");
 	k->failed |= k2.failed;
 	if (k2.failed)
 		return;
-	fprintf(E->f, "/* %s, stage 2 of 2: one block reduces the partials in order, then the epilogue */\n",
-		k->gr->name);
-	const char *args2 = cu_emit_kernel(&k2, k->gr->name, LOOP_BLOCK, &part_in, 1, 1);
-	cu_add_launch(E, k->gr->name, k->gi, 1, LOOP_BLOCK, args2);
+	cu_out(E, "/* %s, stage 2 of 2: one block reduces the partials in order, then the epilogue */\n",
+	       cu_kname(k, NULL));
+	const char *args2 = cu_emit_kernel(&k2, cu_kname(k, NULL), LOOP_BLOCK, &part_in, 1, 1);
+	cu_add_launch(E, cu_kname(k, NULL), k->gi, 1, LOOP_BLOCK, args2);
 }
 
 void cu_emit_reduce(Emit *E, Kern *k)

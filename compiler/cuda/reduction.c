@@ -168,7 +168,7 @@ void cu_declare_reds(Kern *k, int lv, int pass, const int *passes)
 		if (passes && passes[i] != pass)
 			continue;
 		const FgNode *n = &k->g->nodes[r->id];
-		r->acc = cu_fresh(k, lv, cu_fmt(k->a, "acc_%s", k->plan->names[r->id]));
+		r->acc = cu_fresh(k, lv, cu_fmt(k->a, "acc_%s", cu_name(k, r->id)));
 		cu_kline(k, lv, NULL, "%s %s = %s;", cu_acc_type(k, n), r->acc, acc_init(n));
 	}
 }

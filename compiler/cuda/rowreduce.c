@@ -106,7 +106,7 @@ static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTe
 					cu_kline(k, 1, NULL, "%s", step);
 			}
 			cu_kline(k, 1, NULL, "%s = %s(%s, %s);", rd->acc, reduce, rd->acc, cu_red_functor(n));
-			rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", k->plan->names[rd->id]));
+			rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", cu_name(k, rd->id)));
 			cu_kline(k, 1, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, rd->var, cu_red_final(k, n, rd->acc, ri->nred));
 		}
 	}
@@ -127,8 +127,8 @@ static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTe
 	int64_t grid = (ri->nkept + rt->rows_per_block - 1) / rt->rows_per_block;
 	cu_emit_comment(E, k->gi, cu_row_desc(E, ri, cu_fmt(E->a, "%s per row, the row in registers (%d x %d elements a thread)",
 						  W == 32 ? "a warp" : cu_fmt(E->a, "a block of %d", W), U, vw)));
-	const char *args = cu_emit_kernel(k, k->gr->name, block, NULL, 0, 1);
-	cu_add_launch(E, k->gr->name, k->gi, grid < INT32_MAX ? grid : INT32_MAX, block, args);
+	const char *args = cu_emit_kernel(k, cu_kname(k, NULL), block, NULL, 0, 1);
+	cu_add_launch(E, cu_kname(k, NULL), k->gi, grid < INT32_MAX ? grid : INT32_MAX, block, args);
 }
 
 /* One block per row: each pass streams the row once for the reductions
@@ -193,7 +193,7 @@ void cu_emit_rowreduce(Emit *E, Kern *k)
 				continue;
 			const FgNode *n = &k->g->nodes[rd->id];
 			cu_kline(k, 1, NULL, "%s = fg_block_reduce(%s, %s);", rd->acc, rd->acc, cu_red_functor(n));
-			rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", k->plan->names[rd->id]));
+			rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", cu_name(k, rd->id)));
 			cu_kline(k, 1, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, rd->var, cu_red_final(k, n, rd->acc, ri.nred));
 		}
 	}
@@ -223,6 +223,6 @@ void cu_emit_rowreduce(Emit *E, Kern *k)
 		return;
 	int64_t grid = ri.nkept < INT32_MAX ? ri.nkept : INT32_MAX;
 	cu_emit_comment(E, k->gi, cu_row_desc(E, &ri, "one block per row"));
-	const char *args = cu_emit_kernel(k, k->gr->name, block, NULL, 0, 1);
-	cu_add_launch(E, k->gr->name, k->gi, grid, block, args);
+	const char *args = cu_emit_kernel(k, cu_kname(k, NULL), block, NULL, 0, 1);
+	cu_add_launch(E, cu_kname(k, NULL), k->gi, grid, block, args);
 }
