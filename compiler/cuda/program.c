@@ -25,7 +25,8 @@ static void record_step(Emit *E, int gi);
 
 /* Group gi through its kind's emitter; canon: into the key (its text, the
  * tensors it names and its launch statements, under canonical names),
- * taking back whatever else it added to E.  Whether it has kernels. */
+ * taking back whatever else it added to E.  1 when it has kernels, 0
+ * when it has none (cuBLASLt alone), -1 when it cannot be compiled. */
 static int run_emitter(Emit *E, int gi, int canon)
 {
 	int nl = E->launches.n, ng = E->gemms.n, kernels = 0;
@@ -59,7 +60,7 @@ static int run_emitter(Emit *E, int gi, int canon)
 		record_step(E, gi);
 	}
 	E->canon = E->quiet = 0;
-	return !k.failed && kernels > 0;
+	return k.failed ? -1 : kernels > 0;
 }
 
 static uint64_t text_hash(const char *s)
@@ -81,7 +82,7 @@ static uint64_t text_hash(const char *s)
 static int find_owners(Emit *E)
 {
 	int n = E->plan->ngroups, cap = 2 * n + 1, owners = 0;	/* of kernels */
-	int *slot = fg_arena_array(E->a, (size_t)cap, sizeof(int));
+	int *table = fg_arena_array(E->a, (size_t)cap, sizeof(int));     /* open addressing */
 	const char **keys = fg_arena_array(E->a, (size_t)n + 1, sizeof(char *));
 	uint64_t *hash = fg_arena_array(E->a, (size_t)n + 1, sizeof(uint64_t));
 
@@ -90,21 +91,22 @@ static int find_owners(Emit *E)
 	E->sharers = fg_arena_array(E->a, (size_t)n + 1, sizeof(int));
 	E->kernels = fg_arena_array(E->a, (size_t)n + 1, sizeof(int));
 	for (int i = 0; i < cap; i++)
-		slot[i] = -1;
+		table[i] = -1;
 	for (int gi = 0; gi < n; gi++) {
 		E->owner[gi] = gi;
-		E->kernels[gi] = run_emitter(E, gi, 1);
-		if (E->key.n > 1) {     /* written without an error */
+		int has = run_emitter(E, gi, 1);
+		E->kernels[gi] = has > 0;
+		if (has >= 0) {
 			keys[gi] = fg_arena_strndup(E->a, E->key.v, (size_t)E->key.n);
 			hash[gi] = text_hash(keys[gi]);
 			int i = (int)(hash[gi] % (uint64_t)cap);
-			for (; slot[i] >= 0; i = (i + 1) % cap)
-				if (hash[slot[i]] == hash[gi] && strcmp(keys[slot[i]], keys[gi]) == 0)
+			for (; table[i] >= 0; i = (i + 1) % cap)
+				if (hash[table[i]] == hash[gi] && strcmp(keys[table[i]], keys[gi]) == 0)
 					break;
-			if (slot[i] >= 0)
-				E->owner[gi] = slot[i];
+			if (table[i] >= 0)
+				E->owner[gi] = table[i];
 			else
-				slot[i] = gi;
+				table[i] = gi;
 		}
 		if (E->kernels[gi]) {
 			owners += E->owner[gi] == gi;

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Checks fgc's fusion report (JSON) for one .fg against its `# expect` lines.
 
-  # expect: groups=N kinds=a,b launches=N edges=N min-groups=N
+  # expect: groups=N kinds=a,b launches=N edges=N min-groups=N kernels=N
+                                 kernels: groups with kernel code of their own
+                                 (the others launch an earlier group's)
   # expect-edge: REASON          some boundary has this reason
   # expect-edge: REASON VALUE: TEXT   ... VALUE crosses it, its detail says TEXT
   # expect-write: VALUE REASON   VALUE is written for REASON
@@ -84,6 +86,14 @@ def main():
         fail(path, f"kinds {[g['kind'] for g in groups]}, wanted {exp['kinds']}")
     if "launches" in exp and r["totals"]["fused"]["launches"] != int(exp["launches"]):
         fail(path, f"{r['totals']['fused']['launches']} launches, wanted {exp['launches']}")
+    for g in groups:
+        owner = g["kernel_of"]
+        if owner is not None and (owner > g["id"] or groups[owner]["kernel_of"] != owner):
+            fail(path, f"group {g['id']} runs group {owner}'s kernels, which runs {groups[owner]['kernel_of']}'s")
+    own = sum(1 for g in groups if g["kernel_of"] == g["id"])
+    if "kernels" in exp and own != int(exp["kernels"]):
+        fail(path, f"{own} groups with kernels of their own, wanted {exp['kernels']}: "
+                   f"{[g['kernel_of'] for g in groups]}")
     if "edges" in exp and len(r["edges"]) != int(exp["edges"]):
         fail(path, f"{len(r['edges'])} boundaries, wanted {exp['edges']}")
     for edge in edges:

@@ -5,6 +5,7 @@ the same code on its own weights, so the compiled .cu should grow with the
 model's variety, not its depth.
 
     gen_stack.py LAYERS [-o OUT]      write the stack (stdout by default)
+    gen_stack.py --test-dims          print the small sizes tests run it at
 
 Each layer, pre-norm as GPT-2 (hidden H = 768 in 12 heads of 64, MLP width
 F, sequence S; both symbolic, `# test-dims:` shrinks them):
@@ -22,6 +23,7 @@ import argparse
 import sys
 
 H, HEADS, HD = 768, 12, 64
+TEST_DIMS = "-D S=16 -D F=96"
 
 
 def layer(i, x):
@@ -63,7 +65,7 @@ def stack(layers):
     out = [
         f"# stack{layers} - {layers} GPT-2-style transformer layer{'s' if layers > 1 else ''}, written by "
         f"tests/stack/gen_stack.py {layers}",
-        "# test-dims: -D S=16 -D F=96",
+        f"# test-dims: {TEST_DIMS}",
         f"graph stack{layers} {{",
         f"  input x    : bf16[S=1024, H={H}]",
         "  input mask : bool[S, S]",
@@ -80,10 +82,14 @@ def stack(layers):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("layers", type=int)
+    ap.add_argument("layers", type=int, nargs="?")
     ap.add_argument("-o", "--out")
+    ap.add_argument("--test-dims", action="store_true")
     a = ap.parse_args()
-    if a.layers < 1:
+    if a.test_dims:
+        print(TEST_DIMS)
+        return
+    if a.layers is None or a.layers < 1:
         ap.error("LAYERS must be at least 1")
     text = stack(a.layers)
     if a.out:
