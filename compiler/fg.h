@@ -550,17 +550,18 @@ void fg_pass_expand(FgGraph *g);
 
 /* -------------------------------------------------------- passes/fuse.c */
 
-/* X(ID, name): the kinds of fusion group; each runs as one kernel (a full
- * reduction as two).  The name is also the file of its CUDA emitter,
- * compiler/cuda/NAME.c. */
+/* X(ID, name, fill, border): the kinds of fusion group; each runs as one
+ * kernel (a full reduction as two).  The name is also the file of its CUDA
+ * emitter, compiler/cuda/NAME.c; fill and border colour its groups in the
+ * report's DOT picture. */
 #define FG_GROUP_KINDS(X)                                                      \
-	X(LOOP, loop)                                                          \
-	X(ROWREDUCE, rowreduce)                                                \
-	X(REDUCE, reduce)                                                      \
-	X(GEMM, gemm)
+	X(LOOP, loop, "#dbeafe", "#3b82f6")                                    \
+	X(ROWREDUCE, rowreduce, "#dcfce7", "#16a34a")                          \
+	X(REDUCE, reduce, "#fef3c7", "#d97706")                                \
+	X(GEMM, gemm, "#f3e8ff", "#9333ea")
 
 typedef enum FgGroupKind {
-#define X(id, name) FG_GROUP_##id,
+#define X(id, name, fill, border) FG_GROUP_##id,
 	FG_GROUP_KINDS(X)
 #undef X
 	FG_GROUP_COUNT

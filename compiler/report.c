@@ -536,18 +536,17 @@ void fg_report_json(FILE *f, const FgPlan *plan)
 
 /* -------------------------------------------------------------- DOT */
 
-/* Fill and border per group kind: pale enough for black text. */
+/* Fill and border per group kind (FG_GROUP_KINDS): pale enough for black
+ * text. */
 static const char *const kind_fill[FG_GROUP_COUNT] = {
-	[FG_GROUP_LOOP] = "#dbeafe",
-	[FG_GROUP_ROWREDUCE] = "#dcfce7",
-	[FG_GROUP_REDUCE] = "#fef3c7",
-	[FG_GROUP_GEMM] = "#f3e8ff",
+#define X(id, name, fill, border) [FG_GROUP_##id] = fill,
+	FG_GROUP_KINDS(X)
+#undef X
 };
 static const char *const kind_border[FG_GROUP_COUNT] = {
-	[FG_GROUP_LOOP] = "#3b82f6",
-	[FG_GROUP_ROWREDUCE] = "#16a34a",
-	[FG_GROUP_REDUCE] = "#d97706",
-	[FG_GROUP_GEMM] = "#9333ea",
+#define X(id, name, fill, border) [FG_GROUP_##id] = border,
+	FG_GROUP_KINDS(X)
+#undef X
 };
 #define BOUNDARY_COLOR "#dc2626"
 

@@ -71,7 +71,7 @@ typedef struct Fuser {
 } Fuser;
 
 const char *const fg_group_kind_name[FG_GROUP_COUNT] = {
-#define X(id, name) [FG_GROUP_##id] = #name,
+#define X(id, name, fill, border) [FG_GROUP_##id] = #name,
 	FG_GROUP_KINDS(X)
 #undef X
 };

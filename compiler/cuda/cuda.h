@@ -289,7 +289,7 @@ int cu_writes_space(const Kern *k, int first, const unsigned char *dep);
  * k->failed.  One per kind, cu_emit_KIND in compiler/cuda/KIND.c, found
  * through FG_GROUP_KINDS (program.c): a new kind is a file and a row. */
 typedef void CuEmitFn(Emit *E, Kern *k);
-#define X(id, stem) CuEmitFn cu_emit_##stem;
+#define X(id, stem, fill, border) CuEmitFn cu_emit_##stem;
 FG_GROUP_KINDS(X)
 #undef X
 

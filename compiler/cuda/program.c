@@ -16,7 +16,7 @@
 
 /* The emitter of each group kind: compiler/cuda/KIND.c's cu_emit_KIND. */
 static CuEmitFn *const emitters[FG_GROUP_COUNT] = {
-#define X(id, stem) [FG_GROUP_##id] = cu_emit_##stem,
+#define X(id, stem, fill, border) [FG_GROUP_##id] = cu_emit_##stem,
 	FG_GROUP_KINDS(X)
 #undef X
 };
