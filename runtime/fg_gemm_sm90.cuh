@@ -27,7 +27,7 @@
  * Residues need no code: the accelerator fills what lies outside [M,K] /
  * [K,N] with zeros, so a partial tile multiplies zeros, and the epilogue
  * is called only for r < M, c < N.  What TMA cannot describe is refused
- * by the compiler, which keeps cuBLASLt for it (compiler/cuda.c
+ * by the compiler, which keeps cuBLASLt for it (compiler/cuda/gemm.c
  * own_gemm_refusal): a row pitch or batch stride that is not a multiple
  * of 16 bytes.
  *
