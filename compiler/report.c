@@ -29,12 +29,15 @@ typedef struct Report {
 	int kernels;            /* groups with kernels */
 } Report;
 
-static Report report_open(FILE *f, const FgPlan *plan)
+/* kernels: which groups share kernels is asked of the CUDA backend. */
+static Report report_open(FILE *f, const FgPlan *plan, int kernels)
 {
 	Report r = {f, plan, plan->g, plan->names, NULL, 0, 0};
 
 	if (!r.names)
 		r.names = fg_ir_names(plan->g);
+	if (!kernels)
+		return r;
 	r.owner = fg_arena_array(plan->g->arena, (size_t)plan->ngroups + 1, sizeof(int));
 	r.owners = fg_cuda_kernel_owners(plan, r.owner);
 	for (int gi = 0; gi < plan->ngroups; gi++)
@@ -312,7 +315,7 @@ static void text_memory(const Report *r)
 
 void fg_report_text(FILE *f, const FgPlan *plan)
 {
-	Report r = report_open(f, plan);
+	Report r = report_open(f, plan, 1);
 
 	fprintf(f, "fusion report: graph %s\n", graph_name(r.g));
 	fprintf(f, "cost model: %g GB/s, %g us per launch, %d registers per thread\n",
@@ -512,7 +515,7 @@ static void json_cost(FILE *f, const char *key, const FgCost *c, const char *end
 
 void fg_report_json(FILE *f, const FgPlan *plan)
 {
-	Report r = report_open(f, plan);
+	Report r = report_open(f, plan, 1);
 
 	fputs("{\n  \"graph\": ", f);
 	json_str(f, graph_name(r.g));
@@ -774,7 +777,7 @@ static void dot_legend(FILE *f)
 
 void fg_report_dot(FILE *f, const FgPlan *plan)
 {
-	Dot d = {report_open(f, plan), members_of(plan), NULL, NULL};
+	Dot d = {report_open(f, plan, 0), members_of(plan), NULL, NULL};
 	FgArena *a = plan->g->arena;
 
 	d.declared = fg_arena_array(a, (size_t)plan->g->nnodes + 1, sizeof(int));
