@@ -724,11 +724,14 @@ int fg_plan_verify(const FgPlan *plan, uint64_t seed, FgDiag *d);
 typedef enum FgGemmChoice { FG_GEMM_AUTO, FG_GEMM_CUBLASLT, FG_GEMM_FGC } FgGemmChoice;
 
 typedef struct FgCudaOptions {
-	const char *out;        /* -o OUT: writes OUT.cu, and OUT with build */
+	const char *out;        /* -o OUT: writes OUT.cu, and OUT with build;
+				   with lib, the library (OUT's folder/NAME.cu
+				   and NAME.h beside it, NAME the .fg's stem) */
 	const char *source;     /* the .fg path, named in the file's header */
 	const char *arch;       /* --arch, for build: sm_90a when NULL */
 	int build;              /* --build: run nvcc on OUT.cu and the runtime */
 	FgGemmChoice gemm;      /* --gemm */
+	int lib;                /* --lib: a shared library with a C ABI */
 } FgCudaOptions;
 
 /* Writes plan as one CUDA C++ file: a kernel per group, the program table
@@ -746,7 +749,8 @@ const char *fg_cuda_gemm_note(const FgPlan *plan, int gi);
  * alone).  Returns how many groups own theirs. */
 int fg_cuda_kernel_owners(const FgPlan *plan, int *owner);
 /* fgc compile: writes o->out.cu (nothing on failure), then builds o->out
- * with nvcc when o->build.  0, or 1 after reporting the error. */
+ * with nvcc when o->build; with o->lib the .cu, a header of the model's C
+ * ABI and the shared library o->out.  0, or 1 after reporting the error. */
 int fg_cuda_compile(const FgPlan *plan, const FgCudaOptions *o, FgDiag *d);
 
 /* ----------------------------------------------------- compiler/torch.c */

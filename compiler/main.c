@@ -34,6 +34,7 @@ typedef struct Options {
 	const char *out;              /* compile: -o OUT (writes OUT.cu) */
 	const char *arch;             /* compile: --arch for --build */
 	int build;                    /* compile: --build runs nvcc */
+	int lib;                      /* compile: --lib builds a shared library */
 	int in_dtype;                 /* run: --in-dtype */
 	FgGemmChoice gemm;            /* compile: --gemm auto|cublaslt|fgc */
 	int group;                    /* extract: the group, or -1 */
@@ -54,7 +55,7 @@ static const char usage[] =
 	"  extract model.fg --group N                   group N as a standalone .fg\n"
 	"  verify  model.fg                             run the plan group by group on the\n"
 	"                                               interpreter against the op-by-op result\n"
-	"  compile model.fg -o OUT [--build]            write OUT.cu: one CUDA kernel per group and\n"
+	"  compile model.fg -o OUT [--build|--lib]      write OUT.cu: one CUDA kernel per group and\n"
 	"                                               the program table; --build also runs nvcc\n"
 	"  emit-torch model.fg [-o FILE]                the graph as a PyTorch function (Python),\n"
 	"                                               composites as torch calls (docs/peers.md)\n"
@@ -71,6 +72,8 @@ static const char usage[] =
 	"  -o OUT           (compile) write OUT.cu, and the binary OUT with --build;\n"
 	"                   (emit-torch) write the module to OUT instead of stdout\n"
 	"  --build          (compile) build OUT with nvcc ($NVCC, else nvcc) and the runtime\n"
+	"  --lib            (compile) OUT is a shared library with a C ABI (runtime/fgrt_model.h):\n"
+	"                   writes DIR/NAME.cu and DIR/NAME.h beside it (NAME: the .fg's stem)\n"
 	"  --arch SM        (compile) the GPU for --build (default sm_90a)\n"
 	"  --gemm WHO       (compile) who runs float matmuls: auto (default: the\n"
 	"                   generated sm_90a kernel for epilogues cuBLASLt cannot\n"
@@ -136,7 +139,7 @@ static int cmd_verify(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
 
 static int cmd_compile(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
 {
-	FgCudaOptions co = {o->out, o->file, o->arch, o->build, o->gemm};
+	FgCudaOptions co = {o->out, o->file, o->arch, o->build, o->gemm, o->lib};
 
 	(void)g;
 	return fg_cuda_compile(plan, &co, d);
@@ -304,6 +307,13 @@ static int flag_build(FgArena *a, Options *o, const char *v)
 	return 0;
 }
 
+static int flag_lib(FgArena *a, Options *o, const char *v)
+{
+	(void)a, (void)v;
+	o->lib = 1;
+	return 0;
+}
+
 static int flag_arch(FgArena *a, Options *o, const char *v)
 {
 	(void)a;
@@ -380,6 +390,7 @@ static const Flag flags[] = {
 	{"--group", "N", C_EXTRACT, flag_group},
 	{"-o", "OUT", C_COMPILE | C_TORCH, flag_out},
 	{"--build", NULL, C_COMPILE, flag_build},
+	{"--lib", NULL, C_COMPILE, flag_lib},
 	{"--arch", "SM", C_COMPILE, flag_arch},
 	{"--gemm", "WHO", C_COMPILE, flag_gemm},
 	{"--tf32", NULL, C_COMPILE | C_REPORT, flag_tf32},

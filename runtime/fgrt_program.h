@@ -1,14 +1,16 @@
 /*
  * fgrt_program.h - the contract between a model.cu that `fgc compile`
- * writes and the host runtime (fgrt_host.cu) linked beside it.
+ * writes and the runtime library (fgrt_lib.cu) linked beside it.
  *
  * The generated file defines `fg_program` (the tables: every tensor the
  * program touches, every launch in plan order, the arena and scratch sizes)
  * and `fg_program_run()`, which enqueues the launches on ctx->stream.  The
- * runtime owns everything else: it allocates the arena, the scratch and one
- * buffer per input and param, fills ctx->ptr (one device pointer per entry
- * of fg_program.tensors), loads or draws the inputs, calls fg_program_run,
- * and reads back, writes and checks the outputs and saved values.
+ * runtime owns everything else: it allocates the arena and the scratch,
+ * fills ctx->ptr (one device pointer per entry of fg_program.tensors: the
+ * caller's buffers for the inputs, params, outputs and saved values, the
+ * arena for the values between groups) and calls fg_program_run; the
+ * standalone binary (fgrt_main.cu) also loads or draws the inputs, and
+ * reads back, writes and checks the outputs and saved values.
  *
  * Invariants: tensors[] lists the inputs and params first, in declaration
  * order (tensor i < ninputs is input number i of the Philox input stream),
@@ -22,7 +24,7 @@
  * fgrt_gemm calls and fgrt_launched after each; no synchronization, no
  * allocation, no host reads of device memory, no other stream.  The
  * runtime runs it once eagerly, then captures it into a CUDA graph and
- * replays that graph (fgrt_host.cu), so it must also not depend on what
+ * replays that graph (fgrt_main.cu), so it must also not depend on what
  * the arena or scratch holds when it starts: the runtime fills both with
  * 0xff bytes before the first replay.
  */
@@ -88,6 +90,8 @@ typedef struct FgrtProgram {
 	int ngemms;                     /* cuBLASLt calls, each with a plan slot */
 	int64_t arena_bytes;            /* fg_pass_memplan's planned size */
 	int64_t scratch_bytes;
+	const int *outputs;             /* the outputs' tensors, in `output` order */
+	int noutputs;
 } FgrtProgram;
 
 /* cuBLASLt's fused epilogues, applied to the f32 accumulator before D is

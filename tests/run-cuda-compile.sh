@@ -8,7 +8,7 @@
 # so that code generation that does not compile, or that the register
 # estimate lets spill, fails CI.  A model past 2^31
 # elements checks the 64-bit index path the same way, and one model is
-# linked with the host runtime (fgrt_host.cu, npy.c, half.c, check.c).
+# linked with the runtime (fgrt_lib.cu, fgrt_main.cu, npy.c, half.c, check.c).
 #
 # Speed: nvcc spends most of a small file's time parsing the CUDA headers,
 # so the models are compiled as two translation units (each model in a
@@ -111,7 +111,7 @@ done
 # 3. One model linked with the runtime: the program table's contract.
 link="gemm-batched"
 rt=()
-for f in fgrt_host.cu npy.c half.c check.c; do
+for f in fgrt_lib.cu fgrt_main.cu npy.c half.c check.c; do
 	o=$tmp/rt_${f%.*}.o
 	if ! nvcc "${nvflags[@]}" -D_POSIX_C_SOURCE=200809L -c "$src/runtime/$f" -o "$o" >>"$tmp/runtime.log" 2>&1; then
 		why[runtime]="nvcc could not compile runtime/$f"

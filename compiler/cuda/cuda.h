@@ -5,7 +5,7 @@
  * The backend writes a fusion plan as one CUDA C++ file: a __global__
  * kernel per group (two for a reduction over all axes or split into slabs,
  * a functor for the generated matmul), then the program table and
- * fg_program_run(), which the host runtime (runtime/fgrt_host.cu, contract
+ * fg_program_run(), which the runtime library (runtime/fgrt_lib.cu, contract
  * in runtime/fgrt_program.h) calls.  The pieces:
  *
  *   text.c       formatting, literals, the dtypes' CUDA names

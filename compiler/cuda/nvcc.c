@@ -113,27 +113,48 @@ static int arch_ok(const char *arch)
 	       strspn(arch + 3, "0123456789af") == n - 3;
 }
 
+/* nvcc on cu and the runtime's sources: the standalone binary o->out, or
+ * with o->lib the shared library o->out (position-independent, nothing
+ * exported but the C ABI of fgrt_model.h). */
 static int build(const FgCudaOptions *o, const char *cu, FgDiag *d)
 {
+	static const char *const binary[] = {"fgrt_lib.cu", "fgrt_main.cu", "npy.c", "half.c", "check.c"};
+	static const char *const library[] = {"fgrt_lib.cu"};
+	const char *const *srcs = o->lib ? library : binary;
+	int nsrcs = o->lib ? 1 : (int)(sizeof binary / sizeof binary[0]);
 	char *rt = runtime_dir();
 	const char *arch = o->arch ? o->arch : "sm_90a";
 	const char *nvcc = getenv("NVCC");
-	char gencode[128], inc[4200], host[4200], npy[4200], half[4200], check[4200];
+	char gencode[128], inc[4200], paths[5][4200];
 	if (!nvcc || !*nvcc)
 		nvcc = on_path("nvcc") || !file_exists("/usr/local/cuda/bin/nvcc") ? "nvcc" : "/usr/local/cuda/bin/nvcc";
 	snprintf(gencode, sizeof gencode, "-gencode=arch=compute_%s,code=%s", arch + 3, arch);
 	snprintf(inc, sizeof inc, "-I%s", rt);
-	snprintf(host, sizeof host, "%s/fgrt_host.cu", rt);
-	snprintf(npy, sizeof npy, "%s/npy.c", rt);
-	snprintf(half, sizeof half, "%s/half.c", rt);
-	snprintf(check, sizeof check, "%s/check.c", rt);
-	if (!file_exists(host)) {
+	for (int i = 0; i < nsrcs; i++)
+		snprintf(paths[i], sizeof paths[i], "%s/%s", rt, srcs[i]);
+	if (!file_exists(paths[0])) {
 		fg_error(d, (FgLoc){0, 0}, "cannot find the runtime at '%s' (set FGC_RUNTIME to fgc's runtime/ folder)", rt);
 		free(rt);
 		return 1;
 	}
-	char *argv[] = {(char *)nvcc, "-O3", gencode, inc, "-o", (char *)o->out, (char *)cu, host, npy, half, check,
-			"-lcublasLt", NULL};
+	char *argv[24];
+	int n = 0;
+	argv[n++] = (char *)nvcc;
+	argv[n++] = "-O3";
+	argv[n++] = gencode;
+	argv[n++] = inc;
+	if (o->lib) {
+		argv[n++] = "-shared";
+		argv[n++] = "-Xcompiler";
+		argv[n++] = "-fPIC,-fvisibility=hidden";
+	}
+	argv[n++] = "-o";
+	argv[n++] = (char *)o->out;
+	argv[n++] = (char *)cu;
+	for (int i = 0; i < nsrcs; i++)
+		argv[n++] = paths[i];
+	argv[n++] = "-lcublasLt";
+	argv[n] = NULL;
 	int rc = run_command(argv);
 	free(rt);
 	if (rc != 0) {
@@ -143,15 +164,126 @@ static int build(const FgCudaOptions *o, const char *cu, FgDiag *d)
 	return 0;
 }
 
+/* Writes `path` through `write` into a temporary name, renamed into place
+ * when everything was written: never a partial file.  The writer's error
+ * count; 0 on success. */
+static int write_file(const char *path, int (*write)(FILE *f, const void *arg, FgDiag *d), const void *arg,
+		      FgDiag *d)
+{
+	size_t len = strlen(path) + 40;
+	char *tmp = malloc(len);
+	if (!tmp) {
+		fg_error(d, (FgLoc){0, 0}, "out of memory writing '%s'", path);
+		return 1;
+	}
+	snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
+	int errors = 1;
+	if (make_parent(d, path) != 0) {
+		free(tmp);
+		return 1;
+	}
+	FILE *f = fopen(tmp, "w");
+	if (f) {
+		errors = write(f, arg, d);
+		int bad = ferror(f);
+		if (fclose(f) != 0 || bad) {
+			fg_error(d, (FgLoc){0, 0}, "cannot write '%s'", path);
+			errors++;
+		}
+		if (!errors && rename(tmp, path) != 0) {
+			fg_error(d, (FgLoc){0, 0}, "cannot write '%s': %s", path, strerror(errno));
+			errors++;
+		}
+		if (errors)
+			remove(tmp);
+	} else {
+		fg_error(d, (FgLoc){0, 0}, "cannot write '%s': %s", path, strerror(errno));
+	}
+	free(tmp);
+	return errors;
+}
+
+typedef struct Emission {
+	const FgPlan *plan;
+	const char *source;
+	FgGemmChoice gemm;
+} Emission;
+
+static int write_cu(FILE *f, const void *arg, FgDiag *d)
+{
+	const Emission *e = arg;
+	return fg_cuda_emit(f, e->plan, e->source, e->gemm, d);
+}
+
+/* OUT/NAME.h of a library: the model's tensors by index, then the C ABI
+ * (runtime/fgrt_model.h, copied). */
+static int write_header(FILE *f, const void *arg, FgDiag *d)
+{
+	const FgPlan *plan = arg;
+	const FgGraph *g = plan->g;
+	char *rt = runtime_dir(), path[4200];
+	snprintf(path, sizeof path, "%s/fgrt_model.h", rt);
+	free(rt);
+	FgSource abi;
+	if (fg_source_read(g->arena, path, &abi) != 0) {
+		d->nerrors++;
+		return 1;
+	}
+	fprintf(f, "/*\n * The C ABI of graph %s as a library, written by `fgc compile --lib`; do not edit.\n"
+		" * Its tensors, by fg_model_tensor index (the order of fg_model_run's pointers):\n", g->name);
+	FG_VEC(int) iface = {0};
+	for (int k = 0; k < g->ninputs; k++)
+		fg_vec_push(g->arena, &iface, g->inputs[k]);
+	for (int k = 0; k < g->noutputs; k++)
+		fg_vec_push(g->arena, &iface, g->outputs[k]);
+	for (int id = 0; id < g->nnodes; id++)
+		if ((g->nodes[id].flags & FG_NF_SAVED) && !(g->nodes[id].flags & FG_NF_OUTPUT))
+			fg_vec_push(g->arena, &iface, id);
+	for (int i = 0; i < iface.n; i++) {
+		const FgNode *n = &g->nodes[iface.v[i]];
+		char ty[256];
+		const char *role = n->op == FG_OP_INPUT ? "input" : n->op == FG_OP_PARAM ? "param" :
+				   i < g->ninputs + g->noutputs ? "output" : "saved";
+		fprintf(f, " *   %3d  %-24s %-24s %s\n", i, plan->names[iface.v[i]],
+			fg_type_str(ty, sizeof ty, n->dt, &n->shape), role);
+	}
+	fprintf(f, " */\n#ifndef FG_MODEL_%s_H\n#define FG_MODEL_%s_H\n\n", g->name, g->name);
+	fwrite(abi.text, 1, abi.len, f);
+	fprintf(f, "\n/* graph %s's tensors, by index */\nenum {\n", g->name);
+	for (int i = 0; i < iface.n; i++)
+		fprintf(f, "\t%s_%s = %d,\n", g->name, plan->names[iface.v[i]], i);
+	fprintf(f, "\t%s_NTENSORS = %d\n};\n\n#endif\n", g->name, iface.n);
+	return 0;
+}
+
+/* OUT with a new ending: the folder of OUT and the stem of the .fg for a
+ * library (out/libm.so -> out/m.cu), else OUT itself (out/m -> out/m.cu). */
+static char *sibling(const FgCudaOptions *o, const char *ext)
+{
+	const char *slash = strrchr(o->out, '/'), *src = o->source ? o->source : "model.fg";
+	const char *base = strrchr(src, '/') ? strrchr(src, '/') + 1 : src;
+	size_t dir = o->lib && slash ? (size_t)(slash - o->out + 1) : 0;
+	size_t stem = strlen(base) > 3 && !strcmp(base + strlen(base) - 3, ".fg") ? strlen(base) - 3 : strlen(base);
+	size_t n = (o->lib ? dir + stem : strlen(o->out)) + strlen(ext) + 1;
+	char *s = malloc(n);
+	if (!s)
+		return NULL;
+	if (o->lib)
+		snprintf(s, n, "%.*s%.*s%s", (int)dir, o->out, (int)stem, base, ext);
+	else
+		snprintf(s, n, "%s%s", o->out, ext);
+	return s;
+}
+
 int fg_cuda_compile(const FgPlan *plan, const FgCudaOptions *o, FgDiag *d)
 {
-	size_t len = strlen(o->out);
-	char *cu = malloc(len + 4), *tmp = malloc(len + 40);
+	char *cu = sibling(o, ".cu"), *h = o->lib ? sibling(o, ".h") : NULL;
 	int rc = 1;
-	FILE *f = NULL;
-	if (!cu || !tmp)
+	if (!cu || (o->lib && !h)) {
+		fg_error(d, (FgLoc){0, 0}, "out of memory");
 		goto out;
-	if (o->build && o->arch && !arch_ok(o->arch)) {
+	}
+	if ((o->build || o->lib) && o->arch && !arch_ok(o->arch)) {
 		fg_error(d, (FgLoc){0, 0}, "--arch %s: expected sm_NN or sm_NNa (sm_90a, sm_100a)", o->arch);
 		goto out;
 	}
@@ -164,31 +296,12 @@ int fg_cuda_compile(const FgPlan *plan, const FgCudaOptions *o, FgDiag *d)
 		}
 		gemm = FG_GEMM_CUBLASLT;
 	}
-	snprintf(cu, len + 4, "%s.cu", o->out);
-	snprintf(tmp, len + 40, "%s.cu.tmp.%ld", o->out, (long)getpid());
-	if (make_parent(d, cu) != 0)
+	Emission e = {plan, o->source ? o->source : "", gemm};
+	if (write_file(cu, write_cu, &e, d) != 0 || (h && write_file(h, write_header, plan, d) != 0))
 		goto out;
-	f = fopen(tmp, "w");
-	if (!f) {
-		fg_error(d, (FgLoc){0, 0}, "cannot write '%s': %s", cu, strerror(errno));
-		goto out;
-	}
-	int errors = fg_cuda_emit(f, plan, o->source ? o->source : "", gemm, d);
-	int bad = ferror(f);
-	if (fclose(f) != 0 || bad) {
-		fg_error(d, (FgLoc){0, 0}, "cannot write '%s'", cu);
-		errors++;
-	}
-	f = NULL;
-	if (errors || rename(tmp, cu) != 0) {
-		if (!errors)
-			fg_error(d, (FgLoc){0, 0}, "cannot write '%s': %s", cu, strerror(errno));
-		remove(tmp);
-		goto out;
-	}
-	rc = o->build ? build(o, cu, d) : 0;
+	rc = o->build || o->lib ? build(o, cu, d) : 0;
 out:
 	free(cu);
-	free(tmp);
+	free(h);
 	return rc;
 }

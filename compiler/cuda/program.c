@@ -247,12 +247,17 @@ static void emit_program(Emit *E, const char *source)
 			fprintf(E->f, "\t/* %d: %s */\n%s\n", i, cu_in_comment(E->a, E->gemm_notes.v[i]), E->gemms.v[i]);
 		fprintf(E->f, "};\n\n");
 	}
+	fprintf(E->f, "/* the outputs' tensors, in `output` order */\nstatic const int fg_outputs[] = {");
+	for (int k = 0; k < E->g->noutputs; k++)
+		fprintf(E->f, "%s%d", k ? ", " : "", E->tensor[E->g->outputs[k]]);
+	fprintf(E->f, "};\n\n");
 	fprintf(E->f, "extern const FgrtProgram fg_program = {\n");
 	fprintf(E->f, "\t\"%s\", \"%s\",\n", E->g->name, cu_c_string(E->a, source));
 	fprintf(E->f, "\tfg_tensors, %d, %d,\n", E->tensors.n, E->g->ninputs);
 	fprintf(E->f, "\tfg_launches, %d, %d, %d,\n", E->launches.n, plan->ngroups, E->gemms.n);
-	fprintf(E->f, "\t%lld, %lld,\t/* arena and scratch bytes */\n};\n\n", (long long)plan->planned_bytes,
+	fprintf(E->f, "\t%lld, %lld,\t/* arena and scratch bytes */\n", (long long)plan->planned_bytes,
 		(long long)E->scratch);
+	fprintf(E->f, "\tfg_outputs, %d,\n};\n\n", E->g->noutputs);
 	/* the steps: a function per distinct group, run on each group's tensors */
 	fprintf(E->f, "/* Each group's launches: a function per distinct group, on the tensors t[] (indices into\n"
 		" * fg_tensors) of the group it runs for, its plan slot and its first launch. */\n");
@@ -293,7 +298,8 @@ static void emit_header(Emit *E, const char *source, int owners)
 		fprintf(E->f, "\n");
 	}
 	fprintf(E->f, " * %d %s%s; arena %lld bytes.  Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a\n"
-		" * -I runtime this.cu runtime/fgrt_host.cu runtime/npy.c runtime/half.c runtime/check.c -lcublasLt\n",
+		" * -I runtime this.cu runtime/fgrt_lib.cu runtime/fgrt_main.cu runtime/npy.c runtime/half.c runtime/check.c\n"
+		" * -lcublasLt (fgc compile --build), or -shared -Xcompiler -fPIC this.cu runtime/fgrt_lib.cu (--lib)\n",
 		E->plan->ngroups, E->plan->ngroups == 1 ? "group" : "groups",
 		E->plan->opt.no_fuse ? " (--no-fuse: one per op)" : "",
 		(long long)E->plan->planned_bytes);

@@ -52,7 +52,7 @@ if [ "$stage" != run ]; then
 fi
 
 # The runtime, compiled once (not for STAGE=prepare, which needs no nvcc).
-for f in fgrt_host.cu npy.c half.c check.c; do
+for f in fgrt_lib.cu fgrt_main.cu npy.c half.c check.c; do
 	[ "$stage" = prepare ] && break
 	if ! "$nvcc" "${flags[@]}" -D_POSIX_C_SOURCE=200809L -c "$src/runtime/$f" -o "$out/rt/${f%.*}.o"; then
 		echo "cannot compile runtime/$f"

@@ -14,7 +14,7 @@ mkdir -p "$out/rt" || exit 1
 ls samples/*.fg | xargs -n1 basename | sed 's/\.fg$//' |
 	xargs -P "$jobs" -I{} sh -c 'compute-sanitizer --tool initcheck out/gpu/{} --seed 7 >"$0/ic.{}.log" 2>&1;
 		echo "initcheck {}: $(tail -1 "$0/ic.{}.log")"' "$out" >"$out/initcheck-samples.log" 2>&1
-for f in fgrt_host.cu npy.c half.c check.c; do
+for f in fgrt_lib.cu fgrt_main.cu npy.c half.c check.c; do
 	$nvcc $flags -D_POSIX_C_SOURCE=200809L -c "runtime/$f" -o "$out/rt/${f%.*}.o" || exit 1
 done
 one() {

@@ -35,9 +35,9 @@
  * to D's type before the bias was added; a bit in the wrong place fails
  * far outside the band.
  *
- * Linked with runtime/fgrt_host.cu built with -DFGRT_NO_MAIN, half.c and
- * check.c; it provides the fg_program the runtime names in its messages,
- * and catches the runtime's failures through fgrt_die_hook.
+ * Linked with runtime/fgrt_lib.cu, half.c and check.c; it provides the
+ * fg_program the library links against, and catches the runtime's
+ * failures (FgrtError, fgrt_lib.h), printing them as the binaries do.
  */
 #include <math.h>
 #include <stdio.h>
@@ -48,9 +48,8 @@
 #include <cuda_runtime.h>
 
 #include "fgrt.h"
+#include "fgrt_lib.h"
 #include "fgrt_program.h"
-
-extern void (*fgrt_die_hook)(void);
 
 extern const FgrtProgram fg_program = {
 	"gemm_epilogue", "tests/runtime/gemm_epilogue.cu", NULL, 0, 0, NULL, 0, 0, 0, 0, 0,
@@ -72,10 +71,11 @@ static void check_cuda(cudaError_t e, const char *call, int line)
 }
 #define CK(call) check_cuda((call), #call, __LINE__)
 
-struct Died {};
-static void throw_died(void)
+/* A failure the runtime reported, as a binary prints it. */
+static void report(const FgrtError &e)
 {
-	throw Died();
+	fprintf(stderr, "gemm_epilogue: error: %s\n", e.msg);
+	fflush(stderr);
 }
 
 /* ------------------------------------------------------------- values */
@@ -268,7 +268,8 @@ static void run_case(FgrtContext *ctx, const Case *c, uint64_t seed, Result *res
 	try {
 		fgrt_gemm_ep(ctx, 0, &g, dev.a, dev.b, dev.d, dev.bias, dev.aux);
 		CK(cudaStreamSynchronize(ctx->stream));
-	} catch (Died &) {
+	} catch (FgrtError &e) {
+		report(e);
 		res->died = 1;
 		snprintf(res->why, sizeof res->why, "the runtime reported a failure (the error above)");
 		CK(cudaStreamSynchronize(st));
@@ -442,14 +443,19 @@ int main(int argc, char **argv)
 	FgrtGemmPlan *slots[1] = {NULL};
 	setup(&ctx, slots);
 	if (one) {
-		int rc = fail_case(&ctx, one);
+		int rc;
+		try {
+			rc = fail_case(&ctx, one);
+		} catch (FgrtError &e) {
+			report(e);
+			return 1;
+		}
 		if (rc)
 			return rc;
 		printf("gemm_epilogue: case %s: the runtime went on without reporting a failure\n", one);
 		return 3;
 	}
 
-	fgrt_die_hook = throw_died;
 	int cases = 0, failed = 0, groups_failed = 0;
 	uint64_t seed = 1;
 	for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
@@ -503,7 +509,6 @@ int main(int argc, char **argv)
 			fflush(stdout);
 		}
 
-	fgrt_die_hook = NULL;
 	printf("%s gemm_epilogue: %d cases, %d failed, %d of %d groups failed\n", groups_failed ? "FAIL" : "ok", cases,
 	       failed, groups_failed, (int)(sizeof types / sizeof types[0]) * (FGRT_EP_GELU_AUX_BIAS + 1));
 	return groups_failed ? 1 : 0;

@@ -28,7 +28,7 @@
  * element of D must lie within 2^-20 sqrt(K) + 2^-22 K of the reference:
  * f32 accumulation of exact products, in another order.
  *
- * Linked with runtime/fgrt_host.cu built with -DFGRT_NO_MAIN, half.c and
+ * Linked with runtime/fgrt_lib.cu, half.c and
  * check.c, like gemm_epilogue.cu.
  */
 #include <math.h>
@@ -41,6 +41,7 @@
 #include <cuda_runtime.h>
 
 #include "fg_gemm_sm90.cuh"
+#include "fgrt_lib.h"
 
 extern const FgrtProgram fg_program = {
 	"gemm_sm90", "tests/runtime/gemm_sm90.cu", NULL, 0, 0, NULL, 0, 0, 0, 0, 0,
@@ -346,7 +347,7 @@ static int bench(FgrtContext *ctx, int M, int N, int K, int profile)
 	return 0;
 }
 
-int main(int argc, char **argv)
+static int run_main(int argc, char **argv)
 {
 	int quick = 0, profile = 0, mnk[3] = {0, 0, 0};
 	for (int i = 1; i < argc; i++) {
@@ -396,4 +397,14 @@ int main(int argc, char **argv)
 	bad += sweep<float, 64, 64, 1, 0, 0>(&ctx, quick, "tf32 ping-pong 64x64 A[M,K] B[N,K]");
 	printf("%s\n", bad ? "FAILED" : "all passed");
 	return bad ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	try {
+		return run_main(argc, argv);
+	} catch (FgrtError &e) {       /* the runtime's failure, as a binary reports it */
+		fprintf(stderr, "gemm_sm90: error: %s\n", e.msg);
+		return 1;
+	}
 }

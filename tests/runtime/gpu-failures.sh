@@ -29,7 +29,7 @@ fgc=${1:-build/fgc} dir=${2:-/tmp/fgrt-failures} gemm=${3:-}
 export PATH=$PATH:/usr/local/cuda/bin
 nvcc=${NVCC:-nvcc}
 arch=(-gencode=arch=compute_90a,code=sm_90a)
-rt=(runtime/fgrt_host.cu runtime/npy.c runtime/half.c runtime/check.c)
+rt=(runtime/fgrt_lib.cu runtime/fgrt_main.cu runtime/npy.c runtime/half.c runtime/check.c)
 mkdir -p "$dir" || exit 1
 pass=0 fail=0 failed=""
 
@@ -69,8 +69,8 @@ grep -q '<<<[0-9]*, 2048, ' "$dir/ew4_bad.cu" || { echo "FAIL bad-launch: could 
 for m in ew4 ew4_huge ew4_bad gbg; do build "$dir/$m" & done
 if [ -z "$gemm" ]; then
 	gemm=$dir/gemm_epilogue
-	"$nvcc" -O3 "${arch[@]}" -lineinfo -Iruntime -DFGRT_NO_MAIN -D_POSIX_C_SOURCE=200809L -o "$gemm" \
-		tests/runtime/gemm_epilogue.cu runtime/fgrt_host.cu runtime/half.c runtime/check.c -lcublasLt \
+	"$nvcc" -O3 "${arch[@]}" -lineinfo -Iruntime -D_POSIX_C_SOURCE=200809L -o "$gemm" \
+		tests/runtime/gemm_epilogue.cu runtime/fgrt_lib.cu runtime/half.c runtime/check.c -lcublasLt \
 		>"$gemm.build.log" 2>&1 || { echo "FAIL build gemm_epilogue"; sed 's/^/    /' "$gemm.build.log" | head; exit 1; }
 fi
 wait
@@ -87,7 +87,7 @@ expect bad-launch 1 '^ew4_f32: error: launch 0 \(g0_[a-z0-9_]+, group 0, grid [0
 	"$dir/ew4_bad" --no-graph
 expect bad-launch-graph 1 '^ew4_f32: error: launch 0 \(g0_[a-z0-9_]+, group 0, grid [0-9]+, block [0-9]+\): .+ \(cuda[A-Za-z]+\)$' \
 	"$dir/ew4_bad"
-expect lt-null-handle 1 '^gemm_epilogue: error: .*fgrt_host\.cu:[0-9]+: cublasLt[A-Za-z]+\(.*\): .+ \(CUBLAS_STATUS_[A-Z_]+\)$' \
+expect lt-null-handle 1 '^gemm_epilogue: error: .*fgrt_lib\.cu:[0-9]+: cublasLt[A-Za-z]+\(.*\): .+ \(CUBLAS_STATUS_[A-Z_]+\)$' \
 	"$gemm" --case lt-null-handle
 expect lt-unsupported 1 '^gemm_epilogue: error: (gemm slot 0: cuBLASLt has no algorithm for a f32 matmul .* into f16 with the epilogue none|.*fgrt_host\.cu:[0-9]+: cublasLt[A-Za-z]+\(.*\): .+ \(CUBLAS_STATUS_[A-Z_]+\))$' \
 	"$gemm" --case lt-unsupported
