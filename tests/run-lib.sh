@@ -64,6 +64,36 @@ else
 	check "cc lib_abi.c" "$(head -5 "$tmp/cc.log")"
 fi
 
+# 2b. The same through the Python package's ctypes layer (python/fgc/_abi.py;
+# PyTorch is not needed for it): each library's tensors, and create's error.
+specs=()
+for n in "${models[@]}"; do specs+=("$tmp/$n/lib$n.so" "$(order "$src/samples/$n.fg")"); done
+"$py" - "$src/python" "$gpu" "${specs[@]}" >"$tmp/py.log" 2>&1 <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import fgc
+gpu, rest, bad = sys.argv[2] == "--gpu", sys.argv[3:], 0
+for path, names in zip(rest[::2], rest[1::2]):
+    lib = fgc.Library(path)
+    got = ",".join(t.name for t in lib.tensors)
+    if got != names:
+        print("FAIL %s: tensors %s, want %s" % (path, got, names)); bad = 1
+    try:
+        lib.destroy(lib.create(0))
+        ok = gpu
+    except fgc.ModelError as e:
+        ok = not gpu and "no CUDA device" in str(e)
+    if not ok:
+        print("FAIL %s: create on a machine %s a GPU" % (path, "with" if gpu else "without")); bad = 1
+try:
+    fgc.Library(sys.argv[0] if sys.argv[0].endswith(".so") else "/nonexistent/libx.so")
+    print("FAIL: a missing library loaded"); bad = 1
+except fgc.ModelError as e:
+    print("refused: %s" % e)
+sys.exit(bad)
+PY
+check "python/fgc: the three libraries' tensors and create, through ctypes" "$([ $? -eq 0 ] || head -3 "$tmp/py.log")"
+
 # 3. Both headers in one strict C program, their enums against the order.
 {
 	for n in softmax_f16 transformer_block; do echo "#include \"$n.h\""; done

@@ -1,0 +1,135 @@
+"""fgc._torch - a compiled model's library as a PyTorch custom op (the
+package's text, fgc/__init__.py, says how it behaves)."""
+import hashlib
+import threading
+import weakref
+
+import torch
+
+from ._abi import Library
+
+# the ABI's dtype names as PyTorch's dtypes
+TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
+                "i32": torch.int32, "bool": torch.bool}
+
+
+class Model:
+    """A compiled model's library in PyTorch (see the module's text)."""
+
+    def __init__(self, path):
+        self.lib = Library(path)
+        self.name = self.lib.name
+        self.inputs = [t for t in self.lib.tensors if t.is_input]
+        self.results = [t for t in self.lib.tensors if not t.is_input]
+        self._local = threading.local()
+        self._models = []       # every handle made, for destroy
+        self._models_lock = threading.Lock()
+        weakref.finalize(self, _destroy_all, self.lib, self._models)
+        tag = hashlib.sha1(self.lib.path.encode()).hexdigest()[:8]
+        self.op_name = f"fgc::{self.name}_{tag}"
+        self._register()
+
+    def __repr__(self):
+        return f"fgc.Model({self.name}: {self.inputs} -> {self.results})"
+
+    # -- the custom op
+
+    def _register(self):
+        lib = torch.library.Library("fgc", "FRAGMENT")
+        args = ", ".join(f"Tensor {_ident(t.name)}" for t in self.inputs)
+        rets = ", ".join("Tensor" for _ in self.results)
+        rets = f"({rets})" if len(self.results) != 1 else rets
+        op = self.op_name.split("::")[1]
+        lib.define(f"{op}({args}) -> {rets}")
+        lib.impl(op, self._cuda, "CUDA")
+        torch.library.register_fake(self.op_name, self._fake, lib=lib)
+        self._library = lib     # keeps the registration alive
+        self._op = getattr(torch.ops.fgc, op).default
+
+    def _fake(self, *args):
+        self._check(args, fake=True)
+        outs = tuple(torch.empty(t.shape, dtype=TORCH_DTYPES[t.dtype], device=args[0].device if args else "cuda")
+                     for t in self.results)
+        return outs[0] if len(outs) == 1 else outs
+
+    def _cuda(self, *args):
+        self._check(args)
+        device = args[0].device if args else torch.device("cuda", torch.cuda.current_device())
+        outs = [torch.empty(t.shape, dtype=TORCH_DTYPES[t.dtype], device=device) for t in self.results]
+        self._run(args, outs, device)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    # -- calls
+
+    def __call__(self, *args, out=None):
+        if out is None:
+            return self._op(*args)
+        out = (out,) if isinstance(out, torch.Tensor) else tuple(out)
+        if len(out) != len(self.results):
+            raise ValueError(f"{self.name}: out= takes {len(self.results)} tensors "
+                             f"({', '.join(t.name for t in self.results)}), got {len(out)}")
+        self._check(args)
+        self._check(out, specs=self.results)
+        device = args[0].device if args else out[0].device
+        self._run(args, list(out), device)
+        return out[0] if len(out) == 1 else out
+
+    def _check(self, tensors, specs=None, fake=False):
+        specs = self.inputs if specs is None else specs
+        if len(tensors) != len(specs):
+            raise TypeError(f"{self.name} takes {len(specs)} tensors ({', '.join(t.name for t in specs)}), "
+                            f"got {len(tensors)}")
+        device = None
+        for t, s in zip(tensors, specs):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"{self.name}: '{s.name}' must be a torch.Tensor, got {type(t).__name__}")
+            if not fake and t.device.type != "cuda":
+                raise ValueError(f"{self.name}: '{s.name}' is on {t.device}; the model runs on a CUDA device")
+            if device is not None and t.device != device:
+                raise ValueError(f"{self.name}: '{s.name}' is on {t.device}, the tensors before it on {device}")
+            device = t.device
+            want = TORCH_DTYPES[s.dtype]
+            if t.dtype != want:
+                raise TypeError(f"{self.name}: '{s.name}' is {t.dtype}, the model declares {s.dtype} ({want})")
+            if tuple(t.shape) != s.shape:
+                raise ValueError(f"{self.name}: '{s.name}' has shape {tuple(t.shape)}, the model declares "
+                                 f"{list(s.shape)}")
+            if not t.is_contiguous():
+                raise ValueError(f"{self.name}: '{s.name}' is not contiguous (strides {t.stride()}); "
+                                 f"pass .contiguous()")
+
+    def _handle(self, device):
+        """This thread's model on `device`, made at its first use."""
+        handles = getattr(self._local, "handles", None)
+        if handles is None:
+            handles = self._local.handles = {}
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        if index not in handles:
+            with torch.cuda.device(index):
+                h = self.lib.create(index)
+            with self._models_lock:
+                self._models.append(h)
+            handles[index] = h
+        return handles[index]
+
+    def _run(self, args, outs, device):
+        # the library wants 256-byte aligned addresses: a view elsewhere is copied
+        args = [a if a.data_ptr() % 256 == 0 else a.clone() for a in args]
+        aligned = [o if o.data_ptr() % 256 == 0 else torch.empty_like(o) for o in outs]
+        stream = torch.cuda.current_stream(device).cuda_stream
+        self.lib.run(self._handle(device), [t.data_ptr() for t in list(args) + aligned], stream)
+        for o, a in zip(outs, aligned):
+            if o is not a:
+                o.copy_(a)
+
+
+def _ident(name):
+    """A tensor name as a schema argument name (Python keywords are taken)."""
+    import keyword
+    return name + "_" if keyword.iskeyword(name) or name in ("self", "out") else name
+
+
+def _destroy_all(lib, handles):
+    for h in handles:
+        lib.destroy(h)
+    handles.clear()
