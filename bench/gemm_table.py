@@ -31,9 +31,10 @@ eager and torch.compile.
 2. The matmul samples at their default sizes (peers.py's flow: the module
    `fgc emit-torch` writes, float64 reference, testing.md's gates): fgc as
    compiled (--gemm auto), on its generated matmul wherever it can run
-   (--gemm fgc, GPUOUT/bench/NAME.fgc), on cuBLASLt with its nearest
-   epilogue and epilogue kernels (--gemm cublaslt, NAME.lt), PyTorch eager
-   and torch.compile; every one checked, timed in R rounds.
+   (--gemm fgc), on cuBLASLt with its nearest epilogue and epilogue kernels
+   (--gemm cublaslt), each a library (fgc compile --lib) called through
+   python/fgc, PyTorch eager and torch.compile; every one checked, all
+   timed in this process alike, sustained and cold (peers.py's regimes).
 
 Writes OUT/gemm-table.md and OUT/gemm-table.json and prints the tables,
 with the issue's two targets (the matmul alone at >= 95% of cuBLAS, with
@@ -62,8 +63,8 @@ SHAPES = ["8192,8192,8192", "8192,16384,4096", "8192,4096,16384", "8192,14336,40
 SAMPLES = "gemm_bias_gelu_bf16,mlp_bf16,swiglu_bf16,transformer_block"
 VARIANT = re.compile(r"^  (\S.*?)\s+([0-9.]+) ms\s+\d+ TFLOP/s", re.M)
 KERNEL_RUNS = 20        # launches per timing in gemm_sm90's time_of: PyTorch's kernel rows the same
-SAMPLE_BINARIES = [("auto", "", "fgc --gemm auto"), ("fgc", ".fgc", "fgc --gemm fgc"),
-                   ("lt", ".lt", "fgc --gemm cublaslt")]
+SAMPLE_LIBS = [("auto", [], "fgc --gemm auto"), ("fgc", ["--gemm", "fgc"], "fgc --gemm fgc"),
+               ("lt", ["--gemm", "cublaslt"], "fgc --gemm cublaslt")]
 log = peers.log
 
 
@@ -226,8 +227,30 @@ def bench_kernels(args):
     return rows
 
 
+def build_sample_libs(args):
+    """Per (sample, variant), its library (fgc compile --lib with the
+    variant's --gemm), all built at once; or the error."""
+    procs = {}
+    for name in args.samples:
+        source = os.path.join(ROOT, "samples", name + ".fg")
+        for key, flags, _ in SAMPLE_LIBS:
+            lib = os.path.join(args.work, "lib", "%s.%s" % (name, key), "lib%s.so" % name)
+            os.makedirs(os.path.dirname(lib), exist_ok=True)
+            procs[name, key] = (lib, subprocess.Popen([args.fgc, "compile", source, "--lib", "-o", lib] + flags,
+                                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    libs = {}
+    for k, (lib, proc) in procs.items():
+        out, _ = proc.communicate()
+        libs[k] = lib if proc.returncode == 0 else RuntimeError(out.strip()[-1000:] or "fgc failed")
+    return libs
+
+
 def bench_samples(args, clock):
-    """Part 2: one row per sample: checks and median ms of each competitor."""
+    """Part 2: one row per sample: checks and median ms of each competitor,
+    in this process, cold and sustained (peers.py's regimes)."""
+    import fgc
+    libs = build_sample_libs(args)
+    nvml = peers.Nvml("cuda")
     rows = []
     for name in args.samples:
         log("== sample %s" % name)
@@ -244,21 +267,23 @@ def bench_samples(args, clock):
             compiled = peers.compile_peer(mod, inputs, ref, row)
             if compiled:
                 fns["compile"] = lambda: compiled(*inputs)
-            binaries = {}
-            for key, suffix, _ in SAMPLE_BINARIES:
-                sub = {}
-                if peers.check_fgc(mod, os.path.join(args.gpuout, "bench", name + suffix), args, work, ref, sub):
-                    binaries[key] = os.path.join(args.gpuout, "bench", name + suffix)
-                row[key + "_check"] = sub["fgc_check"]
+            for key, _, _ in SAMPLE_LIBS:
+                lib = libs[name, key]
+                try:
+                    if isinstance(lib, Exception):
+                        raise lib
+                    model = fgc.load(lib)
+                    row[key + "_check"] = peers.check_all(peers.fgc_results(mod, model, model(*inputs)), ref, mod)
+                    fns[key] = (lambda m: lambda: m(*inputs))(model)
+                except Exception as e:  # reported in the row; the others still run
+                    row[key + "_check"] = peers.first_line(e)
             ref.clear()
-            times = {k: [] for k in list(fns) + list(binaries)}
-            for r in range(args.rounds):
-                ts = peers.time_interleaved(clock, list(fns.values()), args.runs, args.warmup if r == 0 else 2)
-                for k, t in zip(fns, ts):
-                    times[k] += t
-                for k, binary in binaries.items():
-                    times[k].append(peers.run_binary(binary, args.seed, args.runs)[0])
-            row["ms"] = {k: statistics.median(t) for k, t in times.items() if t}
+            for fn in fns.values():
+                for _ in range(args.warmup):
+                    fn()
+            cold, row["cold_clock"] = peers.time_cold(clock, nvml, fns, args.runs, 0.05)
+            row["ms"], row["sustained_clock"] = peers.time_sustained(clock, nvml, fns, args.rounds, 0.2, cold)
+            row["cold_ms"] = cold
         except Exception as e:  # one sample's failure must not lose the others' rows
             row["error"] = peers.first_line(e)
             log("%s failed: %s" % (name, e))
@@ -339,16 +364,16 @@ def kernel_tables(rows):
     return "\n".join(lines)
 
 
-def sample_table(rows):
-    cols = [k for k, _, _ in SAMPLE_BINARIES] + ["eager", "compile"]
-    titles = [t for _, _, t in SAMPLE_BINARIES] + ["PyTorch eager", "torch.compile"]
+def sample_table(rows, regime="ms"):
+    cols = [k for k, _, _ in SAMPLE_LIBS] + ["eager", "compile"]
+    titles = [t for _, _, t in SAMPLE_LIBS] + ["PyTorch eager", "torch.compile"]
     lines = ["| sample | " + " | ".join(t + " ms" for t in titles) + " | agree with the f64 reference ("
              + " / ".join(titles) + ") |", "|" + "---|" * (len(cols) + 2)]
     for row in rows:
         if "error" in row:
             lines.append("| %s | %s |" % (row["sample"], row["error"]) + " |" * len(cols))
             continue
-        cells = ["%.3f" % row["ms"][k] if k in row.get("ms", {}) else "-" for k in cols]
+        cells = ["%.3f" % row[regime][k] if k in row.get(regime, {}) else "-" for k in cols]
         checks = " / ".join(row.get(k + "_check", "-") for k in cols)
         lines.append("| %s | %s | %s |" % (row["sample"], " | ".join(cells), checks))
     return "\n".join(lines)
@@ -357,7 +382,8 @@ def sample_table(rows):
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[1], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--fgc", default=os.path.join(ROOT, "build", "fgc"), help="the fgc compiler (default build/fgc)")
-    p.add_argument("--gpuout", default=os.path.join(ROOT, "out", "gpu"), help="Makefile.gpu's GPUOUT")
+    p.add_argument("--gpuout", default=os.path.join(ROOT, "out", "gpu"),
+                   help="Makefile.gpu's GPUOUT (the kernel rows' runtime-tests/gemm_sm90)")
     p.add_argument("--out", default=os.path.join(ROOT, "out", "gemm-table"), help="where the tables go")
     p.add_argument("--work", default="/tmp/fgc-gemm-table", help="modules, outputs and logs")
     p.add_argument("--shapes", nargs="*", default=SHAPES, help="M,N,K of the kernel rows (the first gets PyTorch's)")
@@ -381,15 +407,17 @@ def write_tables(args, env, kernels, samples):
         md += [kernel_tables(kernels), ""]
     md += ["Kernel rows: gemm_sm90 --bench and PyTorch alike, 7 rounds of each variant in turn, each the mean of "
            "%d launches back to back, the median of the 7; then the median of %d such runs. Clocks follow the "
-           "power of a sustained matmul: compare rows of one run only. Sample rows: peers.py's method (PyTorch: "
-           "the median of %d x %d calls each timed alone; the fgc binaries: the median of %d runs of --bench "
-           "%d, each a median of CUDA-graph replays)." % (KERNEL_RUNS, args.rounds, args.rounds, args.runs,
-                                                          args.rounds, args.runs), ""]
+           "power of a sustained matmul: compare rows of one run only. Sample rows: peers.py's method, every "
+           "competitor in this process, fgc through its library (fgc compile --lib, python/fgc): sustained, "
+           "back-to-back calls for at least 200 ms, the time per call, the median of %d runs each in turn; "
+           "cold, each call after 50 ms idle, the median of %d." % (KERNEL_RUNS, args.rounds, args.rounds,
+                                                                    args.runs), ""]
     if samples is None:
         md += ["(The samples' table is still being measured.)", ""]
     elif samples:
-        md += ["### The matmul samples at their default sizes (ms, medians of %d rounds)" % args.rounds, "",
-               sample_table(samples), ""]
+        md += ["### The matmul samples at their default sizes, sustained (ms a call)", "",
+               sample_table(samples, "ms"), "",
+               "### The same, cold (ms a call after an idle gap)", "", sample_table(samples, "cold_ms"), ""]
     text = "\n".join(md)
     with open(os.path.join(args.out, "gemm-table.md"), "w") as f:
         f.write(text)

@@ -1,51 +1,58 @@
 #!/usr/bin/env python3
 """
 peers.py - fgc against PyTorch eager and torch.compile on the samples, in
-one run on one GPU, with the floors of shared/design/performance.md.
+one run, in one process, on one GPU, with the floors of
+shared/design/performance.md.
 
-    python3 bench/peers.py [--fgc .gpu/fgc] [--gpuout out/gpu] [--out out/peers]
-                           [--samples NAME,...] [--runs N] [--rounds R] [--seed S]
+    python3 bench/peers.py [--fgc build/fgc] [--out out/peers] [--samples NAME,...]
+                           [--runs N] [--rounds R] [--gap S] [--sustain S] [--seed S]
 
 For each samples/NAME.fg at its default sizes:
   1. `fgc emit-torch` writes the graph as a PyTorch module (docs/peers.md);
-     its make_inputs(seed) draws on the GPU the very inputs that the fgc
-     binary draws from --seed, so all three run on the same data;
+     its make_inputs(seed) draws on the GPU the very inputs that `fgc run
+     --seed` draws, and `fgc compile --lib` builds the model as a library,
+     loaded with python/fgc (fgc.load: a torch.library op on the current
+     stream), so all three run on the same tensors in this process;
   2. the module's forward runs in float64 (reference=True: the reference
-     interpreter's semantics), and eager PyTorch, torch.compile and the fgc
-     binary (GPUOUT/bench/NAME, built by `make -f Makefile.gpu`, its outputs
-     read back from --outputs) are each compared with it under testing.md's
-     gates, per output and saved value;
-  3. eager and compiled forward are timed with CUDA events, interleaved run
-     by run, after warm-up; the fgc binary times itself (--bench: CUDA
-     events in its own process, the median of N runs after 3 warm-ups), in
-     R rounds alternating with the PyTorch timings; medians throughout;
+     interpreter's semantics), and eager PyTorch, torch.compile and fgc
+     are each compared with it under testing.md's gates, per output and
+     saved value;
+  3. all three are timed alike, with the same CUDA events and schedule, in
+     two regimes: cold (each call after an idle gap of --gap seconds, from
+     an idle GPU to the call's end; the three take turns call by call) and
+     sustained (back to back for at least --sustain seconds, the time per
+     call; the three take turns, R rounds each); the SM clock and the
+     clock-event (throttle) reasons are read through NVML after each cold
+     call and all along each sustained run;
   4. floor = max(BYTES / copy bandwidth, FLOPS / bf16 matmul rate), both
      ceilings measured at the start of this run (a 512 MiB device-to-device
      copy counting bytes read plus written; an 8192^3 bf16 torch.matmul).
 
 torch.compile uses the default mode, and mode="max-autotune-no-cudagraphs"
-for samples with a matmul.  Writes OUT/peers.md (the table and its notes),
-OUT/peers.json (every figure) and OUT/peers.png (when matplotlib is there),
-and prints the table.  --device cpu --no-fgc runs the same flow without a
-GPU (timings from the wall clock), to try the script itself.
+for samples with a matmul; none of the three replays a CUDA graph.  Writes
+OUT/peers.md (the two tables and their notes), OUT/peers.json (every figure)
+and OUT/peers.png (when matplotlib is there), and prints the tables.
+--device cpu --no-fgc runs the same flow without a GPU (timings from the wall
+clock), to try the script itself.
 """
 import argparse
+import ctypes
 import glob
 import importlib.util
 import json
 import math
 import os
-import re
 import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
-import numpy as np
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
 
 # testing.md's tolerances as runtime/check.c applies them:
 # rtol, atol, RMSE-gate m, the dtype's unit roundoff
@@ -104,6 +111,108 @@ def time_interleaved(clock, fns, runs, warmup):
         for i, fn in enumerate(fns):
             times[i].append(clock.time(fn))
     return times
+
+
+class Nvml:
+    """The SM clock and the clock-event (throttle) reasons of the GPU, from
+    NVML (libnvidia-ml, the driver's); None readings where it is missing."""
+
+    REASONS = {0x1: "idle", 0x2: "app-clocks", 0x4: "sw-power-cap", 0x8: "hw-slowdown", 0x10: "sync-boost",
+               0x20: "sw-thermal", 0x40: "hw-thermal", 0x80: "hw-power-brake", 0x100: "display-clocks"}
+
+    def __init__(self, device):
+        self.lib = None
+        if not device.startswith("cuda"):
+            return
+        try:
+            lib = ctypes.CDLL("libnvidia-ml.so.1")
+            self.handle = ctypes.c_void_p()
+            visible = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
+            index = int(visible) if visible.isdigit() else 0
+            if lib.nvmlInit_v2() == 0 and lib.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(self.handle)) == 0:
+                self.lib = lib
+                self.reasons_fn = getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+                    lib.nvmlDeviceGetCurrentClocksThrottleReasons
+        except (OSError, AttributeError):
+            self.lib = None
+
+    def sample(self):
+        """(SM clock in MHz, reason bits), or (None, 0)."""
+        if not self.lib:
+            return None, 0
+        mhz, reasons = ctypes.c_uint(), ctypes.c_ulonglong()
+        self.lib.nvmlDeviceGetClockInfo(self.handle, 1, ctypes.byref(mhz))   # NVML_CLOCK_SM
+        self.reasons_fn(self.handle, ctypes.byref(reasons))
+        return mhz.value, reasons.value
+
+    def watch(self):
+        """A context in which a thread samples every 2 ms; .samples after."""
+        nvml = self
+
+        class Watch:
+            def __enter__(self):
+                self.samples, self.stop = [], threading.Event()
+                self.thread = threading.Thread(target=self.run)
+                self.thread.start()
+                return self
+
+            def run(self):
+                while not self.stop.is_set():
+                    self.samples.append(nvml.sample())
+                    time.sleep(0.002)
+
+            def __exit__(self, *exc):
+                self.stop.set()
+                self.thread.join()
+        return Watch()
+
+    @classmethod
+    def summary(cls, samples):
+        """{"mhz": median SM clock, "mhz_min", "mhz_max", "reasons": the names
+        seen} of (mhz, bits) samples."""
+        mhz = [m for m, _ in samples if m]
+        bits = 0
+        for _, b in samples:
+            bits |= b
+        names = [name for bit, name in sorted(cls.REASONS.items()) if bits & bit and bit != 0x1]
+        return {"mhz": statistics.median(mhz) if mhz else None, "mhz_min": min(mhz) if mhz else None,
+                "mhz_max": max(mhz) if mhz else None, "reasons": names}
+
+
+def time_cold(clock, nvml, fns, runs, gap):
+    """Cold: per fn, the median of `runs` calls, each after `gap` seconds of
+    an idle GPU, timed from idle to the call's end; the fns take turns call
+    by call.  With the SM clock read right after each call."""
+    times = {k: [] for k in fns}
+    samples = {k: [] for k in fns}
+    clock.sync()
+    for _ in range(runs):
+        for k, fn in fns.items():
+            time.sleep(gap)
+            times[k].append(clock.time(fn))
+            samples[k].append(nvml.sample())
+    return ({k: statistics.median(v) for k, v in times.items()},
+            {k: Nvml.summary(v) for k, v in samples.items()})
+
+
+def time_sustained(clock, nvml, fns, rounds, seconds, estimate):
+    """Sustained: per fn, the time per call of back-to-back calls for at
+    least `seconds` (CUDA events around the whole run, n calls sized from
+    the cold time `estimate`), the median of `rounds` such runs, the fns
+    taking turns run by run.  With the SM clock sampled all along."""
+    per = {k: [] for k in fns}
+    samples = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            n = max(10, int(math.ceil(seconds * 1e3 / max(estimate[k], 1e-3))))
+            fn()
+            clock.sync()
+            with nvml.watch() as w:
+                ms = clock.time(lambda: [fn() for _ in range(n)])
+            per[k].append(ms / n)
+            samples[k] += w.samples
+    return ({k: statistics.median(v) for k, v in per.items()},
+            {k: Nvml.summary(v) for k, v in samples.items()})
 
 
 def copy_bandwidth(device, clock):
@@ -176,31 +285,33 @@ def check_all(results, ref, mod):
 
 # ------------------------------------------------------------------ fgc
 
-def run_binary(binary, seed, runs, outputs=None):
-    """Runs the fgc binary with --bench; its headline total (and the eager
-    total, when it prints one) in ms, and its output."""
-    cmd = [binary, "--seed", str(seed), "--bench", str(runs)]
-    if outputs:
-        cmd += ["--outputs", outputs]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
-    text = p.stdout + p.stderr
-    if p.returncode != 0:
-        raise RuntimeError("%s exited with status %d:\n%s" % (" ".join(cmd), p.returncode, text[-2000:]))
-    total = re.search(r"^  total ([0-9.]+) ms", text, re.M)
-    eager = re.search(r"^  eager total ([0-9.]+) ms", text, re.M)
-    if not total:
-        raise RuntimeError("no '  total X ms' line in the output of %s:\n%s" % (" ".join(cmd), text[-2000:]))
-    return float(total.group(1)), float(eager.group(1)) if eager else None, text
+def build_libs(args, names):
+    """`fgc compile --lib` of every sample (test dims with --small), all at
+    once; per name, the library's path, or the error."""
+    procs = {}
+    for name in names:
+        source = os.path.join(ROOT, "samples", name + ".fg")
+        lib = os.path.join(args.work, "lib", name, "lib%s.so" % name)
+        os.makedirs(os.path.dirname(lib), exist_ok=True)
+        cmd = [args.fgc, "compile", source, "--lib", "-o", lib] + (test_dims(source) if args.small else [])
+        procs[name] = (lib, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    libs = {}
+    for name, (lib, proc) in procs.items():
+        out, _ = proc.communicate()
+        libs[name] = lib if proc.returncode == 0 else RuntimeError(out.strip()[-2000:] or "fgc failed")
+    return libs
 
 
-def read_outputs(mod, directory, device):
-    """The binary's --outputs files as tensors of the graph's dtypes."""
-    out = {}
-    for key, (dtype, _shape, _kind) in mod.RESULTS.items():
-        path = os.path.join(directory, key + ".npy")
-        if os.path.exists(path):
-            out[key] = torch.from_numpy(np.load(path)).to(device).to(dtype)
-    return out
+def fgc_results(mod, model, outs):
+    """The model's results by the module's RESULTS keys ("saved.NAME" for a
+    saved value; one that is also an output is the output's tensor)."""
+    import fgc
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    got = {(t.name if t.role & fgc._abi.OUTPUT else "saved." + t.name): o for t, o in zip(model.results, outs)}
+    for key in mod.RESULTS:
+        if key.startswith("saved.") and key not in got and key[6:] in got:
+            got[key] = got[key[6:]]
+    return got
 
 
 # --------------------------------------------------------------- a sample
@@ -250,54 +361,9 @@ def compile_peer(mod, args_in, ref, row):
         return None
 
 
-def check_fgc(mod, binary, args, work, ref, row):
-    """Runs the binary once for its outputs and checks them; False when it
-    cannot run."""
-    outdir = os.path.join(work, "fgc-outputs")
-    try:
-        _, _, text = run_binary(binary, args.seed, 1, outdir)
-    except Exception as e:  # reported in the row
-        row["fgc_check"] = first_line(e)
-        log("fgc binary failed: %s" % e)
-        return False
-    with open(os.path.join(work, "fgc-run.txt"), "w") as f:
-        f.write(text)
-    row["fgc_check"] = check_all(read_outputs(mod, outdir, args.device), ref, mod)
-    shutil.rmtree(outdir, ignore_errors=True)
-    return True
-
-
-def time_all(fns, binary, args, clock, work, row):
-    """Times the PyTorch callables (name -> fn) and the binary in rounds."""
-    times = {label: [] for label in fns}
-    fgc_totals, fgc_eager = [], []
-    per_round = max(1, args.runs // args.rounds)
-    for r in range(args.rounds):
-        ts = time_interleaved(clock, list(fns.values()), per_round, args.warmup if r == 0 else 2)
-        for label, t in zip(fns, ts):
-            times[label] += t
-        if binary:
-            total, eager_total, text = run_binary(binary, args.seed, args.runs)
-            fgc_totals.append(total)
-            if eager_total is not None:
-                fgc_eager.append(eager_total)
-            with open(os.path.join(work, "fgc-bench.txt"), "w") as f:
-                f.write(text)
-    for label, t in times.items():
-        row[label + "_ms"] = statistics.median(t)
-    if fgc_totals:
-        row["fgc_ms"] = statistics.median(fgc_totals)
-        row["fgc_rounds_ms"] = fgc_totals
-        if row["floor_kind"] != "launch":
-            row["fgc_pct_of_floor"] = 100.0 * row["floor_ms"] / row["fgc_ms"]
-        if "compile_ms" in row:
-            row["fgc_speedup_vs_compile"] = row["compile_ms"] / row["fgc_ms"]
-    if fgc_eager:
-        row["fgc_eager_ms"] = statistics.median(fgc_eager)
-
-
-def bench_sample(name, args, clock, copy_bw, mm_rate):
-    """One row of the table: floor, checks and times of the three."""
+def bench_sample(name, args, clock, nvml, copy_bw, mm_rate, lib):
+    """One row of the tables: floor, checks and times of the three, cold
+    and sustained."""
     row = {"sample": name}
     work = os.path.join(args.work, name)
     shutil.rmtree(work, ignore_errors=True)
@@ -316,13 +382,32 @@ def bench_sample(name, args, clock, copy_bw, mm_rate):
     compiled = None if args.no_compile else compile_peer(mod, inputs, ref, row)
     if compiled:
         fns["compile"] = lambda: compiled(*inputs)
-    binary = None
-    if not args.no_fgc:
-        binary = os.path.join(args.gpuout, name) if args.small else os.path.join(args.gpuout, "bench", name)
-        if not check_fgc(mod, binary, args, work, ref, row):
-            binary = None
+    if isinstance(lib, Exception):
+        row["fgc_check"] = first_line(lib)
+    elif lib:
+        try:
+            import fgc
+            model = fgc.load(lib)
+            row["fgc_check"] = check_all(fgc_results(mod, model, model(*inputs)), ref, mod)
+            fns["fgc"] = lambda: model(*inputs)
+        except Exception as e:  # reported in the row; eager and torch.compile still run
+            row["fgc_check"] = first_line(e)
+            log("fgc failed: %s" % e)
     ref.clear()  # the float64 results can be large: gone before the timing
-    time_all(fns, binary, args, clock, work, row)
+    for fn in fns.values():
+        for _ in range(args.warmup):
+            fn()
+    cold, cold_clock = time_cold(clock, nvml, fns, args.runs, args.gap)
+    sus, sus_clock = time_sustained(clock, nvml, fns, args.rounds, args.sustain, cold)
+    for regime, times, clocks in (("cold", cold, cold_clock), ("sustained", sus, sus_clock)):
+        for k in fns:
+            row["%s_%s_ms" % (regime, k)] = times[k]
+            row["%s_%s_clock" % (regime, k)] = clocks[k]
+        if "fgc" in times:
+            if row["floor_kind"] != "launch":
+                row["%s_fgc_pct_of_floor" % regime] = 100.0 * floor / times["fgc"]
+            if "compile" in times:
+                row["%s_fgc_speedup_vs_compile" % regime] = times["compile"] / times["fgc"]
     return row
 
 
@@ -331,31 +416,39 @@ def bench_sample(name, args, clock, copy_bw, mm_rate):
 COLUMNS = [
     ("sample", "sample", "%s"),
     ("floor_ms", "floor ms", "%.4g"),
-    ("eager_ms", "eager ms", "%.4g"),
-    ("compile_ms", "torch.compile ms", "%.4g"),
-    ("fgc_ms", "fgc ms", "%.4g"),
-    ("fgc_pct_of_floor", "fgc % of floor", "%.0f%%"),
-    ("fgc_speedup_vs_compile", "fgc speedup vs compile", "%.2fx"),
-    ("fgc_eager_ms", "fgc eager-launch ms", "%.4g"),
+    ("R_eager_ms", "eager ms", "%.4g"),
+    ("R_compile_ms", "torch.compile ms", "%.4g"),
+    ("R_fgc_ms", "fgc ms", "%.4g"),
+    ("R_fgc_pct_of_floor", "fgc % of floor", "%.0f%%"),
+    ("R_fgc_speedup_vs_compile", "fgc speedup vs compile", "%.2fx"),
+    ("clocks", "SM MHz eager / compile / fgc", "%s"),
+    ("reasons", "clock events", "%s"),
     ("checks", "agree with the f64 reference (eager / compile / fgc)", "%s"),
 ]
 
 
-def cell(row, key, fmt):
+def cell(row, regime, key, fmt):
+    key = key.replace("R_", regime + "_")
     if key == "checks":
         return " / ".join(row.get(k, "-") for k in ("eager_check", "compile_check", "fgc_check"))
-    if key == "fgc_pct_of_floor" and row.get("floor_kind") == "launch":
+    if key in ("clocks", "reasons"):
+        c = [row.get("%s_%s_clock" % (regime, k)) for k in ("eager", "compile", "fgc")]
+        if key == "clocks":
+            return " / ".join("%.0f" % x["mhz"] if x and x["mhz"] else "-" for x in c)
+        seen = sorted({r for x in c if x for r in x["reasons"]})
+        return ", ".join(seen) or "none"
+    if key.endswith("fgc_pct_of_floor") and row.get("floor_kind") == "launch":
         return "launch-bound"
     if key not in row:
-        return row.get("error", "-") if key == "eager_ms" else "-"
+        return row.get("error", "-") if key.endswith("eager_ms") else "-"
     return fmt % row[key]
 
 
-def table(rows):
+def table(rows, regime):
     lines = ["| " + " | ".join(title for _, title, _ in COLUMNS) + " |",
              "|" + "---|" * len(COLUMNS)]
     for row in rows:
-        lines.append("| " + " | ".join(cell(row, k, f) for k, _, f in COLUMNS) + " |")
+        lines.append("| " + " | ".join(cell(row, regime, k, f) for k, _, f in COLUMNS) + " |")
     return "\n".join(lines)
 
 
@@ -370,26 +463,28 @@ def notes(env, args):
         "and param read once, each output and @save value written once (performance.md). A floor under "
         "%g ms is less than one kernel launch: such a row is launch-bound, and its %% of floor means "
         "nothing." % LAUNCH_BOUND_MS,
-        "- eager and torch.compile: the module `fgc emit-torch` writes (composites as torch.softmax, "
-        "F.layer_norm, F.rms_norm), timed in this process with CUDA events around each call, the two "
-        "interleaved call by call; the median of %d calls after warm-up. torch.compile: default mode, "
-        "mode=\"max-autotune-no-cudagraphs\" for samples with a matmul; neither uses CUDA graphs." % args.runs,
-        "- fgc: the binary `make -f Makefile.gpu` builds (GPUOUT/bench/NAME), timed by itself in its own "
-        "process (`--bench %d`: CUDA events, median after 3 warm-ups; its headline total, which replays "
-        "the program as one CUDA graph where the runtime does so, with the eager-launch total beside it "
-        "when the binary prints one); the median of %d such runs, alternating with the PyTorch timings."
-        % (args.runs, args.rounds),
-        "- fgc % of floor = floor / fgc time; speedup = torch.compile time / fgc time.",
+        "- the three, in this process, on the same tensors: eager and torch.compile run the module `fgc "
+        "emit-torch` writes (composites as torch.softmax, F.layer_norm, F.rms_norm); torch.compile: default "
+        "mode, mode=\"max-autotune-no-cudagraphs\" for samples with a matmul; fgc runs the model `fgc "
+        "compile --lib` built, through python/fgc (fgc.load, a torch.library op on the current stream). "
+        "None replays a CUDA graph; each is timed with the same CUDA events around the same calls.",
+        "- cold: each call after %.0f ms of an idle GPU, timed from idle to its end, the three taking "
+        "turns call by call; the median of %d calls each. sustained: back-to-back calls for at least "
+        "%.0f ms, events around the whole run, the time per call; the three taking turns, the median of "
+        "%d runs each. SM MHz: the median SM clock NVML reported right after each cold call, or all along "
+        "the sustained runs; clock events: NVML's clock-event (throttle) reasons seen, idle left out."
+        % (args.gap * 1e3, args.runs, args.sustain * 1e3, args.rounds),
+        "- fgc % of floor = floor / fgc time; speedup = torch.compile time / fgc time, in the same regime.",
         "- agree: each output and @save value against the float64 reference (the module run with "
         "reference=True, the interpreter's semantics) under testing.md's gates: elementwise "
         "(|a - e| <= atol + rtol |e|) or, for values fed by a reduction, a matmul, a composite or a "
-        "value eager PyTorch rounds, the RMSE gate. All three run on the same inputs: the binary draws "
-        "them from --seed %d and the module's make_inputs draws the same bits." % args.seed,
+        "value eager PyTorch rounds, the RMSE gate. All three run on the same inputs: the module's "
+        "make_inputs(%d) draws the bits `fgc run --seed %d` draws." % (args.seed, args.seed),
     ])
 
 
-SERIES = [("eager_ms", "PyTorch eager", "tab:blue"), ("compile_ms", "torch.compile", "tab:orange"),
-          ("fgc_ms", "fgc", "tab:green")]
+SERIES = [("sustained_eager_ms", "PyTorch eager", "tab:blue"), ("sustained_compile_ms", "torch.compile", "tab:orange"),
+          ("sustained_fgc_ms", "fgc", "tab:green")]
 
 
 def bars(ax, rows, scale):
@@ -433,7 +528,7 @@ def plot(rows, path, env):
         ax.set_ylabel("launch-bound: time in us")
         if not bound:
             ax.legend()
-    fig.suptitle("fgc and its peers on %s: copy %.0f GB/s, bf16 matmul %.0f TFLOP/s"
+    fig.suptitle("fgc and its peers on %s, sustained: copy %.0f GB/s, bf16 matmul %.0f TFLOP/s"
                  % (env["gpu"], env["copy_gbs"], env["matmul_tflops"]))
     fig.tight_layout()
     fig.savefig(path, dpi=150)
@@ -467,21 +562,19 @@ def environment(device, copy_bw, mm_rate, fgc):
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[1], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--fgc", default=os.path.join(ROOT, "build", "fgc"), help="the fgc compiler (default build/fgc)")
-    p.add_argument("--gpuout", default=os.path.join(ROOT, "out", "gpu"),
-                   help="Makefile.gpu's GPUOUT: the binaries are GPUOUT/bench/NAME (default out/gpu)")
-    p.add_argument("--out", default=os.path.join(ROOT, "out", "peers"), help="where the table and plot go")
-    p.add_argument("--work", default="/tmp/fgc-peers", help="modules, fgc outputs and logs")
+    p.add_argument("--out", default=os.path.join(ROOT, "out", "peers"), help="where the tables and plot go")
+    p.add_argument("--work", default="/tmp/fgc-peers", help="modules, libraries and logs")
     p.add_argument("--samples", default="", help="comma-separated names (default: every samples/*.fg)")
-    p.add_argument("--runs", type=int, default=60, help="timed calls of each competitor (default 60)")
-    p.add_argument("--rounds", type=int, default=3, help="rounds alternating PyTorch and fgc (default 3)")
+    p.add_argument("--runs", type=int, default=20, help="cold calls of each competitor (default 20)")
+    p.add_argument("--rounds", type=int, default=3, help="sustained runs of each competitor (default 3)")
+    p.add_argument("--gap", type=float, default=0.05, help="idle seconds before each cold call (default 0.05)")
+    p.add_argument("--sustain", type=float, default=0.2, help="seconds of each sustained run (default 0.2)")
     p.add_argument("--warmup", type=int, default=5, help="untimed calls before timing (default 5)")
     p.add_argument("--seed", type=int, default=7, help="the inputs' seed (default 7)")
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="make -j (default: every core)")
     p.add_argument("--device", default="cuda", help="cuda, or cpu to try the script without a GPU")
     p.add_argument("--small", action="store_true",
-                   help="each sample at its `# test-dims:` sizes, binaries GPUOUT/NAME: a quick\n"
-                        "check that the three agree; its timings mean little")
-    p.add_argument("--no-make", action="store_true", help="use the binaries as they are")
+                   help="each sample at its `# test-dims:` sizes: a quick check that the three\n"
+                        "agree; its timings mean little")
     p.add_argument("--no-fgc", action="store_true", help="time PyTorch alone")
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     args = p.parse_args()
@@ -489,17 +582,6 @@ def parse_args():
     if not hasattr(torch, "compile"):
         args.no_compile = True
     return args
-
-
-def build(args, names):
-    targets = [os.path.join(args.gpuout, n) if args.small else os.path.join(args.gpuout, "bench", n) for n in names]
-    cmd = ["make", "-f", "Makefile.gpu", "FGC=" + os.path.abspath(args.fgc), "GPUOUT=" + args.gpuout,
-           "-j%d" % args.jobs] + targets
-    log("building: " + " ".join(cmd))
-    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    if p.returncode != 0:
-        log("make failed (status %d); samples without a binary get no fgc column:\n%s"
-            % (p.returncode, (p.stdout + p.stderr)[-3000:]))
 
 
 def main():
@@ -510,9 +592,9 @@ def main():
         os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "samples", "*.fg")))
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.work, exist_ok=True)
-    if not args.no_fgc and not args.no_make:
-        build(args, names)
+    libs = {} if args.no_fgc else build_libs(args, names)
     clock = Clock(args.device)
+    nvml = Nvml(args.device)
     copy_bw, mm_rate = copy_bandwidth(args.device, clock), matmul_rate(args.device, clock)
     env = environment(args.device, copy_bw, mm_rate, args.fgc)
     log("ceilings: copy %.0f GB/s, bf16 matmul %.0f TFLOP/s" % (env["copy_gbs"], env["matmul_tflops"]))
@@ -520,7 +602,7 @@ def main():
     for name in names:
         log("== %s" % name)
         try:
-            row = bench_sample(name, args, clock, copy_bw, mm_rate)
+            row = bench_sample(name, args, clock, nvml, copy_bw, mm_rate, libs.get(name))
         except Exception as e:  # one sample's failure must not lose the others' rows
             row = {"sample": name, "error": first_line(e)}
             log("%s failed:\n%s" % (name, e))
@@ -529,8 +611,10 @@ def main():
         if clock.cuda:
             torch.cuda.empty_cache()  # this sample's tensors died with bench_sample
         rows.append(row)
-        log(table([row]).splitlines()[-1])
-    md = "# fgc and its peers\n\n%s\n\n%s\n" % (table(rows), notes(env, args))
+        for regime in ("cold", "sustained"):
+            log(regime + ": " + table([row], regime).splitlines()[-1])
+    md = "# fgc and its peers\n\n## Cold\n\n%s\n\n## Sustained\n\n%s\n\n%s\n" % (
+        table(rows, "cold"), table(rows, "sustained"), notes(env, args))
     with open(os.path.join(args.out, "peers.md"), "w") as f:
         f.write(md)
     with open(os.path.join(args.out, "peers.json"), "w") as f:

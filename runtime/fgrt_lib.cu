@@ -562,7 +562,7 @@ void fgrt_model_run(FgModel *m, void *const *ptrs, cudaStream_t stream)
 
 /* ------------------------------------------------------------- the C ABI */
 
-static thread_local char last_error[2 * FGRT_ERRLEN];
+static thread_local char last_error[3 * FGRT_ERRLEN];  /* the graph's name, then FgrtError.msg */
 
 static int failed(const FgrtError &e)
 {

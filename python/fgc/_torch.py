@@ -42,6 +42,7 @@ class Model:
         op = self.op_name.split("::")[1]
         lib.define(f"{op}({args}) -> {rets}")
         lib.impl(op, self._cuda, "CUDA")
+        lib.impl(op, self._check, "CPU")       # refuses, naming the tensor
         torch.library.register_fake(self.op_name, self._fake, lib=lib)
         self._library = lib     # keeps the registration alive
         self._op = getattr(torch.ops.fgc, op).default
@@ -62,13 +63,13 @@ class Model:
     # -- calls
 
     def __call__(self, *args, out=None):
+        self._check(args)       # before the dispatcher, which would name no tensor
         if out is None:
             return self._op(*args)
         out = (out,) if isinstance(out, torch.Tensor) else tuple(out)
         if len(out) != len(self.results):
             raise ValueError(f"{self.name}: out= takes {len(self.results)} tensors "
                              f"({', '.join(t.name for t in self.results)}), got {len(out)}")
-        self._check(args)
         self._check(out, specs=self.results)
         device = args[0].device if args else out[0].device
         self._run(args, list(out), device)

@@ -109,6 +109,7 @@ def sample(name, args):
     def f(*a):
         r = model(*[x.clone() for x in a])
         return tuple(t.clone() for t in r) if isinstance(r, tuple) else r.clone()
+    torch._dynamo.reset()       # each sample's f is a new closure of one code object
     try:
         out = torch.compile(f, fullgraph=True)(*inputs)
         v = check(mod, model, inputs, out)

@@ -89,7 +89,7 @@ expect bad-launch-graph 1 '^ew4_f32: error: launch 0 \(g0_[a-z0-9_]+, group 0, g
 	"$dir/ew4_bad"
 expect lt-null-handle 1 '^gemm_epilogue: error: .*fgrt_lib\.cu:[0-9]+: cublasLt[A-Za-z]+\(.*\): .+ \(CUBLAS_STATUS_[A-Z_]+\)$' \
 	"$gemm" --case lt-null-handle
-expect lt-unsupported 1 '^gemm_epilogue: error: (gemm slot 0: cuBLASLt has no algorithm for a f32 matmul .* into f16 with the epilogue none|.*fgrt_host\.cu:[0-9]+: cublasLt[A-Za-z]+\(.*\): .+ \(CUBLAS_STATUS_[A-Z_]+\))$' \
+expect lt-unsupported 1 '^gemm_epilogue: error: (gemm slot 0: cuBLASLt has no algorithm for a f32 matmul .* into f16 with the epilogue none|.*fgrt_lib\.cu:[0-9]+: cublasLt[A-Za-z]+\(.*\): .+ \(CUBLAS_STATUS_[A-Z_]+\))$' \
 	"$gemm" --case lt-unsupported
 expect aux-ld 1 '^gemm_epilogue: error: gemm slot 0: the GELU_AUX epilogue needs aux rows \(ld_aux\) of at least n = 40 elements and a multiple of 8; got ld_aux 41$' \
 	"$gemm" --case aux-ld
