@@ -207,8 +207,12 @@ def time_sustained(clock, nvml, fns, rounds, seconds, estimate):
             n = max(10, int(math.ceil(seconds * 1e3 / max(estimate[k], 1e-3))))
             fn()
             clock.sync()
+
+            def run():          # each result dropped as the next call starts
+                for _ in range(n):
+                    fn()
             with nvml.watch() as w:
-                ms = clock.time(lambda: [fn() for _ in range(n)])
+                ms = clock.time(run)
             per[k].append(ms / n)
             samples[k] += w.samples
     return ({k: statistics.median(v) for k, v in per.items()},
