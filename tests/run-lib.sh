@@ -94,6 +94,27 @@ sys.exit(bad)
 PY
 check "python/fgc: the three libraries' tensors and create, through ctypes" "$([ $? -eq 0 ] || head -3 "$tmp/py.log")"
 
+# 2c. The package's dtype tables against the runtime's (FGRT_DTYPES, fgrt.h):
+# a dtype the runtime gains must reach python/fgc too.
+"$py" - "$src" >"$tmp/dt.log" 2>&1 <<'PY'
+import re, sys
+src = sys.argv[1]
+sys.path.insert(0, src + "/python")
+from fgc import _abi
+rt = re.findall(r'X\((\w+), "(\w+)"', open(src + "/runtime/fgrt.h").read().split("#define FGRT_DTYPES(X)")[1].split("\n\n")[0])
+names = tuple(n for _, n in rt)
+torch_table = re.search(r"TORCH_DTYPES = \{(.*?)\}", open(src + "/python/fgc/_torch.py").read(), re.S).group(1)
+mapped = tuple(re.findall(r'"(\w+)": torch\.', torch_table))
+bad = 0
+if _abi.DTYPES != names:
+    print("FAIL fgc/_abi.py DTYPES %s, the runtime's %s" % (_abi.DTYPES, names)); bad = 1
+if set(mapped) != set(names):
+    print("FAIL fgc/_torch.py TORCH_DTYPES maps %s, the runtime has %s" % (mapped, names)); bad = 1
+sys.exit(bad)
+PY
+check "python/fgc's dtypes are the runtime's (FGRT_DTYPES), each mapped to a torch dtype" \
+	"$([ $? -eq 0 ] || head -3 "$tmp/dt.log")"
+
 # 3. Both headers in one strict C program, their enums against the order.
 {
 	for n in softmax_f16 transformer_block; do echo "#include \"$n.h\""; done

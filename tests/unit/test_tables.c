@@ -16,6 +16,7 @@
 
 #include "fg.h"
 #include "fgrt.h"
+#include "fgrt_model.h"
 
 typedef struct Fix {
 	FgArena arena;
@@ -147,7 +148,8 @@ START_TEST(every_op)
 END_TEST
 
 /* The runtime's dtypes (runtime/fgrt.h) are the compiler's: the same
- * constants, names, sizes and .npy types, in the same order. */
+ * constants, names, sizes and .npy types, in the same order; and the C
+ * ABI's (fgrt_model.h) number them alike. */
 START_TEST(runtime_dtypes)
 {
 	static const struct {
@@ -164,6 +166,11 @@ START_TEST(runtime_dtypes)
 		FG_DTYPES(X)
 #undef X
 	};
+	/* the C ABI's dtype numbers (fgrt_model.h) are FgrtDtype's */
+	static const int abi[] = {FG_MODEL_F32, FG_MODEL_F16, FG_MODEL_BF16, FG_MODEL_I32, FG_MODEL_BOOL};
+	ck_assert_int_eq((int)(sizeof abi / sizeof abi[0]), FG_DT_COUNT);
+	for (int d = 0; d < FG_DT_COUNT; d++)
+		ck_assert_int_eq(abi[d], d);
 	ck_assert_int_eq((int)(sizeof rt / sizeof rt[0]), FG_DT_COUNT);
 	for (int d = 0; d < FG_DT_COUNT; d++) {
 		ck_assert_str_eq(rt[d].rt, fg_dtype_info[d].rt);
