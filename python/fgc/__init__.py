@@ -37,9 +37,13 @@ def load(path):
     """The model in the library at `path` (fgc compile --lib), as a callable
     over torch.Tensors: the same object for the same library."""
     try:
+        import torch
         from ._torch import Model
     except ImportError as e:
         raise ModelError(f"fgc.load needs PyTorch: {e}") from None
+    if not hasattr(torch.library, "register_fake"):
+        raise ModelError(f"fgc.load needs PyTorch 2.4 or later (torch.library.register_fake); this is "
+                         f"{torch.__version__}")
     key = os.path.realpath(path)
     with _lock:
         if key not in _models:
