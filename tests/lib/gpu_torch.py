@@ -32,7 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import fgc  # noqa: E402
-from peers import check_all, load_module, test_dims  # noqa: E402
+from peers import check_all, fgc_results, load_module, test_dims  # noqa: E402
 
 failures = []
 
@@ -43,23 +43,14 @@ def verdict(name, ok, why=""):
         failures.append(name)
 
 
-def results(model, outs):
-    """The model's results by the module's RESULTS keys (saved.NAME)."""
-    outs = outs if isinstance(outs, tuple) else (outs,)
-    return {(t.name if t.role & fgc._abi.OUTPUT else "saved." + t.name): o for t, o in zip(model.results, outs)}
-
-
 def reference(mod, inputs):
     ref = mod.forward(*[t.to(torch.float64) if t.dtype.is_floating_point else t for t in inputs], reference=True)
     return ref
 
 
 def check(mod, model, inputs, outs):
-    got = results(model, outs)
+    got = fgc_results(mod, model, outs)
     ref = reference(mod, inputs)
-    for k in list(ref):         # a value both output and saved is one result
-        if k.startswith("saved.") and k not in got and k[6:] in got:
-            got[k] = got[k[6:]]
     wanted = {k: v for k, v in ref.items() if k in got}
     missing = [k for k in ref if k not in got]
     if missing:
