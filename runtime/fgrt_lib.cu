@@ -534,6 +534,8 @@ FgModel *fgrt_model_new(int device)
 void fgrt_model_run(FgModel *m, void *const *ptrs, cudaStream_t stream)
 {
 	const FgrtProgram *p = m->ctx.prog;
+	if (!ptrs && m->niface)
+		fgrt_fail("no tensor pointers (NULL) for the %d tensors of '%s'", m->niface, p->graph);
 	DeviceScope scope(m->device);
 	for (int i = 0; i < m->niface; i++) {
 		const FgrtTensor *t = &p->tensors[m->iface[i]];
@@ -613,6 +615,8 @@ FG_API int fg_model_tensor(int i, FgModelTensor *out)
 
 FG_API int fg_model_create(int device, FgModel **model)
 {
+	if (!model)
+		return failed(FgrtError{"fg_model_create: no place for the model (NULL)"});
 	*model = NULL;
 	try {
 		*model = fgrt_model_new(device);

@@ -3,8 +3,9 @@
  * --lib` builds (runtime/fgrt_model.h), loaded with dlopen as a program
  * that holds several models would: each library's name and tensors, then
  * fg_model_create, which on a machine without a GPU must fail with -1 and
- * "no CUDA device", and with a GPU succeed; fg_model_run of NULL and
- * fg_model_tensor past the end fail with their messages.  One line per
+ * "no CUDA device", and with a GPU succeed; fg_model_run of NULL,
+ * fg_model_create into NULL and fg_model_tensor past the end fail with
+ * their messages.  One line per
  * fact; exit status 1 when any is wrong.
  *
  *   lib_abi [--gpu|--no-gpu] LIB.so[:NAME,NAME,...] ...
@@ -96,6 +97,7 @@ int main(int argc, char **argv)
 		expect(!names || !strcmp(names, listed), path, msg);
 		expect(a.tensor(n, &t) != 0 && strstr(a.error(), "no tensor"), path, a.error());
 		expect(a.run(NULL, NULL, NULL) != 0 && strstr(a.error(), "no model"), path, a.error());
+		expect(a.create(0, NULL) != 0 && strstr(a.error(), "no place for the model"), path, a.error());
 		FgModel *m = NULL;
 		int rc = a.create(0, &m);
 		if (gpu == 0)
