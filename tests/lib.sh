@@ -1,5 +1,6 @@
 # lib.sh - what the golden runners share (run-interp.sh, run-torch.sh:
-# verdict, need_numpy; run-cuda-compile.sh, run-runtime.sh: need_nvcc;
+# verdict, need_numpy; run-cuda-compile.sh, run-runtime.sh, run-lib.sh:
+# need_nvcc; run-leaks.sh: skip;
 # run-diag.sh, run-npy.sh: verdict_err, peak_memory_measurable),
 # sourced after they set src (and py, pass and fail where they use them).
 
@@ -21,15 +22,19 @@ need_numpy() {
 	fi
 }
 
-# Puts nvcc on PATH (CUDA's usual place too), or stops the runner with
-# "0 passed, 0 failed": tests of what WHAT names are skipped without it.
+# skip WHY: the runner's tests did not run, and say so: exit status 77,
+# which ctest reports as Skipped (SKIP_RETURN_CODE, tests/CMakeLists.txt),
+# never as Passed.
+skip() {
+	echo "SKIP: $1"
+	exit 77
+}
+
+# Puts nvcc on PATH (CUDA's usual place too), or skips the runner: tests
+# of what WHAT names cannot run without it.
 need_nvcc() {
 	export PATH=$PATH:/usr/local/cuda/bin
-	if ! command -v nvcc >/dev/null 2>&1; then
-		echo "note: nvcc not found; $1 were skipped"
-		echo "0 passed, 0 failed"
-		exit 0
-	fi
+	command -v nvcc >/dev/null 2>&1 || skip "nvcc not found; $1 did not run"
 }
 
 # verdict_err NAME WHY: PASS when WHY is empty, else FAIL with WHY and the

@@ -17,7 +17,7 @@
 # Cases run two at a time (or one per CPU, up to four).
 #
 # Without valgrind (or for a sanitizer build, which Valgrind cannot run)
-# it prints a note and `0 passed, 0 failed`, and succeeds.
+# it is skipped: exit status 77, Skipped in ctest.
 # One PASS/FAIL line per case, then a total.
 set -u
 
@@ -45,15 +45,11 @@ fi
 
 fgc=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 src=$2 build=$3
-if ! command -v valgrind >/dev/null 2>&1; then
-	echo "note: valgrind is not installed; the leak check is skipped (Debian: apt-get install valgrind)"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
+. "$src/tests/lib.sh"
+command -v valgrind >/dev/null 2>&1 ||
+	skip "valgrind is not installed; the leak check did not run (Debian: apt-get install valgrind)"
 if grep -aqE '__(asan|ubsan|msan|tsan)_' "$fgc"; then
-	echo "note: $fgc is built with sanitizers, which Valgrind cannot run; the leak check is skipped"
-	echo "0 passed, 0 failed"
-	exit 0
+	skip "$fgc is built with sanitizers, which Valgrind cannot run; the leak check did not run"
 fi
 tmp=$(mktemp -d "${build%/}/leaks.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT

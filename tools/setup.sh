@@ -14,6 +14,7 @@ done
 pkg-config --exists check 2>/dev/null || missing+=(check)
 /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 || missing+=(python3-numpy)
 command -v dot >/dev/null 2>&1 || missing+=(graphviz)   # tests render the DOT reports
+command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)    # tests/run-leaks.sh
 if [ ${#missing[@]} -gt 0 ]; then
   pkgs=()
   for m in "${missing[@]}"; do
