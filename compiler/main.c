@@ -10,6 +10,7 @@
  * errors too).  No command writes an output file unless it succeeds.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -244,27 +245,6 @@ static int flag_dump(FgArena *a, Options *o, const char *v)
 	return 0;
 }
 
-static int flag_inputs(FgArena *a, Options *o, const char *v)
-{
-	(void)a;
-	o->inputs = v;
-	return 0;
-}
-
-static int flag_outputs(FgArena *a, Options *o, const char *v)
-{
-	(void)a;
-	o->outputs = v;
-	return 0;
-}
-
-static int flag_in_dtype(FgArena *a, Options *o, const char *v)
-{
-	(void)a, (void)v;
-	o->in_dtype = 1;
-	return 0;
-}
-
 static int flag_seed(FgArena *a, Options *o, const char *v)
 {
 	(void)a;
@@ -293,34 +273,6 @@ static int flag_group(FgArena *a, Options *o, const char *v)
 	return 0;
 }
 
-static int flag_out(FgArena *a, Options *o, const char *v)
-{
-	(void)a;
-	o->out = v;
-	return 0;
-}
-
-static int flag_build(FgArena *a, Options *o, const char *v)
-{
-	(void)a, (void)v;
-	o->build = 1;
-	return 0;
-}
-
-static int flag_lib(FgArena *a, Options *o, const char *v)
-{
-	(void)a, (void)v;
-	o->lib = 1;
-	return 0;
-}
-
-static int flag_arch(FgArena *a, Options *o, const char *v)
-{
-	(void)a;
-	o->arch = v;
-	return 0;
-}
-
 static int flag_gemm(FgArena *a, Options *o, const char *v)
 {
 	static const char *const who[] = {[FG_GEMM_AUTO] = "auto", [FG_GEMM_CUBLASLT] = "cublaslt", [FG_GEMM_FGC] = "fgc"};
@@ -332,20 +284,6 @@ static int flag_gemm(FgArena *a, Options *o, const char *v)
 			return 0;
 		}
 	return usage_error("--gemm %s: expected auto, cublaslt or fgc", v);
-}
-
-static int flag_tf32(FgArena *a, Options *o, const char *v)
-{
-	(void)a, (void)v;
-	o->fuse.tf32 = 1;
-	return 0;
-}
-
-static int flag_no_fuse(FgArena *a, Options *o, const char *v)
-{
-	(void)a, (void)v;
-	o->fuse.no_fuse = 1;
-	return 0;
 }
 
 static int flag_bw(FgArena *a, Options *o, const char *v)
@@ -375,30 +313,35 @@ typedef struct Flag {
 	const char *name;
 	const char *value;      /* what it takes, for messages ("DIR"), or NULL */
 	unsigned cmds;          /* the commands that take it: C_* bits */
-	int (*apply)(FgArena *a, Options *o, const char *v);
+	int (*apply)(FgArena *a, Options *o, const char *v);  /* or NULL: */
+	size_t field;           /* the Options member it sets: a flag with a
+				   value stores it (const char *), one without
+				   sets an int to 1 */
 } Flag;
+#define SET(member) NULL, offsetof(Options, member)
 
 /* Every flag.  -D and -d also take their value joined (-DB=4). */
 static const Flag flags[] = {
-	{"-D", "NAME=VALUE", C_ALL, flag_define},
-	{"-d", "STAGE", C_ALL, flag_dump},
-	{"--inputs", "DIR", C_RUN, flag_inputs},
-	{"--outputs", "DIR", C_RUN, flag_outputs},
-	{"--in-dtype", NULL, C_RUN, flag_in_dtype},
-	{"--seed", "S", C_RUN | C_VERIFY, flag_seed},
-	{"--format", "text|json|dot", C_REPORT, flag_format},
-	{"--group", "N", C_EXTRACT, flag_group},
-	{"-o", "OUT", C_COMPILE | C_TORCH, flag_out},
-	{"--build", NULL, C_COMPILE, flag_build},
-	{"--lib", NULL, C_COMPILE, flag_lib},
-	{"--arch", "SM", C_COMPILE, flag_arch},
-	{"--gemm", "WHO", C_COMPILE, flag_gemm},
-	{"--tf32", NULL, C_COMPILE | C_REPORT, flag_tf32},
-	{"--no-fuse", NULL, C_PLAN, flag_no_fuse},
-	{"--bw", "GBS", C_PLAN, flag_bw},
-	{"--launch-us", "US", C_PLAN, flag_launch_us},
-	{"--reg-limit", "N", C_PLAN, flag_reg_limit},
+	{"-D", "NAME=VALUE", C_ALL, flag_define, 0},
+	{"-d", "STAGE", C_ALL, flag_dump, 0},
+	{"--inputs", "DIR", C_RUN, SET(inputs)},
+	{"--outputs", "DIR", C_RUN, SET(outputs)},
+	{"--in-dtype", NULL, C_RUN, SET(in_dtype)},
+	{"--seed", "S", C_RUN | C_VERIFY, flag_seed, 0},
+	{"--format", "text|json|dot", C_REPORT, flag_format, 0},
+	{"--group", "N", C_EXTRACT, flag_group, 0},
+	{"-o", "OUT", C_COMPILE | C_TORCH, SET(out)},
+	{"--build", NULL, C_COMPILE, SET(build)},
+	{"--lib", NULL, C_COMPILE, SET(lib)},
+	{"--arch", "SM", C_COMPILE, SET(arch)},
+	{"--gemm", "WHO", C_COMPILE, flag_gemm, 0},
+	{"--tf32", NULL, C_COMPILE | C_REPORT, SET(fuse.tf32)},
+	{"--no-fuse", NULL, C_PLAN, SET(fuse.no_fuse)},
+	{"--bw", "GBS", C_PLAN, flag_bw, 0},
+	{"--launch-us", "US", C_PLAN, flag_launch_us, 0},
+	{"--reg-limit", "N", C_PLAN, flag_reg_limit, 0},
 };
+#undef SET
 #define NFLAGS ((int)(sizeof flags / sizeof flags[0]))
 
 /* A command's arguments that it cannot run without, with its flags. */
@@ -443,7 +386,12 @@ static int parse_args(FgArena *a, int argc, char **argv, Options *o)
 			return usage_error("unexpected argument '%s': fgc takes one .fg file", arg);
 		}
 		o->given |= 1u << f;
-		if (flags[f].apply(a, o, v) != 0)
+		char *field = (char *)o + flags[f].field;
+		if (!flags[f].apply && v)
+			*(const char **)field = v;
+		else if (!flags[f].apply)
+			*(int *)field = 1;
+		else if (flags[f].apply(a, o, v) != 0)
 			return 1;
 	}
 	return 0;
