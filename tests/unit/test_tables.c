@@ -82,28 +82,23 @@ static void through_backends(const char *text)
 	fix_free(f);
 }
 
-/* An attribute value for key `key` of op `op` over x : f32[4, 6]. */
+/* A value for each attribute key, over x : f32[4, 6]; "shape" is
+ * reshape's unless the op is broadcast_to.  A key not here is an axis. */
+static const struct {
+	const char *key, *value;
+} attr_values[] = {
+	{"dtype", "f16"}, {"p", "0.25"}, {"seed", "3"}, {"eps", "0.00001"}, {"keepdims", "true"},
+	{"perm", "[1, 0]"}, {"shape", "[3, 8]"}, {"start", "1"}, {"end", "3"},
+};
+
 static const char *attr_value(FgOp op, const char *key)
 {
-	if (!strcmp(key, "dtype"))
-		return "f16";
-	if (!strcmp(key, "p"))
-		return "0.25";
-	if (!strcmp(key, "seed"))
-		return "3";
-	if (!strcmp(key, "eps"))
-		return "0.00001";
-	if (!strcmp(key, "keepdims"))
-		return "true";
-	if (!strcmp(key, "perm"))
-		return "[1, 0]";
-	if (!strcmp(key, "shape"))
-		return op == FG_OP_RESHAPE ? "[3, 8]" : "[2, 4, 6]";
-	if (!strcmp(key, "start"))
-		return "1";
-	if (!strcmp(key, "end"))
-		return "3";
-	return "-1";            /* axis */
+	if (!strcmp(key, "shape") && op != FG_OP_RESHAPE)
+		return "[2, 4, 6]";
+	for (size_t i = 0; i < sizeof attr_values / sizeof attr_values[0]; i++)
+		if (!strcmp(key, attr_values[i].key))
+			return attr_values[i].value;
+	return "-1";
 }
 
 /* op(operands, every attribute it takes) over x, y : f32[4, 6] (a bool
