@@ -171,16 +171,21 @@ enum {
 /* What one verification holds; every pointer is malloc'ed. */
 typedef struct Verify {
 	const FgPlan *p;
+	const FgVerifyOptions *o;
 	const FgGraph *g;
 	const char **names;
 	FgDiag *d;
 	unsigned char *mark;    /* per node: M_* */
 	unsigned char *final;   /* per node: an output or saved value */
-	unsigned char *rmse;    /* per node: compared with the RMSE gate */
+	unsigned char *read_back;/* per node: a float value a group reads back */
+	unsigned char *gate;    /* per node: FGRT_GATE_* bits */
 	int *local;             /* per node: its id in the extracted group */
 	int *last_read;         /* per node: the last group reading it, -1 */
 	double **in;            /* per graph input: as drawn */
 	double **mat;           /* per node: its value in memory, or NULL */
+	double **base;          /* per node: the RMSE gate's baseline, the
+				   graph in its dtypes (--precision kernel),
+				   or NULL */
 } Verify;
 
 static int valid_ids(Verify *v, int gi, const int *ids, int n)
@@ -353,7 +358,7 @@ static int run_group(Verify *v, int gi)
 	}
 	for (int j = 0; j < ex.noutputs; j++)
 		keep[ex.outputs[j]] = 1;
-	vals = fg_interp_eval(&ex, xin, keep, v->d);
+	vals = fg_interp_eval_in(&ex, xin, keep, v->o->precision, v->d);
 	if (vals == NULL)
 		goto out;
 	store_writes(v, gr, &ex, vals);
@@ -368,72 +373,57 @@ out:
 
 /* ------------------------------------------------------------ comparison */
 
-/* A float value some group reads back from memory, rounded there. */
-static int read_back(const Verify *v, int id)
-{
-	const FgNode *n = &v->g->nodes[id];
-	return v->last_read[id] >= 0 && !is_input(n) && fg_dtype_is_float(n->dt);
-}
-
-/* The elementwise gate holds a value to one rounding, at its store.  The
- * RMSE gate (testing.md) is for values whose arithmetic legitimately
- * differs from the reference's: fed by a reduction or a matmul (summation
- * order), or by a float value the plan stores and reads back (one more
- * rounding: in f16, gelu(x + b) unfused is 2 ulp from the reference
- * where one fused kernel is within 1). */
-static void rmse_gate(Verify *v)
+/* Which gate judges each value (compiler/gates.c), a float value that
+ * some group reads back from memory being rounded there.  verify runs a
+ * matmul in f64 whatever --tf32 says, so no value takes tf32's gate. */
+static void find_gates(Verify *v)
 {
 	for (int id = 0; id < v->g->nnodes; id++) {
 		const FgNode *n = &v->g->nodes[id];
-		FgOpClass cls = fg_op_info[n->op].cls;
-		v->rmse[id] = cls == FG_CLASS_REDUCE || cls == FG_CLASS_MATMUL;
-		for (int k = 0; k < n->nin; k++)
-			v->rmse[id] |= v->rmse[n->in[k]] | read_back(v, n->in[k]);
+		v->read_back[id] = v->last_read[id] >= 0 && !is_input(n) && fg_dtype_is_float(n->dt);
 	}
+	fg_gates(v->g, v->read_back, 0, v->gate);
 }
 
 static void print_verdict(const FgNode *n, const char *label, const FgrtTol *t, const FgrtCheck *c)
 {
-	char ty[256], ix[256];
-	int64_t cnt = fg_shape_numel(&n->shape);
+	char ty[256], why[1024];
 
-	printf("%-4s %s  %s  max abs err %.3g", c->ok ? "ok" : "FAIL", label,
-	       fg_type_str(ty, sizeof ty, n->dt, &n->shape), c->max_abs_err);
-	if (t->rmse_m > 0)
-		printf("  rmse %.3g %s %.3g", c->rmse, c->rmse <= c->rmse_limit ? "<=" : ">", c->rmse_limit);
-	if (!c->ok && t->rmse_m > 0 && c->rmse <= c->rmse_limit)
-		printf("  NaN/Inf where the reference has none");
-	else if (!c->ok && t->rmse_m == 0)
-		printf("  %lld of %lld outside rtol %g atol %g", (long long)c->nbad, (long long)cnt,
-		       t->rtol, t->atol);
-	if (!c->ok && c->worst >= 0) {
-		fgrt_index_str(ix, sizeof ix, n->shape.rank, n->shape.d, c->worst);
-		printf("  worst %s: got %.9g, want %.9g", ix, c->worst_actual, c->worst_expected);
-	}
-	putchar('\n');
+	printf("%-4s %s  %s  max abs err %.3g%s\n", c->ok ? "ok" : "FAIL", label,
+	       fg_type_str(ty, sizeof ty, n->dt, &n->shape), c->max_abs_err,
+	       fgrt_verdict_str(why, sizeof why, t, c, n->shape.rank, n->shape.d, fg_shape_numel(&n->shape)));
 }
 
-/* Compares the plan's value of id with the op-by-op one (ref); 1 when they
- * disagree, -1 when memory runs out. */
+/* Compares the plan's value of id with the op-by-op one (ref), after
+ * planting --plant's bug into a copy of it; 1 when they disagree, -1 when
+ * memory runs out. */
 static int compare(Verify *v, int id, const char *prefix, const double *ref)
 {
 	const FgNode *n = &v->g->nodes[id];
 	int64_t cnt = fg_shape_numel(&n->shape);
-	double *rounded = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *rounded);
-	FgrtTol t = fgrt_tolerance(fg_dtype_name[n->dt], v->rmse[id]);
+	size_t bytes = (size_t)(cnt > 0 ? cnt : 1) * sizeof(double);
+	double *rounded = malloc(bytes), *got = malloc(bytes);
+	FgrtTol t = fgrt_tolerance(fg_dtype_name[n->dt], v->gate[id]);
 	FgrtCheck c;
 	char label[512];
 
-	if (rounded == NULL) {
+	if (rounded == NULL || got == NULL) {
+		free(rounded);
+		free(got);
 		fg_error(v->d, no_loc, "out of memory comparing %s", v->names[id]);
 		return -1;
 	}
 	for (int64_t i = 0; i < cnt; i++)
 		rounded[i] = fg_round_to(n->dt, ref[i]);
-	fgrt_check(v->mat[id], t.rmse_m > 0 ? ref : rounded, rounded, cnt, &t, &c);
+	memcpy(got, v->mat[id], (size_t)cnt * sizeof *got);
+	fgrt_plant((FgrtPlant)v->o->plant, got, n->shape.rank, n->shape.d, fg_dtype_is_float(n->dt),
+		   n->dt == FG_DT_BOOL);
+	fgrt_check_base(got, t.rmse_m > 0 ? ref : rounded, rounded, v->base ? v->base[id] : NULL, cnt, &t,
+			&c);
 	snprintf(label, sizeof label, "%s%s", prefix, v->names[id]);
 	print_verdict(n, label, &t, &c);
 	free(rounded);
+	free(got);
 	return c.ok ? 0 : 1;
 }
 
@@ -443,7 +433,7 @@ static int compare_all(Verify *v, double **ref)
 	const FgGraph *g = v->g;
 	int bad = 0, total = 0, rc;
 
-	rmse_gate(v);
+	find_gates(v);
 	for (int i = 0; i < g->noutputs; i++, total++)
 		if ((rc = compare(v, g->outputs[i], "", ref[g->outputs[i]])) != 0) {
 			if (rc < 0)
@@ -474,12 +464,13 @@ static int verify_alloc(Verify *v)
 
 	v->mark = calloc(nn, 1);
 	v->final = calloc(nn, 1);
-	v->rmse = calloc(nn, 1);
+	v->read_back = calloc(nn, 1);
+	v->gate = calloc(nn, 1);
 	v->local = malloc(nn * sizeof *v->local);
 	v->last_read = malloc(nn * sizeof *v->last_read);
 	v->in = calloc((size_t)v->g->ninputs + 1, sizeof *v->in);
 	v->mat = calloc(nn, sizeof *v->mat);
-	if (!v->mark || !v->final || !v->rmse || !v->local || !v->last_read || !v->in || !v->mat) {
+	if (!v->mark || !v->final || !v->read_back || !v->gate || !v->local || !v->last_read || !v->in || !v->mat) {
 		fg_error(v->d, no_loc, "out of memory verifying graph '%s' (%d nodes)", v->g->name,
 			 v->g->nnodes);
 		return -1;
@@ -506,13 +497,15 @@ static void verify_free(Verify *v)
 	free(v->in);
 	free(v->last_read);
 	free(v->local);
-	free(v->rmse);
+	free(v->gate);
+	free(v->read_back);
 	free(v->final);
 	free(v->mark);
 }
 
 /* Draws the inputs and runs the plan; the op-by-op values of the final
- * ones, or NULL (reported). */
+ * ones, or NULL (reported).  In the kernels' precision, also the graph in
+ * its dtypes, the RMSE gate's baseline (as a binary's --check reads it). */
 static double **run_both(Verify *v, uint64_t seed)
 {
 	const FgGraph *g = v->g;
@@ -524,6 +517,16 @@ static double **run_both(Verify *v, uint64_t seed)
 	double **ref = fg_interp_eval(g, v->in, v->final, v->d);
 	if (ref == NULL)
 		return NULL;
+	if (v->o->precision == FG_INTERP_KERNEL) {
+		v->base = fg_interp_eval_in(g, v->in, v->final, FG_INTERP_IN_DTYPE, v->d);
+		for (int id = 0; v->base != NULL && id < g->nnodes; id++)
+			for (int64_t i = 0, cnt = v->final[id] ? fg_shape_numel(&g->nodes[id].shape) : 0; i < cnt; i++)
+				v->base[id][i] = fg_round_to(g->nodes[id].dt, v->base[id][i]);
+		if (v->base == NULL) {
+			fg_interp_free(g, ref);
+			return NULL;
+		}
+	}
 	for (int gi = 0; gi < v->p->ngroups; gi++)
 		if (run_group(v, gi) != 0) {
 			fg_interp_free(g, ref);
@@ -532,20 +535,28 @@ static double **run_both(Verify *v, uint64_t seed)
 	return ref;
 }
 
-int fg_plan_verify(const FgPlan *plan, uint64_t seed, FgDiag *d)
+int fg_plan_verify(const FgPlan *plan, const FgVerifyOptions *o, FgDiag *d)
 {
+	static const FgVerifyOptions plain = {0, FG_INTERP_F64, 0, NULL};
 	Verify v;
 	double **ref = NULL;
 	int rc = 1;
 
 	memset(&v, 0, sizeof v);
 	v.p = plan;
+	v.o = o ? o : &plain;
 	v.g = plan->g;
 	v.names = plan_names(plan);
 	v.d = d;
-	if (verify_alloc(&v) == 0 && check_plan(&v) == 0 && (ref = run_both(&v, seed)) != NULL)
-		rc = compare_all(&v, ref);
+	if (verify_alloc(&v) == 0 && check_plan(&v) == 0 && (ref = run_both(&v, v.o->seed)) != NULL) {
+		/* the plan's values before any verdict, as fgc run writes them */
+		if (v.o->outputs && fg_run_write(v.g, v.o->outputs, v.mat, d) != 0)
+			rc = 1;
+		else
+			rc = compare_all(&v, ref);
+	}
 	fg_interp_free(v.g, ref);
+	fg_interp_free(v.g, v.base);
 	verify_free(&v);
 	fflush(stdout);
 	return rc;

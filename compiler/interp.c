@@ -28,6 +28,10 @@
  * blocks of SUM_BLOCK in order, then the block sums pairwise (a kernel's
  * threads, then its tree); matmuls add each product to an f32 running sum
  * in k order (one rounding a step, as an FMA).  i32 and bool as usual.
+ * In the kernels' precision (FG_INTERP_KERNEL, for one fusion group of a
+ * plan: `fgc verify --precision kernel`) every float op rounds to f32, the
+ * type a generated kernel computes in whatever the dtype, and sums and
+ * matmuls add in f32 as above.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -42,7 +46,7 @@
 /* The reference column as text: "0" marks ops the table gives no
  * expression, which must never reach the generated switch below. */
 static const char *const ref_text[FG_OP_COUNT] = {
-#define X(id, name, ar, cl, ty, at, ref, cu, py) #ref,
+#define X(id, name, ar, cl, ty, at, ref, cu, py, tr) #ref,
 	FG_OPS(X)
 #undef X
 };
@@ -214,7 +218,8 @@ typedef struct Eval {
 	double **vals;                  /* one buffer per live node */
 	Pool pool;
 	FgDiag *d;
-	int in_dtype;                   /* every result in its dtype, sums in f32 */
+	int in_dtype;                   /* FG_INTERP_*: every result in its dtype
+					   (or f32), sums in f32 */
 } Eval;
 
 static int kept(const Eval *e, int id)
@@ -368,7 +373,7 @@ static void ew_row(const FgNode *n, double *o, const double *const *p,
 			o[i] = (ref);                                          \
 		}                                                              \
 		break;
-#define X(id, name, ar, cl, ty, at, ref, cu, py) EW_CASE_##cl(id, ref)
+#define X(id, name, ar, cl, ty, at, ref, cu, py, tr) EW_CASE_##cl(id, ref)
 	switch (n->op) {
 		FG_OPS(X)
 	default:
@@ -417,13 +422,16 @@ static void eval_ew(const Eval *e, const FgNode *n, const double *const *src, do
 }
 
 /* In the dtypes: the dtype op id's float result is rounded to (f32 inside
- * a composite and for a constant), or FG_DT_COUNT when it is not rounded. */
+ * a composite and for a constant; always f32, the kernels' compute type,
+ * in FG_INTERP_KERNEL, where only a cast and the caller's stores round to
+ * a 16-bit type), or FG_DT_COUNT when it is not rounded. */
 static FgDtype in_dtype_of(const Eval *e, int id)
 {
 	const FgNode *n = &e->g->nodes[id];
 	if (!e->in_dtype || !fg_dtype_is_float(n->dt))
 		return FG_DT_COUNT;
-	if (n->op == FG_OP_CONST || (n->composite && !(n->flags & FG_NF_COMPOSITE_END)))
+	if (e->in_dtype == FG_INTERP_KERNEL || n->op == FG_OP_CONST ||
+	    (n->composite && !(n->flags & FG_NF_COMPOSITE_END)))
 		return FG_DT_F32;
 	return n->dt;
 }

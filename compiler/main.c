@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "fg.h"
+#include "fgrt.h"
 
 typedef struct Pass {
 	const char *name;       /* for -d NAME */
@@ -37,6 +38,8 @@ typedef struct Options {
 	int build;                    /* compile: --build runs nvcc */
 	int lib;                      /* compile: --lib builds a shared library */
 	int in_dtype;                 /* run: --in-dtype */
+	int precision;                /* verify: --precision f64|kernel */
+	int plant;                    /* verify: --plant KIND (FgrtPlant) */
 	FgGemmChoice gemm;            /* compile: --gemm auto|cublaslt|fgc */
 	int group;                    /* extract: the group, or -1 */
 	uint64_t seed;
@@ -70,6 +73,12 @@ static const char usage[] =
 	"                   op rounded to its dtype, sums in f32) into DIR/in-dtype: the\n"
 	"                   baseline of a binary's --check DIR RMSE gate\n"
 	"  --seed S         (run, verify) seed for inputs that are drawn (default 0)\n"
+	"  --outputs DIR    (verify) also write the plan's values there, as run does\n"
+	"  --precision P    (verify) each group in f64 (default: only the plan's stores\n"
+	"                   round), or in the kernels' f32 arithmetic (kernel: what a\n"
+	"                   binary should compute, judged as its --check judges it)\n"
+	"  --plant KIND     (verify) put a bug into every value compared (element, row,\n"
+	"                   column or tile: docs/testing.md), which must then fail\n"
 	"  -o OUT           (compile) write OUT.cu, and the binary OUT with --build;\n"
 	"                   (emit-torch) write the module to OUT instead of stdout\n"
 	"  --build          (compile) build OUT with nvcc ($NVCC, else nvcc) and the runtime\n"
@@ -134,8 +143,9 @@ static int cmd_extract(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
 
 static int cmd_verify(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
 {
+	FgVerifyOptions vo = {o->seed, o->precision, o->plant, o->outputs};
 	(void)g;
-	return fg_plan_verify(plan, o->seed, d);
+	return fg_plan_verify(plan, &vo, d);
 }
 
 static int cmd_compile(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
@@ -298,6 +308,26 @@ static int flag_launch_us(FgArena *a, Options *o, const char *v)
 	return parse_positive("--launch-us", v, &o->fuse.launch_us);
 }
 
+static int flag_precision(FgArena *a, Options *o, const char *v)
+{
+	(void)a;
+	if (strcmp(v, "f64") == 0)
+		o->precision = FG_INTERP_F64;
+	else if (strcmp(v, "kernel") == 0)
+		o->precision = FG_INTERP_KERNEL;
+	else
+		return usage_error("--precision %s: expected f64 or kernel", v);
+	return 0;
+}
+
+static int flag_plant(FgArena *a, Options *o, const char *v)
+{
+	(void)a;
+	if ((o->plant = fgrt_plant_parse(v)) == FGRT_PLANT_NONE)
+		return usage_error("--plant %s: expected element, row, column or tile", v);
+	return 0;
+}
+
 static int flag_reg_limit(FgArena *a, Options *o, const char *v)
 {
 	double x;
@@ -325,9 +355,11 @@ static const Flag flags[] = {
 	{"-D", "NAME=VALUE", C_ALL, flag_define, 0},
 	{"-d", "STAGE", C_ALL, flag_dump, 0},
 	{"--inputs", "DIR", C_RUN, SET(inputs)},
-	{"--outputs", "DIR", C_RUN, SET(outputs)},
+	{"--outputs", "DIR", C_RUN | C_VERIFY, SET(outputs)},
 	{"--in-dtype", NULL, C_RUN, SET(in_dtype)},
 	{"--seed", "S", C_RUN | C_VERIFY, flag_seed, 0},
+	{"--precision", "f64|kernel", C_VERIFY, flag_precision, 0},
+	{"--plant", "KIND", C_VERIFY, flag_plant, 0},
 	{"--format", "text|json|dot", C_REPORT, flag_format, 0},
 	{"--group", "N", C_EXTRACT, flag_group, 0},
 	{"-o", "OUT", C_COMPILE | C_TORCH, SET(out)},

@@ -380,6 +380,13 @@ static double **evaluate(const FgGraph *g, double *const *in, const unsigned cha
 	return vals;
 }
 
+int fg_run_write(const FgGraph *g, const char *outdir, double **vals, FgDiag *d)
+{
+	if (check_outdir(d, outdir) != 0 || make_dirs(d, outdir) != 0)
+		return 1;
+	return write_results(g, outdir, vals, d);
+}
+
 int fg_run(const FgGraph *g, const char *indir, const char *outdir,
 	   uint64_t seed, int in_dtype, FgDiag *d)
 {
@@ -403,7 +410,8 @@ int fg_run(const FgGraph *g, const char *indir, const char *outdir,
 	for (int i = 0; i < g->noutputs; i++)
 		keep[g->outputs[i]] = 1;
 	/* both evaluations before any file is written */
-	if ((vals = evaluate(g, in, keep, 0, d)) == NULL || (in_dtype && (dvals = evaluate(g, in, keep, 1, d)) == NULL))
+	if ((vals = evaluate(g, in, keep, FG_INTERP_F64, d)) == NULL ||
+	    (in_dtype && (dvals = evaluate(g, in, keep, FG_INTERP_IN_DTYPE, d)) == NULL))
 		goto out;
 	if ((ddir = malloc(strlen(outdir) + sizeof "/" FGRT_IN_DTYPE_DIR)) == NULL) {
 		fg_error(d, no_loc, "out of memory");

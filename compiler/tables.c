@@ -12,8 +12,8 @@
 #include "fgrt.h"
 
 const FgOpInfo fg_op_info[FG_OP_COUNT] = {
-#define X(id, nm, ar, cl, ty, at, ref, cu, py) \
-	[FG_OP_##id] = {nm, ar, FG_CLASS_##cl, FG_TY_##ty, at, cu, py},
+#define X(id, nm, ar, cl, ty, at, ref, cu, py, tr) \
+	[FG_OP_##id] = {nm, ar, FG_CLASS_##cl, FG_TY_##ty, at, cu, py, tr},
 	FG_OPS(X)
 #undef X
 };
@@ -116,7 +116,7 @@ double fg_op_eval_scalar(FgOp op, double a, double b, double c)
 	(void)b;
 	(void)c;
 	switch (op) {
-#define X(id, nm, ar, cl, ty, at, ref, cu, py) \
+#define X(id, nm, ar, cl, ty, at, ref, cu, py, tr) \
 	case FG_OP_##id: return FG_CLASS_##cl == FG_CLASS_EW ? (double)(ref) : NAN;
 	FG_OPS(X)
 #undef X

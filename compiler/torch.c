@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "fg.h"
+#include "fgrt.h"
 
 /* The helpers forward may call, each written into the module once. */
 enum {
@@ -62,6 +63,7 @@ typedef struct Torch {
 	unsigned char *rounded; /* per node: eager torch rounds it where the
 	                           f64 reference does not */
 	unsigned char *rmse;    /* per node: compared with the RMSE gate */
+	unsigned char *gate;    /* per node: compiler/gates.c's bits (TRANSC) */
 	unsigned helpers;       /* HELP_*: the helpers forward calls */
 } Torch;
 
@@ -139,6 +141,15 @@ static void find_gates(Torch *t)
 		else
 			t->rounded[id] = (unsigned char)fg_dtype_is_float(n->dt);
 	}
+	fg_gates(g, NULL, 0, t->gate);  /* for TRANSC; the RMSE rule is eager torch's, above */
+}
+
+/* RESULTS' name of the gate that judges value id. */
+static const char *gate_name(const Torch *t, int id)
+{
+	if (t->rmse[id])
+		return "rmse";
+	return t->gate[id] & FGRT_GATE_TRANSC ? "transcendental" : "elementwise";
 }
 
 /* ------------------------------------------------------------- text */
@@ -492,18 +503,20 @@ static void put_tables(Torch *t)
 	      "# What forward returns: outputs, then @save values as \"saved.NAME\" (the\n"
 	      "# names of the fgc binary's .npy files): key -> (dtype, shape, gate), the\n"
 	      "# gate of testing.md that compares it with the reference (\"rmse\" when a\n"
-	      "# reduction, matmul or composite feeds it, or a value eager torch rounds).\n"
+	      "# reduction, matmul or composite feeds it, or a value eager torch rounds;\n"
+	      "# else elementwise: \"transcendental\" when such an op feeds it, which\n"
+	      "# gives f32 the rtol 1e-5, \"elementwise\" with f32's 1.3e-6).\n"
 	      "RESULTS = {\n", f);
 	for (int i = 0; i < g->noutputs; i++) {
 		const FgNode *n = &g->nodes[g->outputs[i]];
 		fprintf(f, "    \"%s\": (%s, %s, \"%s\"),\n", n->name, torch_dtype(n->dt),
-			py_shape(t->a, &n->shape), t->rmse[g->outputs[i]] ? "rmse" : "elementwise");
+			py_shape(t->a, &n->shape), gate_name(t, g->outputs[i]));
 	}
 	for (int id = 0; id < g->nnodes; id++) {
 		const FgNode *n = &g->nodes[id];
 		if (n->flags & FG_NF_SAVED)
 			fprintf(f, "    \"saved.%s\": (%s, %s, \"%s\"),\n", n->name, torch_dtype(n->dt),
-				py_shape(t->a, &n->shape), t->rmse[id] ? "rmse" : "elementwise");
+				py_shape(t->a, &n->shape), gate_name(t, id));
 	}
 	floors(g, &bytes, &flops);
 	fputs("}\n\n"
@@ -699,6 +712,7 @@ int fg_torch_emit(const FgGraph *g, const char *out, const char *source, FgDiag 
 	t.names = python_names(g);
 	t.rounded = fg_arena_alloc(t.a, (size_t)g->nnodes + 1);
 	t.rmse = fg_arena_alloc(t.a, (size_t)g->nnodes + 1);
+	t.gate = fg_arena_alloc(t.a, (size_t)g->nnodes + 1);
 	find_gates(&t);
 	source = py_string(t.a, source);
 	if (!out) {

@@ -91,7 +91,8 @@ float fgrt_bf16_to_f32(uint16_t h);
 /* runtime/check.c: comparison with a golden tensor (testing.md).
  * Elementwise mode: |a - e| <= atol + rtol*|e|, infinities equal, NaN only
  * where e is NaN.  RMSE mode (reductions, matmuls): rmse(a, ref) <=
- * m * rmse(round(ref), ref) + atol, with NaN/Inf positions exact. */
+ * m * rmse(round(ref), ref) + atol, no element beyond the outlier bound,
+ * with NaN/Inf positions exact. */
 typedef struct FgrtTol {
 	double rtol, atol;      /* elementwise gate */
 	double rmse_m;          /* > 0: use the RMSE gate with this m */
@@ -102,7 +103,23 @@ typedef struct FgrtTol {
 				   reference that happens to be exact in the
 				   dtype (2x, small integers) does not shrink
 				   the gate to atol */
+	double outlier_k;       /* > 0 in RMSE mode: no element's error above
+				   atol + outlier_k * (rmse_limit - atol) *
+				   max(1, |ref| / rms(ref)) */
 } FgrtTol;
+
+/* The outlier bound's K (docs/testing.md): the largest of N normal errors
+ * is about sqrt(2 ln N) sigma, 7.4 sigma for N = 2^40, and a value that
+ * passes the RMSE gate has sigma at most its limit. */
+#define FGRT_OUTLIER_K 10.0
+
+/* Which gate judges a value, bits (compiler/gates.c decides them from the
+ * graph; a program's tensor table carries them): RMSE, for values fed by a
+ * reduction, a matmul or a float value stored and read back; TF32, the
+ * RMSE gate at tf32's precision, for values fed by an f32 matmul under
+ * --tf32 (implies RMSE); TRANSC, a transcendental op feeds the value (f32's
+ * elementwise rtol 1e-5 rather than 1.3e-6). */
+enum { FGRT_GATE_RMSE = 1, FGRT_GATE_TF32 = 2, FGRT_GATE_TRANSC = 4 };
 
 typedef struct FgrtCheck {
 	int ok;                 /* verdict */
@@ -113,14 +130,17 @@ typedef struct FgrtCheck {
 	double max_abs_err, max_rel_err;
 	double rmse, rmse_limit;/* rmse over finite elements; limit 0 in
 				 * elementwise mode */
+	int64_t outliers;       /* RMSE mode: elements beyond the outlier bound */
+	int64_t outlier;        /* the one furthest beyond it (by ratio), -1 */
+	double outlier_actual, outlier_expected, outlier_allowed;
 } FgrtCheck;
 
-/* The tolerances of testing.md for a dtype named as in .fg ("f16"):
- * f32 with the transcendental rtol, the RMSE gate when rmse is set (for
- * values downstream of a reduction or matmul; 2: of an f32 matmul done in
- * tf32, whose unit roundoff 2^-10 the gate then takes where the dtype's is
- * finer), exact for i32 and bool. */
-FgrtTol fgrt_tolerance(const char *dtype, int rmse);
+/* The tolerances of testing.md for a dtype named as in .fg ("f16") and a
+ * value judged by gate (FGRT_GATE_* bits): f32's rtol 1.3e-6, 1e-5 with
+ * TRANSC; the RMSE gate with its outlier bound under RMSE or TF32 (whose
+ * unit roundoff 2^-10 the gate then takes where the dtype's is finer);
+ * exact for i32 and bool. */
+FgrtTol fgrt_tolerance(const char *dtype, int gate);
 
 /* actual and expected are numel doubles; expected_rounded may be NULL
  * (then the RMSE gate uses expected itself).  In RMSE mode NaN/Inf
@@ -134,6 +154,32 @@ void fgrt_check(const double *actual, const double *expected,
 void fgrt_check_base(const double *actual, const double *expected,
 		     const double *expected_rounded, const double *baseline,
 		     int64_t numel, const FgrtTol *tol, FgrtCheck *res);
+/* What a verdict line prints after "max abs err E": the RMSE against its
+ * limit, and for a failure the rule broken and its worst element, into
+ * buf (n bytes, truncated); returns buf. */
+char *fgrt_verdict_str(char *buf, size_t n, const FgrtTol *tol, const FgrtCheck *c, int rank,
+		       const int64_t *shape, int64_t numel);
+
+/* Planted bugs (`fgc verify --plant`, a binary's --check --plant): what a
+ * kernel gets wrong one element, one row, one column or one residue tile
+ * at a time, to show that the gates catch each.  The tensor is viewed as
+ * [rows, cols], cols its last dim: ELEMENT the middle one (flat numel/2),
+ * ROW the last row, COLUMN the last column, TILE the last
+ * FGRT_PLANT_TILE_SIZE-square tile, partial where a dim is not a
+ * multiple of it (a matmul's or a 2-D kernel's residue). */
+typedef enum FgrtPlant {
+	FGRT_PLANT_NONE, FGRT_PLANT_ELEMENT, FGRT_PLANT_ROW, FGRT_PLANT_COLUMN, FGRT_PLANT_TILE,
+	FGRT_PLANT_COUNT
+} FgrtPlant;
+#define FGRT_PLANT_TILE_SIZE 64
+/* "element", "row", "column", "tile" to its kind; NONE for anything else. */
+FgrtPlant fgrt_plant_parse(const char *s);
+const char *fgrt_plant_name(FgrtPlant p);
+/* Puts the bug into a's values (numel of the shape; a float's off by a
+ * quarter of max(|a|, rms(a)) plus 1e-4, a non-finite one made 0, an
+ * integer's off by one, a bool flipped); returns how many elements it
+ * changed. */
+int64_t fgrt_plant(FgrtPlant p, double *a, int rank, const int64_t *shape, int is_float, int is_bool);
 
 /* Where `fgc run --in-dtype` writes the reference computed in the dtypes,
  * under its --outputs DIR, and where --check DIR looks for it. */

@@ -5,7 +5,7 @@
  * --bench.  Linked with one generated model.cu, fgrt_lib.cu, npy.c,
  * half.c and check.c.
  *
- *   model [--inputs DIR] [--outputs DIR] [--seed S] [--check DIR] [--bench N] [--no-graph]
+ *   model [--inputs DIR] [--outputs DIR] [--seed S] [--check DIR [--plant KIND]] [--bench N] [--no-graph]
  *
  * Inputs are read from DIR/NAME.npy with the interpreter's rules (the
  * exact declared shape, the dtype's file type: <f4 for f32 and bf16, <f2,
@@ -17,7 +17,9 @@
  * under the tolerance the compiler put in the tensor table (testing.md),
  * one verdict line each, and exits 1 when any fails; a value under the
  * RMSE gate takes DIR/in-dtype/'s file, when there is one (fgc run
- * --in-dtype), as the gate's baseline.
+ * --in-dtype), as the gate's baseline.  --plant KIND puts a bug
+ * (runtime/check.c: one element, row, column or residue tile off) into
+ * each value before it is compared, to show that --check catches it.
  *
  * The program runs once eagerly (each launch checked as it is made, the
  * cuBLASLt plans made, every kernel loaded), then its launches are
@@ -301,11 +303,11 @@ static int read_golden(const char *path, const char *label, const FgrtTensor *t,
  * a value under the RMSE gate takes DIR/in-dtype/PREFIXNAME.npy as its
  * baseline when that exists (fgc run --in-dtype).  Prints one verdict
  * line; 0 when they agree. */
-static int check_one(const char *dir, const char *prefix, const FgrtTensor *t, const void *data)
+static int check_one(const char *dir, const char *prefix, const FgrtTensor *t, const void *data, FgrtPlant plant)
 {
-	char ty[256], label[512], ix[256];
+	char ty[256], label[512];
 	snprintf(label, sizeof label, "%s%s", prefix, t->name);
-	FgrtTol tol = fgrt_tolerance(fgrt_dtype_name[t->dtype], t->rmse);
+	FgrtTol tol = fgrt_tolerance(fgrt_dtype_name[t->dtype], t->gate);
 	int64_t n = fgrt_numel(t);
 	double *a = (double *)malloc((size_t)(n ? n : 1) * sizeof *a);
 	double *e = (double *)malloc((size_t)(n ? n : 1) * sizeof *e);
@@ -325,22 +327,14 @@ static int check_one(const char *dir, const char *prefix, const FgrtTensor *t, c
 	if (!bad) {
 		for (int64_t i = 0; i < n; i++)
 			a[i] = element(t, data, i);
+		fgrt_plant(plant, a, t->rank, t->shape, t->dtype != FGRT_I32 && t->dtype != FGRT_BOOL,
+			   t->dtype == FGRT_BOOL);
 		FgrtCheck c;
 		fgrt_check_base(a, e, NULL, base ? b : NULL, n, &tol, &c);
-		printf("%-4s %s  %s  max abs err %.3g", c.ok ? "ok" : "FAIL", label, fgrt_type_str(ty, sizeof ty, t),
-		       c.max_abs_err);
-		if (tol.rmse_m > 0)
-			printf("  rmse %.3g %s %.3g%s", c.rmse, c.rmse <= c.rmse_limit ? "<=" : ">", c.rmse_limit,
-			       base ? " (baseline in the dtype)" : "");
-		if (!c.ok && tol.rmse_m > 0 && c.rmse <= c.rmse_limit)
-			printf("  NaN/Inf where the reference has none");
-		else if (!c.ok && tol.rmse_m == 0)
-			printf("  %lld of %lld outside rtol %g atol %g", (long long)c.nbad, (long long)n, tol.rtol,
-			       tol.atol);
-		if (c.worst >= 0) {
-			fgrt_index_str(ix, sizeof ix, t->rank, t->shape, c.worst);
-			printf("  worst %s: got %.9g, want %.9g", ix, c.worst_actual, c.worst_expected);
-		}
+		char why[1024];
+		printf("%-4s %s  %s  max abs err %.3g%s%s", c.ok ? "ok" : "FAIL", label, fgrt_type_str(ty, sizeof ty, t),
+		       c.max_abs_err, fgrt_verdict_str(why, sizeof why, &tol, &c, t->rank, t->shape, n),
+		       base ? "  (baseline in the dtype)" : "");
 		putchar('\n');
 		bad = !c.ok;
 	}
@@ -500,12 +494,14 @@ static cudaGraphExec_t capture(FgrtContext *ctx)
 /* ----------------------------------------------------------------- main */
 
 static const char usage[] =
-	"usage: %s [--inputs DIR] [--outputs DIR] [--seed S] [--check DIR] [--bench N] [--no-graph]\n"
+	"usage: %s [--inputs DIR] [--outputs DIR] [--seed S] [--check DIR [--plant KIND]] [--bench N] [--no-graph]\n"
 	"  --inputs DIR   read NAME.npy for each input and param; missing ones are drawn from the seed\n"
 	"  --outputs DIR  write NAME.npy per output and saved.NAME.npy per @save value\n"
 	"  --seed S       seed of drawn inputs (default 0), as `fgc run --seed S`\n"
 	"  --check DIR    compare every output and saved value with DIR's .npy files; exit 1 on a mismatch\n"
 	"                 (DIR/in-dtype/, from fgc run --in-dtype: the RMSE gate's baseline)\n"
+	"  --plant KIND   with --check: put a bug into every value compared first (element, row,\n"
+	"                 column or tile: one element, the last row, column or 64x64 tile off)\n"
 	"  --bench N      time N runs after warm-up: medians of the graph replay, of eager launches and of\n"
 	"                 each launch, GB/s\n"
 	"  --no-graph     launch every run eagerly, each launch checked as it is made, instead of replaying\n"
@@ -513,6 +509,7 @@ static const char usage[] =
 
 typedef struct Options {
 	const char *inputs, *outputs, *check;
+	FgrtPlant plant;
 	uint64_t seed;
 	int bench;
 	int no_graph;
@@ -531,7 +528,7 @@ static void parse(int argc, char **argv, Options *o)
 			o->no_graph = 1;
 			continue;
 		}
-		static const char *const with_value[] = {"--inputs", "--outputs", "--check", "--seed", "--bench"};
+		static const char *const with_value[] = {"--inputs", "--outputs", "--check", "--seed", "--bench", "--plant"};
 		int known = 0;
 		for (size_t j = 0; j < sizeof with_value / sizeof with_value[0]; j++)
 			known |= !strcmp(a, with_value[j]);
@@ -547,6 +544,9 @@ static void parse(int argc, char **argv, Options *o)
 			o->outputs = v;
 		} else if (!strcmp(a, "--check")) {
 			o->check = v;
+		} else if (!strcmp(a, "--plant")) {
+			if ((o->plant = fgrt_plant_parse(v)) == FGRT_PLANT_NONE)
+				fgrt_fail("--plant %s: expected element, row, column or tile", v);
 		} else if (!strcmp(a, "--seed")) {
 			errno = 0;
 			o->seed = strtoull(v, &end, 10);
@@ -560,6 +560,8 @@ static void parse(int argc, char **argv, Options *o)
 			o->bench = (int)n;
 		}
 	}
+	if (o->plant && !o->check)
+		fgrt_fail("--plant needs --check (see --help)");
 }
 
 /* The binary's run of the model, as the options say; its exit status. */
@@ -644,7 +646,7 @@ static int run_main(int argc, char **argv)
 				free(path);
 			}
 			if (o.check) {
-				bad += check_one(o.check, prefix, tt, h);
+				bad += check_one(o.check, prefix, tt, h, o.plant);
 				checked++;
 			}
 			free(h);

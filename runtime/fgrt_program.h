@@ -65,11 +65,11 @@ typedef struct FgrtTensor {
 	int64_t shape[FGRT_PROGRAM_MAX_RANK];
 	unsigned role;                  /* FGRT_INPUT ... */
 	int64_t offset;                 /* in the arena; -1 for inputs and params */
-	int rmse;                       /* --check: the RMSE gate (fed by a
-					   reduction, a matmul or a value stored
-					   and read back), else elementwise; 2:
-					   the RMSE gate at tf32's precision (fed
-					   by an f32 matmul under --tf32);
+	int gate;                       /* --check's gate, FGRT_GATE_* bits
+					   (compiler/gates.c): the RMSE gate (fed by
+					   a reduction, a matmul or a value stored
+					   and read back), at tf32's precision,
+					   fed by a transcendental op;
 					   fgrt_tolerance() gives the numbers */
 } FgrtTensor;
 

@@ -46,9 +46,21 @@ expect 1 "-D needs a value" -- check "$good" -D
 expect 1 "no such stage" -- check -d nosuch "$good"
 expect 0 "names no dimension" -- check "$good" -D Q=4
 expect 1 "needs --outputs" -- run "$good"
-expect 1 "--outputs belongs to 'run', not 'check'" -- check "$good" --outputs "$tmp/o"
+expect 1 "--outputs belongs to 'run' and 'verify', not 'check'" -- check "$good" --outputs "$tmp/o"
 expect 1 "--reg-limit belongs to 'report', 'extract', 'verify' and 'compile', not 'run'" -- run "$good" --reg-limit 40 --outputs "$tmp/o"
 expect 1 "--seed belongs to 'run' and 'verify', not 'report'" -- report "$good" --seed 3
+expect 1 "--plant rows: expected element, row, column or tile" -- verify "$good" --plant rows
+expect 1 "--plant belongs to 'verify', not 'run'" -- run "$good" --plant row --outputs "$tmp/o"
+expect 1 "--precision f32: expected f64 or kernel" -- verify "$good" --precision f32
+# verify --plant fails every value, --outputs writes the plan's values
+if "$fgc" verify "$good" --outputs "$tmp/vo" >"$tmp/v1" && [ -n "$(ls "$tmp/vo"/*.npy 2>/dev/null)" ] &&
+   ! "$fgc" verify "$good" --plant element >"$tmp/v2" 2>&1 && ! grep -q '^ok ' "$tmp/v2" &&
+   [ "$(grep -c '^ok ' "$tmp/v1")" = "$(grep -c '^FAIL ' "$tmp/v2")" ] &&
+   "$fgc" verify "$good" --precision kernel >/dev/null; then
+  pass=$((pass + 1)); echo "PASS verify --outputs writes the plan's values, --plant fails each, --precision kernel"
+else
+  fail=$((fail + 1)); echo "FAIL verify --outputs / --plant / --precision kernel"
+fi
 expect 1 "unknown option '--frob'" -- report "$good" --frob 3
 expect 1 "'compile' needs -o OUT" -- compile "$good"
 expect 1 "'extract' needs --group N" -- extract "$good"
@@ -76,15 +88,15 @@ else
   fail=$((fail + 1)); echo "FAIL --arch sm_80 / the default: who runs the matmul"
 fi
 # --tf32: f32 operands go to cuBLASLt's tf32 path, and what they feed is
-# checked at tf32's precision (rmse 2); 16-bit ones and the default keep f32;
+# checked at tf32's precision (y: gate 7, RMSE at tf32 and fed by tanh; 5 without --tf32); 16-bit ones and the default keep f32;
 # the generated kernel takes the K-major product (u) under --gemm fgc only
 mf=$tmp/mf.fg
 printf 'graph f {\n  input a : f32[16, 32]\n  param w : f32[32, 24]\n  param wt : f32[24, 32]\n  input h : bf16[16, 32]\n  param v : bf16[32, 24]\n  y = tanh(matmul(a, w))\n  z = matmul(h, v)\n  u = gelu(matmul(a, transpose(wt)))\n  output y, z, u\n}\n' >"$mf"
 if "$fgc" compile "$mf" -o "$tmp/t1" --tf32 && grep -q "FGRT_TF32, FGRT_F32" "$tmp/t1.cu" &&
-   grep -q '{"y", FGRT_F32, 2, {16, 24}, FGRT_OUTPUT, [0-9]*, 2}' "$tmp/t1.cu" &&
+   grep -q '{"y", FGRT_F32, 2, {16, 24}, FGRT_OUTPUT, [0-9]*, 7}' "$tmp/t1.cu" &&
    grep -q '{"z", FGRT_BF16, 2, {16, 24}, FGRT_OUTPUT, [0-9]*, 1}' "$tmp/t1.cu" &&
    "$fgc" compile "$mf" -o "$tmp/t2" && ! grep -q "TF32" "$tmp/t2.cu" &&
-   grep -q '{"y", FGRT_F32, 2, {16, 24}, FGRT_OUTPUT, [0-9]*, 1}' "$tmp/t2.cu" &&
+   grep -q '{"y", FGRT_F32, 2, {16, 24}, FGRT_OUTPUT, [0-9]*, 5}' "$tmp/t2.cu" &&
    ! grep -q "fgg::launch<float" "$tmp/t1.cu" &&
    "$fgc" compile "$mf" -o "$tmp/t3" --tf32 --gemm fgc && [ "$(grep -c "fgg::launch<float" "$tmp/t3.cu")" = 1 ]; then
   pass=$((pass + 1)); echo "PASS --tf32: f32 matmuls on tf32, their values at its gate; not without it; the generated kernel's tf32 with --gemm fgc alone"

@@ -4,9 +4,14 @@
 # its `# test-dims: -D NAME=VALUE ...` line, runs as
 #   fgc verify FILE            (the fused plan)
 #   fgc verify --no-fuse FILE  (one group per op)
+#   fgc verify --precision kernel FILE  (the fused plan in f32 arithmetic)
 # which executes the plan group by group in the reference interpreter,
 # rounding each value it writes to its dtype, and compares every output and
-# saved value with the op-by-op evaluation.  PASS when it exits 0.
+# saved value with the op-by-op evaluation.  PASS when it exits 0.  Then
+# the oracle's own test (issue 19): with each bug of `--plant element|row|
+# column|tile` put into the fused plan's values, every value compared must
+# FAIL, elementwise and RMSE-gated alike.  tests/gpu/*.fg join the samples
+# (at their test dims where they give some).
 # One PASS/FAIL line per file and plan, then a total.
 set -u
 fgc=$1 src=$2 build=$3
@@ -26,9 +31,30 @@ check() {
 	fi
 }
 
-for fg in "$src"/tests/golden/interp/*.fg "$src"/samples/*.fg; do
+# caught NAME FILE FLAGS...: every value of `fgc verify --plant KIND
+# FLAGS FILE` fails, for each KIND.
+caught() {
+	local name=$1 fg=$2 log=$tmp/log kind n bad
+	shift 2
+	for kind in element row column tile; do
+		"$fgc" verify --plant "$kind" "$@" "$fg" >"$log" 2>/dev/null
+		n=$(grep -Ec '^(ok|FAIL) ' "$log") bad=$(grep -c '^FAIL ' "$log")
+		if [ "$n" -gt 0 ] && [ "$bad" -eq "$n" ]; then
+			echo "PASS $name --plant $kind: $bad of $n values caught"; pass=$((pass + 1))
+		else
+			echo "FAIL $name --plant $kind: $bad of $n values caught"; grep '^ok ' "$log" | sed 's/^/    /' | head -n 20
+			fail=$((fail + 1))
+		fi
+	done
+}
+
+for fg in "$src"/tests/golden/interp/*.fg "$src"/samples/*.fg "$src"/tests/gpu/*.fg; do
 	name=$(basename "$fg" .fg) dims=()
 	case $fg in
+	"$src"/tests/gpu/*)
+		name=gpu/$name
+		read -ra dims < <(sed -n 's/^# test-dims://p' "$fg")
+		;;
 	"$src"/samples/*)
 		name=samples/$name
 		read -ra dims < <(sed -n 's/^# test-dims://p' "$fg")
@@ -40,6 +66,8 @@ for fg in "$src"/tests/golden/interp/*.fg "$src"/samples/*.fg; do
 	esac
 	check "$name" "$fg" "${dims[@]}"
 	check "$name --no-fuse" "$fg" --no-fuse "${dims[@]}"
+	check "$name --precision kernel" "$fg" --precision kernel "${dims[@]}"
+	caught "$name" "$fg" "${dims[@]}"
 done
 
 echo "$pass passed, $fail failed"

@@ -56,11 +56,11 @@ model=$tmp/ew4
 read -ra dims < <(sed -n 's/^# test-dims://p' "$src/samples/ew4_f32.fg")
 nvflags=(-gencode=arch=compute_90a,code=sm_90a -Werror all-warnings -I"$src/runtime")
 nvcc "${nvflags[@]}" -D_POSIX_C_SOURCE=200809L -o "$tmp/gemm_epilogue" \
-	"$src/tests/runtime/gemm_epilogue.cu" "$src/runtime/fgrt_lib.cu" "$src/runtime/half.c" "$src/runtime/check.c" \
+	"$src/tests/runtime/gemm_epilogue.cu" "$src/runtime/fgrt_lib.cu" "$src/runtime/half.c" "$src/runtime/npy.c" "$src/runtime/check.c" \
 	-lcublasLt >"$tmp/gemm.log" 2>&1 &
 gemm_pid=$!
 nvcc "${nvflags[@]}" -D_POSIX_C_SOURCE=200809L -o "$tmp/gemm_sm90" \
-	"$src/tests/runtime/gemm_sm90.cu" "$src/runtime/fgrt_lib.cu" "$src/runtime/half.c" "$src/runtime/check.c" \
+	"$src/tests/runtime/gemm_sm90.cu" "$src/runtime/fgrt_lib.cu" "$src/runtime/half.c" "$src/runtime/npy.c" "$src/runtime/check.c" \
 	-lcublasLt >"$tmp/sm90.log" 2>&1 &
 sm90_pid=$!
 nvcc "${nvflags[@]}" -o "$tmp/initcheck_bulk" "$src/tests/runtime/initcheck_bulk.cu" >"$tmp/bulk.log" 2>&1 &

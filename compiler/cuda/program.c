@@ -157,12 +157,9 @@ static void record_step(Emit *E, int gi)
 		fg_vec_push(E->a, &E->step_tensors, E->tensor[E->params.v[o->pick[j]]]);
 }
 
-/* Which of testing.md's gates checks each value: the RMSE gate for values
- * fed by a reduction or a matmul, or by a float value the plan stores and
- * reads back (rounded once more than the reference), as fg_plan_verify
- * decides; else the elementwise one.  2: the RMSE gate at tf32's precision,
- * for values fed by an f32 matmul under --tf32. */
-static void rmse_gates(Emit *E, unsigned char *rmse)
+/* Which of testing.md's gates checks each value (compiler/gates.c): a
+ * float value is read back when some group reads it from memory. */
+static void gates(Emit *E, unsigned char *gate)
 {
 	const FgGraph *g = E->g;
 	const FgPlan *plan = E->plan;
@@ -173,28 +170,17 @@ static void rmse_gates(Emit *E, unsigned char *rmse)
 			FgOp op = g->nodes[id].op;
 			read_back[id] = op != FG_OP_INPUT && op != FG_OP_PARAM && fg_dtype_is_float(g->nodes[id].dt);
 		}
-	for (int id = 0; id < g->nnodes; id++) {
-		const FgNode *n = &g->nodes[id];
-		FgOpClass c = fg_op_info[n->op].cls;
-		int tf32 = c == FG_CLASS_MATMUL && E->plan->opt.tf32 && g->nodes[n->in[0]].dt == FG_DT_F32;
-		rmse[id] = c == FG_CLASS_REDUCE || c == FG_CLASS_MATMUL;
-		for (int j = 0; j < n->nin; j++) {
-			rmse[id] |= rmse[n->in[j]] != 0 || read_back[n->in[j]];
-			tf32 |= rmse[n->in[j]] == 2;
-		}
-		if (tf32)
-			rmse[id] = 2;
-	}
+	fg_gates(g, read_back, plan->opt.tf32, gate);
 }
 
 static void emit_tensors(Emit *E)
 {
 	const FgGraph *g = E->g;
-	unsigned char *rmse = fg_arena_alloc(E->a, (size_t)g->nnodes + 1);
-	rmse_gates(E, rmse);
+	unsigned char *gate = fg_arena_alloc(E->a, (size_t)g->nnodes + 1);
+	gates(E, gate);
 	fprintf(E->f, "/* ------------------------------------------------------------ the program */\n\n");
-	fprintf(E->f, "/* name, dtype, rank, shape, role, arena offset, --check by the RMSE gate (2: at tf32's "
-		"precision) */\n");
+	fprintf(E->f, "/* name, dtype, rank, shape, role, arena offset, --check's gate (FGRT_GATE_*: 1 RMSE, "
+		"2 at tf32's precision, 4 fed by a transcendental op) */\n");
 	fprintf(E->f, "static const FgrtTensor fg_tensors[] = {\n");
 	for (int t = 0; t < E->tensors.n; t++) {
 		int id = E->tensors.v[t];
@@ -222,7 +208,7 @@ static void emit_tensors(Emit *E)
 		int64_t off = E->plan->offset ? E->plan->offset[id] : -1;
 		fprintf(E->f, "\t{\"%s\", %s, %d, {%s}, %s, %lld, %d},\n", E->plan->names[id], fg_dtype_info[n->dt].rt,
 			n->shape.rank, shape, role, (long long)(n->op == FG_OP_INPUT || n->op == FG_OP_PARAM ? -1 : off),
-			rmse[id]);
+			gate[id]);
 	}
 	fprintf(E->f, "};\n\n");
 }

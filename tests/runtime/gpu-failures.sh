@@ -70,7 +70,7 @@ for m in ew4 ew4_huge ew4_bad gbg; do build "$dir/$m" & done
 if [ -z "$gemm" ]; then
 	gemm=$dir/gemm_epilogue
 	"$nvcc" -O3 "${arch[@]}" -lineinfo -Iruntime -D_POSIX_C_SOURCE=200809L -o "$gemm" \
-		tests/runtime/gemm_epilogue.cu runtime/fgrt_lib.cu runtime/half.c runtime/check.c -lcublasLt \
+		tests/runtime/gemm_epilogue.cu runtime/fgrt_lib.cu runtime/half.c runtime/npy.c runtime/check.c -lcublasLt \
 		>"$gemm.build.log" 2>&1 || { echo "FAIL build gemm_epilogue"; sed 's/^/    /' "$gemm.build.log" | head; exit 1; }
 fi
 wait

@@ -173,7 +173,8 @@ static void plan_one(T *t)
 static int verify(T *t, uint64_t seed)
 {
 	fflush(stdout);
-	return fg_plan_verify(&t->plan, seed, &t->d);
+	FgVerifyOptions o = {seed, FG_INTERP_F64, 0, NULL};
+	return fg_plan_verify(&t->plan, &o, &t->d);
 }
 
 /* ---------------------------------------------------------- extraction */
