@@ -11,7 +11,8 @@
 # the oracle's own test (issue 19): with each bug of `--plant element|row|
 # column|tile` put into the fused plan's values, every value compared must
 # FAIL, elementwise and RMSE-gated alike.  tests/gpu/*.fg join the samples
-# (at their test dims where they give some).
+# (at their test dims where they give some), except those whose `# cpu:`
+# line says why the CPU cannot hold them.
 # One PASS/FAIL line per file and plan, then a total.
 set -u
 fgc=$1 src=$2 build=$3
@@ -53,6 +54,10 @@ for fg in "$src"/tests/golden/interp/*.fg "$src"/samples/*.fg "$src"/tests/gpu/*
 	case $fg in
 	"$src"/tests/gpu/*)
 		name=gpu/$name
+		if grep -q '^# cpu:' "$fg"; then
+			echo "SKIP $name:$(sed -n 's/^# cpu://p' "$fg")"
+			continue
+		fi
 		read -ra dims < <(sed -n 's/^# test-dims://p' "$fg")
 		;;
 	"$src"/samples/*)

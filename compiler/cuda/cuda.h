@@ -37,6 +37,47 @@
 #define FULL_BLOCKS 1024        /* partials of a reduction over all axes */
 #define MAX_LANES 8             /* elements per thread of a vectorized kernel */
 
+/* X(ID, name): every path the emitter can take, its code paths by index
+ * width, kind, strategy, tile and schedule, and epilogue.  A group's
+ * kernel header names the paths it took (cu_path), and the .cu ends with
+ * the program's; tests/run-coverage.sh fails when a path of this table
+ * has no GPU test graph reaching it (extend both as kinds land). */
+#define CU_PATHS(X)                                                                     \
+	X(INDEX32, "index.i32")                 /* 32-bit indices */                    \
+	X(INDEX64, "index.i64")                 /* some index reaches 2^31 */           \
+	X(LOOP, "loop")                         /* a thread an element */               \
+	X(LOOP_LANES, "loop.lanes")             /* several elements a thread, vector accesses */ \
+	X(ROW_WARP, "rowreduce.registers.warp") /* the row in a warp's registers */     \
+	X(ROW_BLOCK, "rowreduce.registers.block") /* ... in a block's */                \
+	X(ROW_STREAM, "rowreduce.stream")       /* a block a row, streamed a pass */    \
+	X(RED_COLS, "reduce.cols")              /* a thread a result element */         \
+	X(RED_SPLIT1, "reduce.split")           /* blocks over result columns, one slab */ \
+	X(RED_SLABS, "reduce.split.slabs")      /* ... slabs into scratch, then a combine */ \
+	X(RED_ALL, "reduce.all")                /* partials, then one block */          \
+	X(GEMM_I32, "gemm.i32")                 /* a thread an element into scratch */  \
+	X(GEMM_LT, "gemm.cublaslt")             /* straight into the result */          \
+	X(GEMM_LT_TF32, "gemm.cublaslt.tf32")   /* f32 operands as tf32 */              \
+	X(GEMM_LT_BIAS, "gemm.cublaslt.BIAS")                                           \
+	X(GEMM_LT_RELU, "gemm.cublaslt.RELU")                                           \
+	X(GEMM_LT_RELU_BIAS, "gemm.cublaslt.RELU_BIAS")                                 \
+	X(GEMM_LT_GELU, "gemm.cublaslt.GELU")                                           \
+	X(GEMM_LT_GELU_BIAS, "gemm.cublaslt.GELU_BIAS")                                 \
+	X(GEMM_LT_GELU_AUX, "gemm.cublaslt.GELU_AUX")                                   \
+	X(GEMM_LT_GELU_AUX_BIAS, "gemm.cublaslt.GELU_AUX_BIAS") /* (ReLU's AUX, a bit mask, unused) */ \
+	X(GEMM_LT_SCRATCH, "gemm.cublaslt.scratch") /* into f32 scratch, then an epilogue kernel */ \
+	X(GEMM_COOP_64x256, "gemm.fgc.cooperative.64x256") /* the generated matmul */   \
+	X(GEMM_PP_128x128, "gemm.fgc.pingpong.128x128")                                 \
+	X(GEMM_PP_64x128, "gemm.fgc.pingpong.64x128")                                   \
+	X(GEMM_PP_64x64, "gemm.fgc.pingpong.64x64")                                     \
+	X(GEMM_FGC_TF32, "gemm.fgc.tf32")
+
+typedef enum CuPath {
+#define X(id, name) CU_PATH_##id,
+	CU_PATHS(X)
+#undef X
+	CU_PATH_COUNT
+} CuPath;
+
 /* ---------------------------------------------------------------- types */
 
 typedef struct Line {
@@ -187,6 +228,8 @@ struct Emit {
 	int *sharers;           /* per group: how many groups run its kernels */
 	int *kernels;           /* per group: whether it writes kernels */
 	FG_VEC(int) step_tensors;       /* the steps' tensor indices (program.c) */
+	uint64_t paths;                 /* CU_PATH_* bits the program took */
+	uint64_t *group_paths;          /* ... per group */
 };
 
 typedef struct RedInfo {
@@ -227,6 +270,12 @@ const char *cu_tensor_param(const Kern *k, int id);
 void cu_kern_init(Kern *k, Emit *E, int gi);
 void cu_kern_done(Kern *k);
 void cu_emit_comment(Emit *E, int gi, const char *what);
+/* Records that group gi's code takes path p (its header names it). */
+void cu_path(Emit *E, int gi, CuPath p);
+/* The path of that name (a bug when there is none). */
+CuPath cu_path_named(const char *name);
+/* The names of the paths in mask, space-separated. */
+const char *cu_path_names(FgArena *a, uint64_t mask);
 const char *cu_emit_kernel(Kern *k, const char *name, int block, const Param *extra, int nextra,
 			       int with_writes);
 void cu_add_call(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *line);

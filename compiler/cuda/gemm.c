@@ -93,6 +93,7 @@ static void emit_matmul_i32(Emit *E, Kern *k, int mm, int A, int ta, int B, int 
 	};
 	if (scratch > E->scratch)
 		E->scratch = scratch;
+	cu_path(E, k->gi, CU_PATH_GEMM_I32);
 	cu_emit_comment(E, k->gi, cu_fmt(E->a, "gemm: %s = matmul(%s%s, %s%s) in i32, a thread per element into scratch "
 				   "(%s), then the epilogue (%s)", k->plan->names[mm], k->plan->names[A], ta ? "^T" : "",
 				   k->plan->names[B], tb ? "^T" : "", name, k->gr->name));
@@ -336,6 +337,40 @@ static const char *own_gemm_refusal(const Kern *k, const GemmPlan *p)
 	return NULL;
 }
 
+/* The emitter path (CU_PATHS) of the generated matmul on tile t. */
+static CuPath own_path(const GemmTile *t)
+{
+	static const struct {
+		GemmTile t;
+		CuPath p;
+	} paths[] = {
+		{{64, 256, 0}, CU_PATH_GEMM_COOP_64x256},
+		{{128, 128, 1}, CU_PATH_GEMM_PP_128x128},
+		{{64, 128, 1}, CU_PATH_GEMM_PP_64x128},
+		{{64, 64, 1}, CU_PATH_GEMM_PP_64x64},
+	};
+	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+		if (paths[i].t.wm == t->wm && paths[i].t.bn == t->bn && paths[i].t.pp == t->pp)
+			return paths[i].p;
+	fg_die("gemm tile %d x %d (pp %d) has no emitter path", t->wm, t->bn, t->pp);
+}
+
+/* The path of cuBLASLt's epilogue ep ("FGRT_EP_GELU_BIAS"): the one of
+ * CU_PATHS named gemm.cublaslt.GELU_BIAS. */
+static CuPath ep_path(Emit *E, const char *ep)
+{
+	return cu_path_named(cu_fmt(E->a, "gemm.cublaslt.%s", ep + strlen("FGRT_EP_")));
+}
+
+/* A cuBLASLt matmul of operand A on path p, and tf32's when A is f32
+ * under --tf32. */
+static void lt_paths(Emit *E, const Kern *k, int A, CuPath p)
+{
+	cu_path(E, k->gi, p);
+	if (k->g->nodes[A].dt == FG_DT_F32 && E->plan->opt.tf32)
+		cu_path(E, k->gi, CU_PATH_GEMM_LT_TF32);
+}
+
 /* The tile gemm p runs on: ping-pong for an epilogue (heavy), by size. */
 static GemmTile plan_tile(const GemmPlan *p)
 {
@@ -401,6 +436,9 @@ static void emit_own_gemm(Emit *E, Kern *k, const GemmPlan *p, const char *why)
 	}
 	if (k->failed)
 		return;
+	cu_path(E, k->gi, own_path(&t));
+	if (k->g->nodes[k->g->nodes[mm].in[0]].dt == FG_DT_F32)
+		cu_path(E, k->gi, CU_PATH_GEMM_FGC_TF32);
 	const char *sched = t.pp ? cu_fmt(k->a, "ping-pong %d x %d tiles", t.wm, t.bn) :
 				   cu_fmt(k->a, "cooperative 2 x %d x %d tiles", t.wm, t.bn);
 	cu_emit_comment(E, k->gi, cu_fmt(E->a, "gemm on the generated sm_90a matmul (%s, %s%s%s), the epilogue in "
@@ -566,6 +604,7 @@ void cu_emit_gemm(Emit *E, Kern *k)
 		fg_vec_push(E->a, &E->run, cu_fmt(E->a, "fgrt_gemm(ctx, slot, &fg_gemms[slot], %s, %s, %s);", pa, pb,
 					      cu_tensor_param(k, mm)));
 		cu_add_launch(E, "cublasLt", k->gi, 0, 0, NULL);
+		lt_paths(E, k, A, CU_PATH_GEMM_LT);
 		cu_emit_comment(E, k->gi, cu_fmt(E->a, "gemm on cuBLASLt (fg_gemms[%d]), straight into %s; no epilogue kernel",
 					   slot, k->plan->names[mm]));
 		cu_out(E, "\n");
@@ -577,6 +616,7 @@ void cu_emit_gemm(Emit *E, Kern *k)
 		fg_vec_push(E->a, &E->run, cu_fmt(E->a, "fgrt_gemm_ep(ctx, slot, &fg_gemms[slot], %s, %s, %s, %s, %s);",
 					      pa, pb, cu_tensor_param(k, y), pbias, paux));
 		cu_add_launch(E, "cublasLt", k->gi, 0, 0, NULL);
+		lt_paths(E, k, A, ep_path(E, ep));
 		cu_emit_comment(E, k->gi, cu_fmt(E->a, "gemm on cuBLASLt with its own epilogue %s (fg_gemms[%d]), straight into "
 					   "%s%s%s; no epilogue kernel", ep + strlen("FGRT_EP_"), slot, k->plan->names[y],
 					   aux >= 0 ? " and, as AUX, " : "", aux >= 0 ? k->plan->names[aux] : ""));
@@ -588,6 +628,7 @@ void cu_emit_gemm(Emit *E, Kern *k)
 		E->scratch = scratch;
 	fg_vec_push(E->a, &E->run, cu_fmt(E->a, "fgrt_gemm(ctx, slot, &fg_gemms[slot], %s, %s, ctx->scratch);", pa, pb));
 	cu_add_launch(E, "cublasLt", k->gi, 0, 0, NULL);
+	lt_paths(E, k, A, CU_PATH_GEMM_LT_SCRATCH);
 	k->mm = mm;
 	Param acc = {cu_fmt(k->a, "const float *__restrict__ mm_%s", cu_name(k, mm)), "(const float *)ctx->scratch"};
 	int s = cu_sink(k);

@@ -215,7 +215,9 @@ void cu_kern_init(Kern *k, Emit *E, int gi)
 			big = cu_numel(cu_shape_of(k, n->in[j])) > big ? cu_numel(cu_shape_of(k, n->in[j])) : big;
 	}
 	/* 32-bit indices while every index and a grid stride stay below 2^31 */
-	k->idx = big + ((int64_t)MAX_GRID * LOOP_BLOCK) < INT32_MAX ? "int" : "int64_t";
+	int narrow = big + ((int64_t)MAX_GRID * LOOP_BLOCK) < INT32_MAX;
+	k->idx = narrow ? "int" : "int64_t";
+	cu_path(E, gi, narrow ? CU_PATH_INDEX32 : CU_PATH_INDEX64);
 	for (int i = 0; i < k->gr->nnodes; i++) {
 		E->member[k->gr->nodes[i]] = gi + 1;
 		if (E->local)
@@ -291,7 +293,39 @@ void cu_emit_comment(Emit *E, int gi, const char *what)
 		}
 		cu_out(E, "%s\n", line);
 	}
+	if (E->group_paths && E->group_paths[gi])
+		cu_out(E, " * paths: %s\n", cu_path_names(E->a, E->group_paths[gi]));
 	cu_out(E, " */\n");
+}
+
+static const char *const path_name[CU_PATH_COUNT] = {
+#define X(id, name) [CU_PATH_##id] = name,
+	CU_PATHS(X)
+#undef X
+};
+
+void cu_path(Emit *E, int gi, CuPath p)
+{
+	E->paths |= (uint64_t)1 << p;
+	if (E->group_paths)
+		E->group_paths[gi] |= (uint64_t)1 << p;
+}
+
+CuPath cu_path_named(const char *name)
+{
+	for (int p = 0; p < CU_PATH_COUNT; p++)
+		if (strcmp(path_name[p], name) == 0)
+			return (CuPath)p;
+	fg_die("no emitter path is named %s", name);
+}
+
+const char *cu_path_names(FgArena *a, uint64_t mask)
+{
+	const char *s = "";
+	for (int p = 0; p < CU_PATH_COUNT; p++)
+		if (mask >> p & 1)
+			s = cu_fmt(a, "%s%s%s", s, *s ? " " : "", path_name[p]);
+	return s;
 }
 
 /* Prints a kernel: signature from the reads it used and its writes, body

@@ -61,6 +61,7 @@ void cu_loop_kernel(Emit *E, Kern *k, int space_id, const Param *extra, int next
 	}
 	if (k->failed)
 		return;
+	cu_path(E, k->gi, vw > 1 ? CU_PATH_LOOP_LANES : CU_PATH_LOOP);
 	if (what)
 		cu_emit_comment(E, k->gi, vw > 1 ? cu_fmt(E->a, "%s; %d lanes a thread", what, vw) : what);
 	const char *args = cu_emit_kernel(k, cu_kname(k, NULL), LOOP_BLOCK, extra, nextra, 1);

@@ -226,6 +226,8 @@ static void emit_program(Emit *E, const char *source)
 	if (E->launches.n == 0)
 		fprintf(E->f, "\t{\"none\", -1, 0, 0},\n");
 	fprintf(E->f, "};\n\n");
+	/* compiler/cuda/cuda.h's CU_PATHS: what tests/run-coverage.sh counts */
+	fprintf(E->f, "/* emitter paths: %s */\n\n", cu_path_names(E->a, E->paths));
 	if (E->gemms.n) {
 		fprintf(E->f, "/* cuBLASLt's matmuls, a plan slot each: groups with equal ones share it */\n");
 		fprintf(E->f, "static const FgrtGemm fg_gemms[] = {\n");
@@ -312,6 +314,7 @@ static void emit_init(Emit *E, const FgPlan *plan, FgGemmChoice gemm, FgDiag *d,
 	E->f = f;
 	E->member = fg_arena_array(E->a, (size_t)g->nnodes + 1, sizeof(int));
 	E->tensor = fg_arena_array(E->a, (size_t)g->nnodes + 1, sizeof(int));
+	E->group_paths = fg_arena_array(E->a, (size_t)plan->ngroups + 1, sizeof(uint64_t));
 	for (int id = 0; id < g->nnodes; id++)
 		E->tensor[id] = -1;
 	for (int k = 0; k < g->ninputs; k++) {

@@ -82,6 +82,7 @@ static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, co
 			      cu_shape_str(E->a, FG_DT_F32, &ri->S) + 3, (unsigned)ri->axes, (long long)ri->nkept,
 			      SPLIT_COLS, SPLIT_ROWS);
 	int any_s = cu_writes_space(k, first, dep);
+	cu_path(E, k->gi, nsplit > 1 ? CU_PATH_RED_SLABS : CU_PATH_RED_SPLIT1);
 	cu_emit_comment(E, k->gi, nsplit > 1 ? cu_fmt(E->a, "%s, the reduced axes in %lld slabs: partials into scratch", how,
 					       (long long)nsplit) : how);
 	const char *args = cu_emit_kernel(k, pname, SPLIT_COLS * SPLIT_ROWS, nsplit > 1 ? &part_out : NULL,
@@ -146,6 +147,7 @@ static void emit_reduce_cols(Emit *E, Kern *k, const RedInfo *ri, int first, con
 	cu_kclose(k, cu_stride_loop(k, "o", ri->nkept));
 	if (k->failed)
 		return;
+	cu_path(E, k->gi, CU_PATH_RED_COLS);
 	cu_emit_comment(E, k->gi, cu_fmt(E->a, "reduce %s over axes 0x%x to %lld elements; a thread per element",
 				   cu_shape_str(E->a, FG_DT_F32, &ri->S) + 3, (unsigned)ri->axes, (long long)ri->nkept));
 	const char *args = cu_emit_kernel(k, cu_kname(k, NULL), LOOP_BLOCK, NULL, 0, 1);
@@ -195,6 +197,7 @@ static void emit_reduce_all(Emit *E, Kern *k, const RedInfo *ri, int first, cons
 	cu_kline(k, 0, NULL, "\tpartial[blockIdx.x] = %s;", rd->acc);
 	if (k->failed)
 		return;
+	cu_path(E, k->gi, CU_PATH_RED_ALL);
 	cu_emit_comment(E, k->gi, cu_fmt(E->a, "reduce all of %s, stage 1 of 2: %lld partials into scratch",
 				   cu_shape_str(E->a, FG_DT_F32, &ri->S) + 3, (long long)nb));
 	int any_s = cu_writes_space(k, first, dep);

@@ -125,6 +125,7 @@ static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTe
 	if (k->failed)
 		return;
 	int64_t grid = (ri->nkept + rt->rows_per_block - 1) / rt->rows_per_block;
+	cu_path(E, k->gi, W == 32 ? CU_PATH_ROW_WARP : CU_PATH_ROW_BLOCK);
 	cu_emit_comment(E, k->gi, cu_row_desc(E, ri, cu_fmt(E->a, "%s per row, the row in registers (%d x %d elements a thread)",
 						  W == 32 ? "a warp" : cu_fmt(E->a, "a block of %d", W), U, vw)));
 	const char *args = cu_emit_kernel(k, cu_kname(k, NULL), block, NULL, 0, 1);
@@ -222,6 +223,7 @@ void cu_emit_rowreduce(Emit *E, Kern *k)
 	if (k->failed)
 		return;
 	int64_t grid = ri.nkept < INT32_MAX ? ri.nkept : INT32_MAX;
+	cu_path(E, k->gi, CU_PATH_ROW_STREAM);
 	cu_emit_comment(E, k->gi, cu_row_desc(E, &ri, "one block per row"));
 	const char *args = cu_emit_kernel(k, cu_kname(k, NULL), block, NULL, 0, 1);
 	cu_add_launch(E, cu_kname(k, NULL), k->gi, grid, block, args);

@@ -9,7 +9,9 @@ always gives the same program.
                                                bug), and `fgc run --seed SEED`
                                                must give finite outputs, else the
                                                next variant of the seed is drawn
-    gen_graph.py --promote IN OUT              IN with every f16/bf16 made f32
+    gen_graph.py --promote IN OUT              IN with every f16/bf16 made f32,
+                                               explicit casts to them kept (each
+                                               rounds, then goes back to f32)
     gen_graph.py SEED --variant K              the K-th replacement of graph SEED
     gen_graph.py --plan-sig < REPORT.json      the groups of a plan, one a line
     gen_graph.py --lint < REPORT.json          exit 1 when a group holds ops its kind
@@ -1118,10 +1120,42 @@ def stores_within(before, after):
                for e in after["edges"] if e["producer"] in now)
 
 
+def keep_casts(text):
+    """text with each explicit cast(E, dtype=f16 or bf16) made
+    cast(cast(E, dtype=KEEP_f16), dtype=f32): the cast's rounding stays
+    where the program asked for it, its value f32 like the rest."""
+    out, i = [], 0
+    while True:
+        j = text.find("cast(", i)
+        if j < 0:
+            break
+        out.append(text[i:j])
+        depth, k = 0, j + 4
+        while True:                     # k: the cast's closing parenthesis
+            depth += {"(": 1, ")": -1}.get(text[k], 0)
+            if depth == 0:
+                break
+            k += 1
+        m = re.search(r"dtype\s*=\s*(bf16|f16)\s*$", text[j:k])
+        inner = keep_casts(text[j + 5:k])
+        if m:
+            inner = re.sub(r"(bf16|f16)\s*$", lambda x: "KEEP_" + x.group(1), inner)
+            out.append("cast(cast(%s), dtype=f32)" % inner)
+        else:
+            out.append("cast(%s)" % inner)
+        i = k + 1
+    out.append(text[i:])
+    return "".join(out)
+
+
 def promote(src, dst):
+    """src with every f16/bf16 value made f32; explicit casts to them still
+    round there (keep_casts), so that the promoted graph tells a cast's
+    rounding from the storage's."""
     with open(src) as f:
         text = f.read()
-    text = re.sub(r"\b(bf16|f16)\b", "f32", text)
+    text = re.sub(r"\b(bf16|f16)\b", "f32", keep_casts(text))
+    text = text.replace("KEEP_bf16", "bf16").replace("KEEP_f16", "f16")
     with open(dst, "w") as f:
         f.write(text)
 
