@@ -6,9 +6,11 @@
  * is rounded once to its dtype and written as NAME.npy and saved.NAME.npy.
  * With --in-dtype the graph is also evaluated in its dtypes
  * (fg_interp_eval_in) and those values written the same way under
- * in-dtype/, the RMSE gate's baseline for a binary's --check; without it,
- * a run removes this graph's files from an earlier run's in-dtype/, so
- * that no stale baseline stands beside new outputs.
+ * in-dtype/, the RMSE gate's baseline for a binary's --check, and the
+ * reference itself, unrounded, as <f8 under f64/, what that gate measures
+ * against; without it, a run removes this graph's files from an earlier
+ * run's in-dtype/ and f64/, so that no stale baseline stands beside new
+ * outputs.
  *
  * Invariants: a file's shape must equal the declaration exactly and its
  * .npy type must be the dtype's storage type (bf16 travels as <f4 holding
@@ -126,6 +128,9 @@ static void widen(FgDiag *d, const char *path, const FgNode *n, const FgrtNpy *t
 			break;
 		case FGRT_NPY_B1:
 			v[i] = ((const unsigned char *)t->data)[i] != 0;
+			break;
+		case FGRT_NPY_F8:       /* no dtype is stored as f8: check_file refused it */
+			v[i] = ((const double *)t->data)[i];
 			break;
 		}
 		if (n->dt == FG_DT_BF16) {
@@ -277,13 +282,13 @@ static int make_dirs(FgDiag *d, const char *outdir)
 }
 
 /* Narrows v (already rounded to the dtype, so exactly representable) to
- * the dtype's storage type and writes it. */
-static int write_value(FgDiag *d, const char *path, const FgNode *n, const double *v)
+ * the dtype's storage type and writes it; f64: as <f8, unrounded. */
+static int write_value(FgDiag *d, const char *path, const FgNode *n, const double *v, int f64)
 {
 	FgrtNpy t;
 	char err[FGRT_ERRLEN];
 	memset(&t, 0, sizeof t);
-	t.type = storage[n->dt];
+	t.type = f64 ? FGRT_NPY_F8 : storage[n->dt];
 	t.rank = n->shape.rank;
 	for (int i = 0; i < t.rank; i++)
 		t.shape[i] = n->shape.d[i];
@@ -308,6 +313,9 @@ static int write_value(FgDiag *d, const char *path, const FgNode *n, const doubl
 		case FGRT_NPY_B1:
 			((unsigned char *)t.data)[i] = v[i] != 0;
 			break;
+		case FGRT_NPY_F8:
+			((double *)t.data)[i] = v[i];
+			break;
 		}
 	}
 	int rc = fgrt_npy_write(path, &t, err);
@@ -318,7 +326,7 @@ static int write_value(FgDiag *d, const char *path, const FgNode *n, const doubl
 }
 
 static int write_one(FgDiag *d, const char *outdir, const char *prefix,
-		     const FgNode *n, const double *v)
+		     const FgNode *n, const double *v, int f64)
 {
 	FG_ASSERT(n->name != NULL && v != NULL);
 	char *path = npy_path(outdir, prefix, n->name);
@@ -326,23 +334,24 @@ static int write_one(FgDiag *d, const char *outdir, const char *prefix,
 		fg_error(d, no_loc, "out of memory");
 		return -1;
 	}
-	int rc = write_value(d, path, n, v);
+	int rc = write_value(d, path, n, v, f64);
 	free(path);
 	return rc;
 }
 
 /* Writes every output as NAME.npy, in `output` order, then every saved
- * value as saved.NAME.npy; a value both output and saved gets both. */
-static int write_results(const FgGraph *g, const char *outdir, double **vals, FgDiag *d)
+ * value as saved.NAME.npy; a value both output and saved gets both.  f64:
+ * as <f8, the values as they are (the unrounded reference). */
+static int write_results(const FgGraph *g, const char *outdir, double **vals, int f64, FgDiag *d)
 {
 	int bad = 0;
 	for (int i = 0; i < g->noutputs; i++) {
 		int id = g->outputs[i];
-		bad += write_one(d, outdir, "", &g->nodes[id], vals[id]) != 0;
+		bad += write_one(d, outdir, "", &g->nodes[id], vals[id], f64) != 0;
 	}
 	for (int id = 0; id < g->nnodes; id++)
 		if (g->nodes[id].flags & FG_NF_SAVED)
-			bad += write_one(d, outdir, "saved.", &g->nodes[id], vals[id]) != 0;
+			bad += write_one(d, outdir, "saved.", &g->nodes[id], vals[id], f64) != 0;
 	return bad ? 1 : 0;
 }
 
@@ -365,26 +374,22 @@ static void remove_results(const FgGraph *g, const char *dir)
 	rmdir(dir);
 }
 
-/* The graph's outputs and saved values, evaluated (in the dtypes when
- * in_dtype) and rounded to their dtypes; NULL after reporting an error. */
-static double **evaluate(const FgGraph *g, double *const *in, const unsigned char *keep, int in_dtype,
-			 FgDiag *d)
+/* Rounds the kept values to their dtypes. */
+static void round_results(const FgGraph *g, const unsigned char *keep, double **vals)
 {
-	double **vals = fg_interp_eval_in(g, in, keep, in_dtype, d);
 	for (int i = 0; vals != NULL && i < g->nnodes; i++) {
 		const FgNode *n = &g->nodes[i];
 		int64_t count = keep[i] ? fg_shape_numel(&n->shape) : 0;
 		for (int64_t j = 0; j < count; j++)
 			vals[i][j] = fg_round_to(n->dt, vals[i][j]);
 	}
-	return vals;
 }
 
 int fg_run_write(const FgGraph *g, const char *outdir, double **vals, FgDiag *d)
 {
 	if (check_outdir(d, outdir) != 0 || make_dirs(d, outdir) != 0)
 		return 1;
-	return write_results(g, outdir, vals, d);
+	return write_results(g, outdir, vals, 0, d);
 }
 
 int fg_run(const FgGraph *g, const char *indir, const char *outdir,
@@ -394,7 +399,7 @@ int fg_run(const FgGraph *g, const char *indir, const char *outdir,
 	double **in = calloc(nin ? nin : 1, sizeof *in);
 	unsigned char *keep = calloc(nn ? nn : 1, 1);
 	double **vals = NULL, **dvals = NULL;
-	char *ddir = NULL;
+	char *ddir = NULL, *fdir = NULL;
 	int rc = 1;
 
 	if (in == NULL || keep == NULL) {
@@ -410,21 +415,30 @@ int fg_run(const FgGraph *g, const char *indir, const char *outdir,
 	for (int i = 0; i < g->noutputs; i++)
 		keep[g->outputs[i]] = 1;
 	/* both evaluations before any file is written */
-	if ((vals = evaluate(g, in, keep, FG_INTERP_F64, d)) == NULL ||
-	    (in_dtype && (dvals = evaluate(g, in, keep, FG_INTERP_IN_DTYPE, d)) == NULL))
+	if ((vals = fg_interp_eval(g, in, keep, d)) == NULL ||
+	    (in_dtype && (dvals = fg_interp_eval_in(g, in, keep, FG_INTERP_IN_DTYPE, d)) == NULL))
 		goto out;
-	if ((ddir = malloc(strlen(outdir) + sizeof "/" FGRT_IN_DTYPE_DIR)) == NULL) {
+	if ((ddir = malloc(strlen(outdir) + sizeof "/" FGRT_IN_DTYPE_DIR)) == NULL ||
+	    (fdir = malloc(strlen(outdir) + sizeof "/" FGRT_F64_DIR)) == NULL) {
 		fg_error(d, no_loc, "out of memory");
 		goto out;
 	}
 	sprintf(ddir, "%s/%s", outdir, FGRT_IN_DTYPE_DIR);
+	sprintf(fdir, "%s/%s", outdir, FGRT_F64_DIR);
 	if (make_dirs(d, outdir) != 0)
 		goto out;
-	rc = write_results(g, outdir, vals, d);
-	if (rc == 0 && in_dtype && (make_dirs(d, ddir) != 0 || write_results(g, ddir, dvals, d) != 0))
+	/* the unrounded reference first, then everything rounded */
+	rc = in_dtype && (make_dirs(d, fdir) != 0 || write_results(g, fdir, vals, 1, d) != 0);
+	round_results(g, keep, vals);
+	round_results(g, keep, dvals);
+	if (rc == 0)
+		rc = write_results(g, outdir, vals, 0, d);
+	if (rc == 0 && in_dtype && (make_dirs(d, ddir) != 0 || write_results(g, ddir, dvals, 0, d) != 0))
 		rc = 1;
-	if (rc != 0 || !in_dtype)
+	if (rc != 0 || !in_dtype) {
 		remove_results(g, ddir);
+		remove_results(g, fdir);
+	}
 out:
 	fg_interp_free(g, vals);
 	fg_interp_free(g, dvals);
@@ -433,5 +447,6 @@ out:
 	free(in);
 	free(keep);
 	free(ddir);
+	free(fdir);
 	return rc;
 }

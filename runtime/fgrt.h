@@ -33,12 +33,15 @@ extern "C" {
 	X(I32, "i32", 4, I4)                                                   \
 	X(BOOL, "bool", 1, B1)
 
-/* The element types a .npy file may hold: little-endian f4 f2 i4 b1. */
+/* The element types a .npy file may hold: little-endian f4 f2 i4 b1, and
+ * f8 for the f64 reference that --check's RMSE gate measures against
+ * (`fgc run --in-dtype` writes it under FGRT_F64_DIR; no tensor is f8). */
 typedef enum FgrtNpyType {
 	FGRT_NPY_F4,
 	FGRT_NPY_F2,
 	FGRT_NPY_I4,
 	FGRT_NPY_B1,
+	FGRT_NPY_F8,
 } FgrtNpyType;
 
 typedef struct FgrtNpy {
@@ -184,6 +187,10 @@ int64_t fgrt_plant(FgrtPlant p, double *a, int rank, const int64_t *shape, int i
 /* Where `fgc run --in-dtype` writes the reference computed in the dtypes,
  * under its --outputs DIR, and where --check DIR looks for it. */
 #define FGRT_IN_DTYPE_DIR "in-dtype"
+/* ... and the reference itself in f64 (<f8), unrounded: the RMSE gate of
+ * testing.md measures rmse(actual, ref64), which the rounded golden file
+ * would shift by up to half an ulp an element. */
+#define FGRT_F64_DIR "f64"
 
 #ifdef __cplusplus
 }

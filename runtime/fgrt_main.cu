@@ -257,8 +257,10 @@ static void write_npy(const char *path, const FgrtTensor *t, const void *data)
 }
 
 /* The golden file at path as t's numel doubles into e: 0, or 1 after a
- * FAIL line for label (a missing file with missing_ok: -1, silently). */
-static int read_golden(const char *path, const char *label, const FgrtTensor *t, double *e, int missing_ok)
+ * FAIL line for label (a missing file with missing_ok: -1, silently).
+ * f64: the file holds the unrounded reference, as <f8. */
+static int read_golden(const char *path, const char *label, const FgrtTensor *t, double *e, int missing_ok,
+		       int f64)
 {
 	char err[FGRT_ERRLEN], ty[256];
 	FgrtNpy f;
@@ -268,7 +270,7 @@ static int read_golden(const char *path, const char *label, const FgrtTensor *t,
 		printf("FAIL %s  %s  %s\n", label, fgrt_type_str(ty, sizeof ty, t), err);
 		return 1;
 	}
-	int same = f.type == storage[t->dtype] && f.rank == t->rank;
+	int same = f.type == (f64 ? FGRT_NPY_F8 : storage[t->dtype]) && f.rank == t->rank;
 	for (int i = 0; same && i < f.rank; i++)
 		same = f.shape[i] == t->shape[i];
 	if (!same) {
@@ -293,6 +295,9 @@ static int read_golden(const char *path, const char *label, const FgrtTensor *t,
 		case FGRT_NPY_B1:
 			e[i] = ((const unsigned char *)f.data)[i] != 0;
 			break;
+		case FGRT_NPY_F8:
+			e[i] = ((const double *)f.data)[i];
+			break;
 		}
 	}
 	fgrt_npy_free(&f);
@@ -301,8 +306,9 @@ static int read_golden(const char *path, const char *label, const FgrtTensor *t,
 
 /* Compares t's values (host copy) with the golden file DIR/PREFIXNAME.npy;
  * a value under the RMSE gate takes DIR/in-dtype/PREFIXNAME.npy as its
- * baseline when that exists (fgc run --in-dtype).  Prints one verdict
- * line; 0 when they agree. */
+ * baseline and is measured against the unrounded DIR/f64/PREFIXNAME.npy
+ * when those exist (fgc run --in-dtype).  Prints one verdict line; 0 when
+ * they agree. */
 static int check_one(const char *dir, const char *prefix, const FgrtTensor *t, const void *data, FgrtPlant plant)
 {
 	char ty[256], label[512];
@@ -312,17 +318,22 @@ static int check_one(const char *dir, const char *prefix, const FgrtTensor *t, c
 	double *a = (double *)malloc((size_t)(n ? n : 1) * sizeof *a);
 	double *e = (double *)malloc((size_t)(n ? n : 1) * sizeof *e);
 	double *b = tol.rmse_m > 0 ? (double *)malloc((size_t)(n ? n : 1) * sizeof *b) : NULL;
+	double *r = tol.rmse_m > 0 ? (double *)malloc((size_t)(n ? n : 1) * sizeof *r) : NULL;
 	char *path = path_of(dir, prefix, t->name);
 	char *bdir = (char *)malloc(strlen(dir) + sizeof "/" FGRT_IN_DTYPE_DIR);
-	if (!a || !e || (tol.rmse_m > 0 && !b) || !bdir)
+	char *fdir = (char *)malloc(strlen(dir) + sizeof "/" FGRT_F64_DIR);
+	if (!a || !e || (tol.rmse_m > 0 && (!b || !r)) || !bdir || !fdir)
 		fgrt_fail("out of memory checking '%s'", t->name);
 	sprintf(bdir, "%s/%s", dir, FGRT_IN_DTYPE_DIR);
-	char *bpath = path_of(bdir, prefix, t->name);
-	int bad = read_golden(path, label, t, e, 0), base = 0;
+	sprintf(fdir, "%s/%s", dir, FGRT_F64_DIR);
+	char *bpath = path_of(bdir, prefix, t->name), *fpath = path_of(fdir, prefix, t->name);
+	int bad = read_golden(path, label, t, e, 0, 0), base = 0, f64 = 0;
 	if (!bad && tol.rmse_m > 0) {
-		base = read_golden(bpath, label, t, b, 1);
-		bad = base > 0;
+		base = read_golden(bpath, label, t, b, 1, 0);
+		f64 = base > 0 ? 1 : read_golden(fpath, label, t, r, 1, 1);
+		bad = base > 0 || f64 > 0;
 		base = base == 0;
+		f64 = f64 == 0;
 	}
 	if (!bad) {
 		for (int64_t i = 0; i < n; i++)
@@ -330,20 +341,23 @@ static int check_one(const char *dir, const char *prefix, const FgrtTensor *t, c
 		fgrt_plant(plant, a, t->rank, t->shape, t->dtype != FGRT_I32 && t->dtype != FGRT_BOOL,
 			   t->dtype == FGRT_BOOL);
 		FgrtCheck c;
-		fgrt_check_base(a, e, NULL, base ? b : NULL, n, &tol, &c);
+		fgrt_check_base(a, f64 ? r : e, f64 ? e : NULL, base ? b : NULL, n, &tol, &c);
 		char why[1024];
-		printf("%-4s %s  %s  max abs err %.3g%s%s", c.ok ? "ok" : "FAIL", label, fgrt_type_str(ty, sizeof ty, t),
+		printf("%-4s %s  %s  max abs err %.3g%s%s%s", c.ok ? "ok" : "FAIL", label, fgrt_type_str(ty, sizeof ty, t),
 		       c.max_abs_err, fgrt_verdict_str(why, sizeof why, &tol, &c, t->rank, t->shape, n),
-		       base ? "  (baseline in the dtype)" : "");
+		       base ? "  (baseline in the dtype)" : "", f64 ? "  (against the f64 reference)" : "");
 		putchar('\n');
 		bad = !c.ok;
 	}
 	free(a);
 	free(e);
 	free(b);
+	free(r);
 	free(path);
 	free(bdir);
+	free(fdir);
 	free(bpath);
+	free(fpath);
 	return bad;
 }
 

@@ -137,16 +137,17 @@ else
   fail=$((fail + 1)); echo "FAIL seeds: same seed must repeat, another must differ"
 fi
 # --in-dtype: the same values in the dtypes under DIR/in-dtype, beside the
-# f64 ones; a running f32 sum of 65,536 drawn values ends elsewhere than the
+# f64 ones, and the reference unrounded as <f8 under DIR/f64; a running f32 sum of 65,536 drawn values ends elsewhere than the
 # f64 one rounded once (286.91855 against 286.91794 at seed 0)
 sm=$tmp/sum.fg
 printf 'graph s {\n  input x : f32[65536]\n  y = sum(x, axis=0)\n  output y\n}\n' >"$sm"
 expect 1 "--in-dtype belongs to 'run', not 'check'" -- check "$sm" --in-dtype
 if "$fgc" run "$good" --outputs "$tmp/d1" --seed 5 --in-dtype && cmp -s "$tmp/d1/y.npy" "$tmp/s1/y.npy" &&
-   [ -f "$tmp/d1/in-dtype/y.npy" ] && [ "$(ls "$tmp/d1" | tr '\n' ' ')" = "in-dtype y.npy " ] &&
+   [ -f "$tmp/d1/in-dtype/y.npy" ] && [ "$(ls "$tmp/d1" | tr '\n' ' ')" = "f64 in-dtype y.npy " ] &&
+   head -c 128 "$tmp/d1/f64/y.npy" | grep -q "'descr': '<f8'" &&
    "$fgc" run "$sm" --outputs "$tmp/d2" --in-dtype && ! cmp -s "$tmp/d2/y.npy" "$tmp/d2/in-dtype/y.npy" &&
-   "$fgc" run "$sm" --outputs "$tmp/d2" --seed 3 && [ ! -e "$tmp/d2/in-dtype" ]; then
-  pass=$((pass + 1)); echo "PASS run --in-dtype: the f64 outputs unchanged, the in-dtype ones beside them, and different; a run without it removes them"
+   "$fgc" run "$sm" --outputs "$tmp/d2" --seed 3 && [ ! -e "$tmp/d2/in-dtype" ] && [ ! -e "$tmp/d2/f64" ]; then
+  pass=$((pass + 1)); echo "PASS run --in-dtype: the f64 outputs unchanged, the in-dtype and unrounded ones beside them, and different; a run without it removes them"
 else
   fail=$((fail + 1)); echo "FAIL run --in-dtype"
 fi

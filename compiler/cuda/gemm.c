@@ -528,6 +528,10 @@ static int plan_gemm(Emit *E, Kern *k, GemmPlan *p)
 			p->direct = 0;
 	}
 	p->direct &= E->plan->home[mm] == k->gi;
+	/* straight into the result writes nothing else: an operand's saved
+	 * transpose (the GPU campaign's seed 800914) needs the epilogue kernel */
+	for (int w = 0; w < k->gr->nwrites; w++)
+		p->direct &= k->gr->writes[w] == mm;
 	p->ep = p->direct ? NULL : lt_epilogue(k, mm, &p->y, &p->bias, &p->aux);
 	if (p->ep && (E->plan->home[p->y] != k->gi || (p->aux >= 0 && E->plan->home[p->aux] != k->gi)))
 		p->ep = NULL;

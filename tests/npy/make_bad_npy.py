@@ -159,10 +159,10 @@ def build():
     reject('fortran-order-zero', 'bad header: fortran_order must be True or False', npy(dict_text(fortran='0'), DATA))
     reject('fortran-order-lowercase', 'fortran_order must be True or False', npy(dict_text(fortran='false'), DATA))
     # ---- dtypes
-    for name, descr in [('f8', '<f8'), ('big-endian-f4', '>f4'), ('object', '|O'), ('c8', '<c8'),
+    for name, descr in [('big-endian-f4', '>f4'), ('object', '|O'), ('c8', '<c8'),
                         ('u1', '|u1'), ('i8', '<i8'), ('unicode', '<U3'), ('no-byte-order', 'f4'),
                         ('big-endian-i4', '>i4'), ('padded', '<f4 ')]:
-        reject('dtype-' + name, "unsupported dtype '%s' (accepted: '<f4', '<f2', '<i4', '|b1')" % descr,
+        reject('dtype-' + name, "unsupported dtype '%s' (accepted: '<f4', '<f2', '<i4', '|b1', '<f8')" % descr,
                npy(dict_text(descr="'%s'" % descr), DATA))
     reject('dtype-structured', 'unsupported dtype: structured dtypes are not accepted',
            npy(dict_text(descr="[('a', '<f4'), ('b', '<f4')]", shape='(4, 3)'), DATA * 2))
@@ -200,6 +200,9 @@ def build():
            npy(dict_text(shape='()'), DATA[:4]))
     reject('decl-i4-for-f32', "holds <i4 (4, 3), but input 'x' is declared f32[4,3] and needs <f4 (4, 3)",
            npy(dict_text(descr="'<i4'"), struct.pack('<12i', *range(12))))
+    # f8 is the unrounded reference's file type (--check), never a dtype's
+    reject('decl-f8-for-f32', "holds <f8 (4, 3), but input 'x' is declared f32[4,3] and needs <f4 (4, 3)",
+           npy(dict_text(descr="'<f8'"), DATA * 2))
     reject('decl-f2-for-f32', "holds <f2 (4, 3), but input 'x' is declared f32[4,3]",
            npy(dict_text(descr="'<f2'"), DATA[:24]))
     reject('decl-f4-for-f16', "holds <f4 (4, 3), but input 'x' is declared f16[4,3] and needs <f2 (4, 3)",
