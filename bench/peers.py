@@ -299,15 +299,28 @@ def check_all(results, ref, mod):
 
 # ------------------------------------------------------------------ fgc
 
+def case(name, args):
+    """A case of --samples: NAME (samples/NAME.fg) or a path ending in .fg,
+    optionally followed by :DIM=V,DIM=V (its sizes); its source, its -D
+    flags (the test dims with --small), and a name for files."""
+    name, _, dims = name.partition(":")
+    source = os.path.join(ROOT, name) if name.endswith(".fg") else os.path.join(ROOT, "samples", name + ".fg")
+    flags = [f for d in dims.split(",") if d for f in ("-D", d)]
+    if getattr(args, "small", False) and not flags:
+        flags = test_dims(source)
+    stem = os.path.basename(name)[:-3] if name.endswith(".fg") else name
+    return source, flags, "_".join([stem] + [d.replace("=", "") for d in dims.split(",") if d])
+
+
 def build_libs(args, names):
-    """`fgc compile --lib` of every sample (test dims with --small), all at
+    """`fgc compile --lib` of every case (test dims with --small), all at
     once; per name, the library's path, or the error."""
     procs = {}
     for name in names:
-        source = os.path.join(ROOT, "samples", name + ".fg")
-        lib = os.path.join(args.work, "lib", name, "lib%s.so" % name)
+        source, dims, stem = case(name, args)
+        lib = os.path.join(args.work, "lib", stem, "lib%s.so" % os.path.basename(source)[:-3])
         os.makedirs(os.path.dirname(lib), exist_ok=True)
-        cmd = [args.fgc, "compile", source, "--lib", "-o", lib] + (test_dims(source) if args.small else [])
+        cmd = [args.fgc, "compile", source, "--lib", "-o", lib] + dims
         procs[name] = (lib, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     libs = {}
     for name, (lib, proc) in procs.items():
@@ -347,10 +360,9 @@ def test_dims(source):
 
 
 def emit(name, args, work):
-    """The sample's module, written by fgc emit-torch and imported."""
-    source = os.path.join(ROOT, "samples", name + ".fg")
-    module = os.path.join(work, name + ".py")
-    dims = test_dims(source) if args.small else []
+    """The case's module, written by fgc emit-torch and imported."""
+    source, dims, stem = case(name, args)
+    module = os.path.join(work, stem + ".py")
     subprocess.run([args.fgc, "emit-torch", source, "-o", module] + dims, check=True)
     return load_module(module)
 
@@ -379,7 +391,7 @@ def bench_sample(name, args, clock, nvml, copy_bw, mm_rate, lib):
     """One row of the tables: floor, checks and times of the three, cold
     and sustained."""
     row = {"sample": name}
-    work = os.path.join(args.work, name)
+    work = os.path.join(args.work, case(name, args)[2])
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     mod = emit(name, args, work)
@@ -578,7 +590,10 @@ def parse_args():
     p.add_argument("--fgc", default=os.path.join(ROOT, "build", "fgc"), help="the fgc compiler (default build/fgc)")
     p.add_argument("--out", default=os.path.join(ROOT, "out", "peers"), help="where the tables and plot go")
     p.add_argument("--work", default="/tmp/fgc-peers", help="modules, libraries and logs")
-    p.add_argument("--samples", default="", help="comma-separated names (default: every samples/*.fg)")
+    p.add_argument("--samples", default="",
+                   help="cases (default: every samples/*.fg), separated by spaces (or commas between\n"
+                        "cases without sizes): NAME (samples/NAME.fg) or PATH.fg, each optionally\n"
+                        "followed by :DIM=V,DIM=V (sizes, as -D)")
     p.add_argument("--runs", type=int, default=20, help="cold calls of each competitor (default 20)")
     p.add_argument("--rounds", type=int, default=3, help="sustained runs of each competitor (default 3)")
     p.add_argument("--gap", type=float, default=0.05, help="idle seconds before each cold call (default 0.05)")
@@ -602,7 +617,7 @@ def main():
     args = parse_args()
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         sys.exit("peers.py: no CUDA device (use --device cpu --no-fgc to try the script without one)")
-    names = [n for n in args.samples.split(",") if n] or sorted(
+    names = [n for w in args.samples.split() for n in (w.split(",") if ":" not in w else [w]) if n] or sorted(
         os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "samples", "*.fg")))
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.work, exist_ok=True)

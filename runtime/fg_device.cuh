@@ -2,7 +2,8 @@
  * fg_device.cuh - what every kernel fgc generates includes: the device
  * forms of the ops whose CUDA expression (FG_OPS' cuda column) is more
  * than one operator, the loads and stores of each storage dtype, index
- * helpers, and the block-wide reduction the row and column kernels share.
+ * helpers, and the block-wide reduction the row and column kernels share
+ * (and its cluster-wide form, for a row split over a cluster's blocks).
  *
  * Semantics follow the reference interpreter (compiler/interp.c), in f32:
  * relu, maximum and minimum propagate NaN as PyTorch does; gelu is the exact
@@ -23,6 +24,7 @@
 #include <cuda_bf16.h>
 #include <math_constants.h>
 #include <stdint.h>
+#include <cooperative_groups.h>
 
 #include "fgrt_philox.h"
 #include "fgrt_program.h"
@@ -167,6 +169,30 @@ static __device__ __forceinline__ T fg_block_reduce(T v, Op op)
 	T w = part[0];
 	for (unsigned k = 1; k < (blockDim.x + 31u) >> 5; k++)
 		w = op(w, part[k]);
+	return w;
+}
+
+/* fg_block_reduce over the C blocks of a thread-block cluster (sm_90),
+ * for a row split into C parts: each block's result goes to its shared
+ * memory, and every thread of every block combines the C of them in rank
+ * order through distributed shared memory, so each block gets the same
+ * value, in every run.  Every thread of the cluster must call it; the
+ * second barrier keeps a block from overwriting its result (the next
+ * call) or leaving (its shared memory gone) while another still reads it. */
+template <int C, typename T, typename Op>
+static __device__ __forceinline__ T fg_cluster_reduce(T v, Op op)
+{
+	__shared__ T mine;
+	cooperative_groups::cluster_group cl = cooperative_groups::this_cluster();
+
+	v = fg_block_reduce(v, op);
+	if (threadIdx.x == 0)
+		mine = v;
+	cl.sync();
+	T w = *cl.map_shared_rank(&mine, 0);
+	for (int r = 1; r < C; r++)
+		w = op(w, *cl.map_shared_rank(&mine, r));
+	cl.sync();
 	return w;
 }
 

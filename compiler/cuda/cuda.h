@@ -36,6 +36,15 @@
 #define MAX_GRID (1 << 20)      /* blocks of a grid-stride loop */
 #define FULL_BLOCKS 1024        /* partials of a reduction over all axes */
 #define MAX_LANES 8             /* elements per thread of a vectorized kernel */
+#define SMS 132                 /* the H200's multiprocessors: a grid that fills
+				   them all has at least this many blocks */
+#define ROW_SMEM (96 << 10)     /* shared memory a row kernel's block may hold:
+				   two such blocks to a multiprocessor (of its
+				   228 KiB; one block of 128 KiB held a 131,072
+				   f16 row at 49% of the memory floor, two of 64
+				   KiB at 64%: docs/performance.md v7) */
+#define ROW_CLUSTER 8           /* blocks of a cluster on one row, at most (the
+				   portable cluster size) */
 
 /* X(ID, name): every path the emitter can take, its code paths by index
  * width, kind, strategy, tile and schedule, and epilogue.  A group's
@@ -49,6 +58,8 @@
 	X(LOOP_LANES, "loop.lanes")             /* several elements a thread, vector accesses */ \
 	X(ROW_WARP, "rowreduce.registers.warp") /* the row in a warp's registers */     \
 	X(ROW_BLOCK, "rowreduce.registers.block") /* ... in a block's */                \
+	X(ROW_SMEM, "rowreduce.smem")           /* a block a row, read once into shared memory */ \
+	X(ROW_CLUSTER, "rowreduce.cluster")     /* a cluster a row, each block a part */ \
 	X(ROW_STREAM, "rowreduce.stream")       /* a block a row, streamed a pass */    \
 	X(RED_COLS, "reduce.cols")              /* a thread a result element */         \
 	X(RED_SPLIT1, "reduce.split")           /* blocks over result columns, one slab */ \
@@ -183,6 +194,17 @@ typedef struct Kern {
 				   accumulators of lanes 0 and 1 */
 	int nc;                 /* loads through the read-only path (ld.global.nc),
 				   free to move above the kernel's stores */
+	const char *attrs;      /* after __launch_bounds__ (__cluster_dims__), or NULL */
+	/* A row kernel that keeps its row in shared memory (rowreduce.c):
+	 * a read loaded at the space's flat index stage_lin is loaded from
+	 * memory by the first pass that needs it, which also puts it at
+	 * stage_off of its array in shared memory, and from there by every
+	 * later pass. */
+	const char *stage_lin, *stage_off;
+	int64_t stage_len;      /* elements of a row part: each array's length */
+	const char **stage_sm;  /* per read: its array, once one pass put it there */
+	unsigned char *staged;  /* per read: put there by a pass already closed */
+	int64_t smem;           /* bytes of the arrays (dynamic shared memory) */
 	int failed;
 } Kern;
 
@@ -280,6 +302,8 @@ const char *cu_emit_kernel(Kern *k, const char *name, int block, const Param *ex
 			       int with_writes);
 void cu_add_call(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *line);
 void cu_add_launch(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *args);
+void cu_add_launch_smem(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, int64_t smem,
+			const char *args);
 int cu_add_gemm(Emit *E, const char *def, const char *note);
 int64_t cu_grid_for(int64_t n, int64_t block);
 const char *cu_stride_loop(Kern *k, const char *v, int64_t n);

@@ -45,11 +45,29 @@ static Val define(Kern *k, int id, int lv, const char *expr)
 	return (Val){v, lv};
 }
 
+/* The read (its index in gr->reads) that a row kernel keeping its row in
+ * shared memory holds there, when x (lane 0) is where the kernel's row
+ * element sits in it: its flat index is the space's (Kern.stage_lin).
+ * -1 for any other load. */
+static int staged_read(Kern *k, int id, const Ix *x0)
+{
+	if (!k->stage_lin || id == k->mm || strcmp(cu_ix_linear(k, x0, cu_shape_of(k, id)), k->stage_lin) != 0)
+		return -1;
+	for (int r = 0; r < k->gr->nreads; r++)
+		if (k->gr->reads[r] == id)
+			return r;
+	return -1;
+}
+
 /* The vector of stored elements (from pointer p) that lane x of a read
- * of node id belongs to: one load for all the lanes. */
+ * of node id belongs to: one load for all the lanes.  In a row kernel
+ * that keeps its row in shared memory, a read at the row's element comes
+ * from memory in the first pass that needs it, which puts it in the
+ * read's array there, and from that array in later passes. */
 static Val load_vector(Kern *k, int id, const char *p, const Ix *x)
 {
 	const FgNode *n = &k->g->nodes[id];
+	int vw = x->vw > 1 ? x->vw : 1;
 	Ix x0 = cu_lane0(k, x);
 	const char *key = cu_fmt(k->a, "V%s", cu_memo_key(k, id, &x0));
 	for (int i = k->memo.n - 1; i >= 0; i--)
@@ -59,8 +77,23 @@ static Val load_vector(Kern *k, int id, const char *p, const Ix *x)
 	const char *w = cu_fresh(k, lv, cu_fmt(k->a, "w_%s", cu_name(k, id)));
 	/* a float gemm's result waits in scratch as f32 */
 	const char *t = id == k->mm && n->dt != FG_DT_I32 ? "float" : fg_dtype_info[n->dt].cuda_store;
-	cu_kline(k, lv, NULL, "const FgVec<%s, %d> %s = fg_ldv%s<%d>(%s + %s);", t, x->vw, w, k->nc ? "_nc" : "", x->vw,
-	      p, cu_paren(k->a, cu_ix_linear(k, &x0, &n->shape)));
+	int r = staged_read(k, id, &x0);
+	if (r >= 0 && k->staged[r]) {
+		cu_kline(k, lv, NULL, "const FgVec<%s, %d> %s = fg_ldv<%d>(%s + %s);", t, vw, w, vw, k->stage_sm[r],
+			 k->stage_off);
+	} else {
+		cu_kline(k, lv, NULL, "const FgVec<%s, %d> %s = fg_ldv%s<%d>(%s + %s);", t, vw, w, k->nc ? "_nc" : "",
+			 vw, p, cu_paren(k->a, cu_ix_linear(k, &x0, &n->shape)));
+	}
+	if (r >= 0 && !k->staged[r]) {
+		if (!k->stage_sm[r]) {
+			k->stage_sm[r] = cu_fresh(k, 0, cu_fmt(k->a, "sm_%s", cu_name(k, id)));
+			cu_kline(k, 0, NULL, "%s *const %s = (%s *)(fg_smem + %lld);", t, k->stage_sm[r], t,
+				 (long long)k->smem);
+			k->smem += (k->stage_len * fg_dtype_size[n->dt] + 15) / 16 * 16;
+		}
+		cu_kline(k, lv, NULL, "fg_stv(%s + %s, %s);", k->stage_sm[r], k->stage_off, w);
+	}
 	Memo m = {id, key, {w, lv}};
 	fg_vec_push(k->a, &k->memo, m);
 	return m.v;
@@ -90,10 +123,12 @@ Val cu_load(Kern *k, int id, const Ix *x)
 		}
 	}
 	const FgNode *n = &k->g->nodes[id];
-	if (cu_lanes_contiguous(x, s)) {
+	int one = x->vw < 2 && staged_read(k, id, x) >= 0;        /* a vector of one */
+	if (one || cu_lanes_contiguous(x, s)) {
 		Val w = load_vector(k, id, p, x);
 		const char *v = cu_fresh(k, w.lv, cu_fmt(k->a, "v_%s", cu_name(k, id)));
-		cu_kline(k, w.lv, NULL, "const %s %s = fg_read(%s.v[%d]);", fg_dtype_info[n->dt].cuda, v, w.e, x->lane);
+		cu_kline(k, w.lv, NULL, "const %s %s = fg_read(%s.v[%d]);", fg_dtype_info[n->dt].cuda, v, w.e,
+			 one ? 0 : x->lane);
 		return (Val){v, w.lv};
 	}
 	int lv = cu_ix_level(x, s);

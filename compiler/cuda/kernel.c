@@ -352,7 +352,8 @@ const char *cu_emit_kernel(Kern *k, const char *name, int block, const Param *ex
 	}
 	cu_drop_unused(k, &k->lines[0]);
 	Emit *E = k->E;
-	cu_out(E, "__global__ void __launch_bounds__(%d)\n%s(", block, name);
+	cu_out(E, "__global__ void __launch_bounds__(%d)%s%s\n%s(", block, k->attrs ? " " : "", k->attrs ? k->attrs : "",
+	       name);
 	const char *args = "";
 	for (int i = 0; i < ps.n; i++) {
 		cu_out(E, "%s%s", i ? ",\n\t" : "", ps.v[i].decl);
@@ -396,8 +397,21 @@ int cu_add_gemm(Emit *E, const char *def, const char *note)
 
 void cu_add_launch(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *args)
 {
-	cu_add_call(E, kernel, gi, grid, block, block > 0 ? cu_fmt(E->a, "%s<<<%lld, %lld, 0, ctx->stream>>>(%s);", kernel,
-							      (long long)grid, (long long)block, args) : NULL);
+	cu_add_launch_smem(E, kernel, gi, grid, block, 0, args);
+}
+
+/* A launch with smem bytes of dynamic shared memory; past the 48 KiB a
+ * kernel may take without asking, it asks first (every launch, as the
+ * attribute is per device and costs no stream work: CUDA graph capture
+ * allows it). */
+void cu_add_launch_smem(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, int64_t smem,
+			const char *args)
+{
+	if (smem > (48 << 10))
+		fg_vec_push(E->a, &E->run, cu_fmt(E->a, "fgrt_cuda(cudaFuncSetAttribute(%s, cudaFuncAttributeMaxDynamicSharedMemorySize, "
+						  "%lld), \"cudaFuncSetAttribute\");", kernel, (long long)smem));
+	cu_add_call(E, kernel, gi, grid, block, block > 0 ? cu_fmt(E->a, "%s<<<%lld, %lld, %lld, ctx->stream>>>(%s);", kernel,
+							      (long long)grid, (long long)block, (long long)smem, args) : NULL);
 }
 
 int64_t cu_grid_for(int64_t n, int64_t block)

@@ -3,8 +3,15 @@
  * trailing ones, so one team of threads owns each row.  Where the row
  * fits in the team's registers (a warp, four rows to a block, or a block
  * of up to 1024), it is read once and every pass and the epilogue run on
- * registers; longer rows take a block per row that streams the row once
- * per pass (softmax: max, then sum) and once more for the epilogue.
+ * registers.  A longer row is read once into shared memory: the first
+ * pass loads what the row reads from memory and keeps it there, the
+ * later passes (softmax: the sum after the max) and the epilogue read it
+ * back.  A row longer than a block's share of shared memory (ROW_SMEM),
+ * or too few rows to fill the GPU, is cut into parts, one block each, the blocks of one row
+ * a thread-block cluster that combines its partial reductions through
+ * distributed shared memory.  Only a row that reads nothing at its own
+ * elements (no memory to save) or that even a cluster cannot hold streams
+ * from memory once per pass.
  */
 #include <string.h>
 
@@ -132,6 +139,161 @@ static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTe
 	cu_add_launch(E, cu_kname(k, NULL), k->gi, grid < INT32_MAX ? grid : INT32_MAX, block, args);
 }
 
+/* How a row kernel that keeps its row in shared memory splits a row:
+ * `parts` blocks to a row (a cluster when more than one), each holding
+ * `len` elements of it (a multiple of vw), `block` threads each taking
+ * vectors of vw elements at a stride of block * vw. */
+typedef struct RowParts {
+	int parts, block, vw, vd;
+	int64_t len;
+} RowParts;
+
+/* Whether the row is read once into shared memory, and how it is split.
+ * `fits`: the row fits in registers, which it keeps unless there are too
+ * few rows to fill the multiprocessors and a split gives them work. */
+static int row_parts(const Kern *k, const RedInfo *ri, int fits, RowParts *rp)
+{
+	/* bytes a row element takes there: the reads as large as the space
+	 * (a read that broadcasts along the row stays in cache anyway) */
+	int64_t bytes = 0;
+	for (int r = 0; r < k->gr->nreads; r++) {
+		int id = k->gr->reads[r];
+		if (cu_numel(cu_shape_of(k, id)) == ri->nkept * ri->nred)
+			bytes += fg_dtype_size[k->g->nodes[id].dt];
+	}
+	if (bytes == 0)
+		return 0;
+	int nonunit = 0;
+	for (int i = 0; i < ri->red.rank; i++)
+		nonunit += ri->red.d[i] > 1;
+	memset(rp, 0, sizeof *rp);
+	rp->vd = cu_innermost(&ri->S);
+	rp->vw = nonunit == 1 ? cu_lane_width(k, ri->nred, 0) : 1;
+	int64_t vecs = ri->nred / rp->vw;
+	for (rp->parts = 1; rp->parts <= ROW_CLUSTER; rp->parts *= 2)
+		if ((vecs + rp->parts - 1) / rp->parts * rp->vw * bytes <= ROW_SMEM)
+			break;
+	if (rp->parts > ROW_CLUSTER)
+		return 0;
+	/* few rows: more parts while the grid leaves multiprocessors idle
+	 * and each part is still 2,048 elements or more */
+	while (ri->nkept * rp->parts < SMS && rp->parts < ROW_CLUSTER && vecs / (rp->parts * 2) * rp->vw >= 2048)
+		rp->parts *= 2;
+	if (fits && rp->parts == 1)
+		return 0;
+	rp->len = (vecs + rp->parts - 1) / rp->parts * rp->vw;
+	/* about eight vectors a thread a pass */
+	rp->block = 128;
+	while (rp->block < 1024 && rp->block * 8 < rp->len / rp->vw)
+		rp->block *= 2;
+	return 1;
+}
+
+/* A row kernel that reads its row once into shared memory (see
+ * RowParts and load_vector in gen.c): every pass loops over the block's
+ * part of the row, the first pass that reads a tensor at the row's
+ * elements keeping it in shared memory for the others.  Each thread reads
+ * back only what it stored (every pass visits the same elements in the
+ * same threads), so no barrier is needed between passes; the blocks of a
+ * cluster combine each reduction in rank order (fg_cluster_reduce), the
+ * same result in every block and every run. */
+static void emit_rowreduce_smem(Emit *E, Kern *k, const RedInfo *ri, const RowParts *rp, int first,
+				const int *passes, int npass, const unsigned char *dep)
+{
+	int vw = rp->vw, C = rp->parts;
+	Ix xs[MAX_LANES];
+	k->stage_sm = fg_arena_array(k->a, (size_t)k->gr->nreads + 1, sizeof(char *));
+	k->staged = fg_arena_alloc(k->a, (size_t)k->gr->nreads + 1);
+	k->stage_len = rp->len;
+	if (C > 1)
+		k->attrs = cu_fmt(k->a, "__cluster_dims__(%d, 1, 1)", C);
+	cu_kline(k, 0, NULL, "extern __shared__ __align__(16) unsigned char fg_smem[];");
+	/* scope 0: the block's part of a row, [c0, c1) */
+	const char *c0 = "0", *c1 = cu_fmt(k->a, "%lld", (long long)ri->nred);
+	if (C > 1) {
+		c0 = cu_fresh(k, 0, "c0");
+		cu_kline(k, 0, NULL, "const %s %s = (%s)(blockIdx.x %% %d) * %lld;", k->idx, c0, k->idx, C,
+			 (long long)rp->len);
+		c1 = cu_fresh(k, 0, "c1");
+		cu_kline(k, 0, NULL, "const %s %s = min(%s + %lld, (%s)%lld);", k->idx, c1, c0, (long long)rp->len,
+			 k->idx, (long long)ri->nred);
+	}
+	const char *reduce = C > 1 ? cu_fmt(k->a, "fg_cluster_reduce<%d>", C) : "fg_block_reduce";
+	const char *jloop = cu_fmt(k->a, "for (%s j = %s%sthreadIdx.x * %d; j < %s; j += %d)", k->idx, C > 1 ? c0 : "",
+				   C > 1 ? " + " : "", vw, c1, rp->block * vw);
+	cu_kopen(k);       /* 1: a row */
+	Ix kc = cu_ix_from_lin(k, &ri->kept, "row", 1, "r");
+	for (int r = 0; r < k->reds.n; r++) {
+		k->reds.v[r].at = cu_result_ix(k, ri, k->reds.v[r].id, &kc, "row", 1);
+		k->reds.v[r].lv = 1;
+	}
+	/* the lanes of the vector at j: in pass p (npass + 1: the epilogue) */
+	for (int p = 1; p <= npass + 1; p++) {
+		if (p > npass && !cu_writes_space(k, first, dep))
+			break;
+		cu_kline(k, 1, NULL, p > npass ? "/* epilogue */" : "/* pass %d */", p);
+		if (p <= npass)
+			cu_declare_reds(k, 1, p, passes);
+		cu_kopen(k);       /* 2: a vector of the row */
+		Ix rc = cu_ix_from_lin(k, &ri->red, "j", 2, "j");
+		const char *i = cu_fresh(k, 2, "i");
+		cu_kline(k, 2, i, "const %s %s = row * %lld + j;", k->idx, i, (long long)ri->nred);
+		Ix x = cu_merge_ix(ri, &kc, &rc, i, 2);
+		for (int l = 0; l < vw; l++)
+			xs[l] = vw > 1 ? cu_lane_of(k, &x, rp->vd, vw, l) : x;
+		k->stage_lin = i;
+		k->stage_off = C > 1 ? cu_fmt(k->a, "(j - %s)", c0) : "j";
+		if (p > npass) {
+			cu_store_space(k, ri, first, dep, xs, vw, NULL);
+		} else {
+			for (int r = 0; r < k->reds.n; r++) {
+				Red *rd = &k->reds.v[r];
+				const FgNode *n = &k->g->nodes[rd->id];
+				for (int l = 0; l < vw && passes[r] == p; l++)
+					cu_kline(k, 2, NULL, "%s", cu_red_step(k, n, rd->acc, cu_gen(k, n->in[0], &xs[l]).e));
+			}
+		}
+		k->stage_lin = NULL;
+		cu_kline(k, 1, NULL, "#pragma unroll 4");   /* loads of four vectors in flight */
+		cu_kclose(k, jloop);
+		for (int r = 0; r < k->gr->nreads; r++)
+			k->staged[r] |= k->stage_sm[r] != NULL;
+		for (int r = 0; r < k->reds.n && p <= npass; r++) {
+			Red *rd = &k->reds.v[r];
+			if (passes[r] != p)
+				continue;
+			const FgNode *n = &k->g->nodes[rd->id];
+			cu_kline(k, 1, NULL, "%s = %s(%s, %s);", rd->acc, reduce, rd->acc, cu_red_functor(n));
+			rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", cu_name(k, rd->id)));
+			cu_kline(k, 1, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, rd->var,
+				 cu_red_final(k, n, rd->acc, ri->nred));
+		}
+		if (p == npass) {
+			/* once per row: values of the reduced shape */
+			Ix rx = cu_result_ix(k, ri, first, &kc, "row", 1);
+			cu_store_reduced(k, first, dep, &rx, C > 1 ? cu_fmt(k->a, "threadIdx.x == 0 && %s == 0", c0)
+								     : "threadIdx.x == 0");
+		}
+	}
+	cu_kclose(k, C > 1 ? cu_fmt(k->a, "for (%s row = blockIdx.x / %d; row < %lld; row += gridDim.x / %d)", k->idx, C,
+				    (long long)ri->nkept, C)
+			   : cu_fmt(k->a, "for (%s row = blockIdx.x; row < %lld; row += gridDim.x)", k->idx,
+				    (long long)ri->nkept));
+	if (k->failed)
+		return;
+	int64_t rows = ri->nkept < INT32_MAX / C ? ri->nkept : INT32_MAX / C;
+	cu_path(E, k->gi, C > 1 ? CU_PATH_ROW_CLUSTER : CU_PATH_ROW_SMEM);
+	const char *how = cu_fmt(E->a, "a block of %d per row, the row read once into shared memory (%lld bytes a block)",
+				 rp->block, (long long)k->smem);
+	if (C > 1)
+		how = cu_fmt(E->a, "a cluster of %d blocks of %d per row, each holding %lld of its elements in shared memory "
+			     "(%lld bytes)", C, rp->block, (long long)rp->len, (long long)k->smem);
+	cu_emit_comment(E, k->gi, cu_row_desc(E, ri, how));
+	const char *name = cu_kname(k, NULL);
+	const char *args = cu_emit_kernel(k, name, rp->block, NULL, 0, 1);
+	cu_add_launch_smem(E, name, k->gi, rows * C, rp->block, k->smem, args);
+}
+
 /* One block per row: each pass streams the row once for the reductions
  * whose inputs are ready (softmax: max, then sum), a last pass computes
  * and stores the epilogue.  Rows too long for registers take this. */
@@ -163,7 +325,13 @@ void cu_emit_rowreduce(Emit *E, Kern *k)
 	}
 	unsigned char *dep = cu_after_reduction(k);
 	RowTeam rt;
-	if (row_team(k, &ri, &rt)) {
+	RowParts rp;
+	int fits = row_team(k, &ri, &rt);
+	if (row_parts(k, &ri, fits, &rp)) {
+		emit_rowreduce_smem(E, k, &ri, &rp, first, passes, npass, dep);
+		return;
+	}
+	if (fits) {
 		emit_rowreduce_regs(E, k, &ri, &rt, first, passes, npass, dep);
 		return;
 	}
