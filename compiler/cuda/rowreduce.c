@@ -30,15 +30,22 @@ typedef struct RowTeam {
 #define ROW_REGS 16             /* row elements a thread holds, at most */
 #define ROW_REGS_WIDE 32        /* ... when a block of 1024 is not enough */
 
-/* Whether the row fits in the registers of a team, and its shape. */
-static int row_team(const Kern *k, const RedInfo *ri, RowTeam *rt)
+/* The lanes a thread takes of a row: vectors along the space's innermost
+ * dim (*vd) where the row has one dim above 1, else single elements. */
+static int row_lanes(const Kern *k, const RedInfo *ri, int *vd)
 {
 	int nonunit = 0;
 	for (int i = 0; i < ri->red.rank; i++)
 		nonunit += ri->red.d[i] > 1;
+	*vd = cu_innermost(&ri->S);
+	return nonunit == 1 ? cu_lane_width(k, ri->nred, 0) : 1;
+}
+
+/* Whether the row fits in the registers of a team, and its shape. */
+static int row_team(const Kern *k, const RedInfo *ri, RowTeam *rt)
+{
 	memset(rt, 0, sizeof *rt);
-	rt->vd = cu_innermost(&ri->S);
-	rt->vw = nonunit == 1 ? cu_lane_width(k, ri->nred, 0) : 1;
+	rt->vw = row_lanes(k, ri, &rt->vd);
 	for (int w = 32; w <= 1024; w *= 2) {
 		int64_t vecs = (ri->nred + (int64_t)w * rt->vw - 1) / ((int64_t)w * rt->vw);
 		int64_t held = vecs * rt->vw;
@@ -163,12 +170,8 @@ static int row_parts(const Kern *k, const RedInfo *ri, int fits, RowParts *rp)
 	}
 	if (bytes == 0)
 		return 0;
-	int nonunit = 0;
-	for (int i = 0; i < ri->red.rank; i++)
-		nonunit += ri->red.d[i] > 1;
 	memset(rp, 0, sizeof *rp);
-	rp->vd = cu_innermost(&ri->S);
-	rp->vw = nonunit == 1 ? cu_lane_width(k, ri->nred, 0) : 1;
+	rp->vw = row_lanes(k, ri, &rp->vd);
 	int64_t vecs = ri->nred / rp->vw;
 	for (rp->parts = 1; rp->parts <= ROW_CLUSTER; rp->parts *= 2)
 		if ((vecs + rp->parts - 1) / rp->parts * rp->vw * bytes <= ROW_SMEM)
