@@ -371,19 +371,21 @@ def first_line(e):
     return "error: %s" % (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
 
 
-def compile_peer(mod, args_in, ref, row):
-    """torch.compile'd forward, checked; None when it fails to compile."""
-    mode = "max-autotune-no-cudagraphs" if mod.FLOPS else None
-    row["compile_mode"] = mode or "default"
+def compile_peer(mod, args_in, ref, row, key="compile", mode=None):
+    """torch.compile'd forward, checked; None when it fails to compile.
+    Without a mode: the default, or max-autotune-no-cudagraphs with a
+    matmul.  The row's fields take the prefix `key`."""
+    mode = mode or ("max-autotune-no-cudagraphs" if mod.FLOPS else None)
+    row[key + "_mode"] = mode or "default"
     try:
         compiled = torch.compile(mod.forward, mode=mode)
         t0 = time.time()
-        row["compile_check"] = check_all(compiled(*args_in), ref, mod)
-        row["compile_s"] = round(time.time() - t0, 1)
+        row[key + "_check"] = check_all(compiled(*args_in), ref, mod)
+        row[key + "_s"] = round(time.time() - t0, 1)
         return compiled
     except Exception as e:  # reported in the row; eager and fgc still run
-        row["compile_check"] = first_line(e)
-        log("torch.compile failed: %s" % e)
+        row[key + "_check"] = first_line(e)
+        log("torch.compile (%s) failed: %s" % (mode or "default", e))
         return None
 
 
@@ -408,6 +410,12 @@ def bench_sample(name, args, clock, nvml, copy_bw, mm_rate, lib):
     compiled = None if args.no_compile else compile_peer(mod, inputs, ref, row)
     if compiled:
         fns["compile"] = lambda: compiled(*inputs)
+    # a second mode, as a peer of its own ("compile_ro": sweep.py's
+    # reduce-overhead, which replays CUDA graphs)
+    ro = getattr(args, "compile_ro", None)
+    compiled_ro = None if args.no_compile or not ro else compile_peer(mod, inputs, ref, row, "compile_ro", ro)
+    if compiled_ro:
+        fns["compile_ro"] = lambda: compiled_ro(*inputs)
     if isinstance(lib, Exception):
         row["fgc_check"] = first_line(lib)
     elif lib:
@@ -432,8 +440,9 @@ def bench_sample(name, args, clock, nvml, copy_bw, mm_rate, lib):
         if "fgc" in times:
             if row["floor_kind"] != "launch":
                 row["%s_fgc_pct_of_floor" % regime] = 100.0 * floor / times["fgc"]
-            if "compile" in times:
-                row["%s_fgc_speedup_vs_compile" % regime] = times["compile"] / times["fgc"]
+            for k in ("compile", "compile_ro"):
+                if k in times:
+                    row["%s_fgc_speedup_vs_%s" % (regime, k)] = times[k] / times["fgc"]
     return row
 
 

@@ -1,0 +1,290 @@
+#!/usr/bin/env python3
+"""
+sweep.py - issue 20's shape sweep: softmax, layernorm, rmsnorm and a
+bias+GELU over rows x columns, in f16, bf16 and f32, fgc against eager
+PyTorch, torch.compile in its default mode and in mode="reduce-overhead"
+(which replays CUDA graphs, as fgc's binary does) and the memory floor,
+with bench/peers.py's harness: one process, the same tensors, the same
+CUDA events, cold and sustained, the SM clock read.
+
+    python3 bench/sweep.py [--fgc build/fgc] [--out out/sweep] [--ops softmax,...]
+                           [--dtypes f16,...] [--rows 1,8,...] [--cols 128,...]
+                           [--resume] [--report] [--jobs N] [peers.py's timing options]
+
+Each cell is a graph of OPS at R rows of C columns (written to WORK/graphs/,
+the sizes given as -D), built as a library by `fgc compile --lib` (--jobs at
+a time, every cell before the first timing) and run as peers.py runs a
+sample: the four checked against the f64 reference under testing.md's
+gates, then timed.  A cell whose tensors would pass 2^31 elements is left
+out (32768 x 131072: its f64 reference alone is 34 GB).
+
+Each row goes to OUT/sweep.json as it comes; --resume keeps the rows
+already there and runs only the others, so a sweep can span several
+device calls (the whole grid is 4 ops x 3 dtypes x 29 cells, about 10 s a
+cell, mostly torch.compile's two compilations).  At the end, or alone
+with --report, OUT/sweep.md (per op and dtype, a rows x columns table of
+fgc's speedup over the faster torch.compile mode and its % of the floor,
+sustained then cold) and OUT/sweep.png (the sustained speedups as heat
+maps, when matplotlib is there) are written from the JSON.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers  # noqa: E402  (the harness: checks, timing, floors)
+
+ROOT = peers.ROOT
+log = peers.log
+
+# op: (its parameters, each of shape [C], and its statement)
+OPS = {
+    "softmax": ([], "y = softmax(x)"),
+    "layernorm": (["g", "b"], "y = layernorm(x, g, b)"),
+    "rmsnorm": (["g"], "y = rmsnorm(x, g)"),
+    "bias_gelu": (["b"], "y = gelu(x + b)"),
+}
+DTYPES = ["f16", "bf16", "f32"]
+ROWS = [1, 8, 64, 512, 4096, 32768]
+COLS = [128, 1024, 4096, 32768, 131072]
+MAX_ELEMENTS = 1 << 31
+
+
+def graph(op, dt, work):
+    """The .fg of op in dtype dt (sizes R and C, given as -D), its path."""
+    params, stmt = OPS[op]
+    lines = ["# %s in %s: bench/sweep.py's cell, sizes given as -D R=.. -D C=.." % (op, dt),
+             "graph sweep_%s_%s {" % (op, dt), "  input x : %s[R=1, C=128]" % dt]
+    lines += ["  param %s : %s[C]" % (p, dt) for p in params]
+    lines += ["", "  " + stmt, "  output y", "}", ""]
+    path = os.path.join(work, "graphs", "%s_%s.fg" % (op, dt))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+    return path
+
+
+def cells(args):
+    """Every (op, dtype, rows, cols) of the grid the options select."""
+    return [(op, dt, r, c) for op in args.ops for dt in args.dtypes for r in args.rows for c in args.cols
+            if r * c <= MAX_ELEMENTS]
+
+
+def cell_name(cell, args):
+    """peers.py's case for a cell: the graph's path with its sizes."""
+    op, dt, r, c = cell
+    return "%s:R=%d,C=%d" % (graph(op, dt, args.work), r, c)
+
+
+def build(names, args):
+    """`fgc compile --lib` of each case, --jobs at a time; per name, the
+    library's path or the error (peers.build_libs starts them all at once,
+    too many for a grid)."""
+    def one(name):
+        source, dims, stem = peers.case(name, args)
+        lib = os.path.join(args.work, "lib", stem, "lib%s.so" % os.path.basename(source)[:-3])
+        os.makedirs(os.path.dirname(lib), exist_ok=True)
+        p = subprocess.run([args.fgc, "compile", source, "--lib", "-o", lib] + dims,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return lib if p.returncode == 0 else RuntimeError(p.stdout.strip()[-2000:] or "fgc failed")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        return dict(zip(names, pool.map(one, names)))
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return {"environment": None, "rows": []}
+
+
+def save(path, data):
+    with open(path + ".tmp", "w") as f:
+        json.dump(data, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
+# ----------------------------------------------------------------- report
+
+def best_compile(row, regime):
+    """The faster torch.compile mode's time in a regime, or None."""
+    t = [row[k] for k in ("%s_compile_ms" % regime, "%s_compile_ro_ms" % regime) if k in row]
+    return min(t) if t else None
+
+
+def speedup(row, regime):
+    c, f = best_compile(row, regime), row.get("%s_fgc_ms" % regime)
+    return c / f if c and f else None
+
+
+def cell_text(row, regime):
+    """'1.23x 87%': fgc's speedup over the faster torch.compile mode and its
+    % of the floor (or 'launch' where the floor is under one launch); a
+    failed check is named."""
+    if row is None:
+        return ""
+    bad = [k for k in ("eager_check", "compile_check", "compile_ro_check", "fgc_check")
+           if k in row and row[k] != "ok"]
+    if "error" in row or bad:
+        return "error: " + (row.get("error") or ", ".join("%s %s" % (k[:-6], row[k]) for k in bad))[:60]
+    s = speedup(row, regime)
+    pct = row.get("%s_fgc_pct_of_floor" % regime)
+    return "%s %s" % ("%.2fx" % s if s else "-", "%.0f%%" % pct if pct else "launch")
+
+
+def report(data, args):
+    """sweep.md: a table per op and dtype and regime; sweep.png."""
+    rows = {(r["op"], r["dtype"], r["rows"], r["cols"]): r for r in data["rows"]}
+    sizes_r = [r for r in ROWS if any(k[2] == r for k in rows)]
+    sizes_c = [c for c in COLS if any(k[3] == c for k in rows)]
+    out = ["# fgc's shape sweep", "",
+           "Each cell: fgc's speedup over the faster of torch.compile's default and",
+           "reduce-overhead modes (their times over fgc's), and fgc's % of the memory",
+           "floor; `launch` where the floor is under one kernel launch.  Command(s):"]
+    out += ["`%s`" % c for c in data.get("commands", [])] + [""]
+    for regime in ("sustained", "cold"):
+        out += ["## %s" % regime.capitalize(), ""]
+        for op in OPS:
+            for dt in DTYPES:
+                if not any(k[0] == op and k[1] == dt for k in rows):
+                    continue
+                out += ["### %s %s" % (op, dt), "",
+                        "| rows \\ columns | " + " | ".join(str(c) for c in sizes_c) + " |",
+                        "|---" * (len(sizes_c) + 1) + "|"]
+                for r in sizes_r:
+                    out.append("| %d | " % r + " | ".join(cell_text(rows.get((op, dt, r, c)), regime)
+                                                          for c in sizes_c) + " |")
+                out.append("")
+    if data.get("environment"):
+        env = data["environment"]
+        out += ["Measured %s on %s (torch %s, triton %s, CUDA %s); copy bandwidth %.0f GB/s in the same run; "
+                "fgc %s." % (env["date"], env["gpu"], env["torch"], env["triton"], env["cuda"], env["copy_gbs"],
+                             env["fgc"]), ""]
+    with open(os.path.join(args.out, "sweep.md"), "w") as f:
+        f.write("\n".join(out))
+    heatmap(rows, os.path.join(args.out, "sweep.png"))
+    log("\n".join(out))
+
+
+def heatmap(rows, path):
+    """The sustained speedups, one heat map per op and dtype (log scale,
+    1.0x white), when matplotlib is there."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.colors import LogNorm
+    except ImportError:
+        log("no matplotlib: %s not drawn" % path)
+        return
+    fig, axes = plt.subplots(len(DTYPES), len(OPS), figsize=(4.2 * len(OPS), 3.4 * len(DTYPES)), squeeze=False)
+    norm = LogNorm(vmin=0.25, vmax=4.0)
+    image = None
+    for i, dt in enumerate(DTYPES):
+        for j, op in enumerate(OPS):
+            ax = axes[i][j]
+            grid = [[speedup(rows[op, dt, r, c], "sustained") if (op, dt, r, c) in rows else None
+                     for c in COLS] for r in ROWS]
+            values = [[v if v else float("nan") for v in line] for line in grid]
+            image = ax.imshow(values, cmap="RdBu", norm=norm, aspect="auto")
+            for y, line in enumerate(grid):
+                for x, v in enumerate(line):
+                    if v:
+                        ax.text(x, y, "%.2f" % v, ha="center", va="center", fontsize=7)
+            ax.set_title("%s %s" % (op, dt), fontsize=9)
+            ax.set_xticks(range(len(COLS)), [str(c) for c in COLS], fontsize=7)
+            ax.set_yticks(range(len(ROWS)), [str(r) for r in ROWS], fontsize=7)
+            ax.set_xlabel("columns", fontsize=7)
+            ax.set_ylabel("rows", fontsize=7)
+    fig.colorbar(image, ax=axes, shrink=0.6, label="fgc speedup over the faster torch.compile mode (sustained)")
+    fig.savefig(path, dpi=110)
+    log("wrote %s" % path)
+
+
+# ------------------------------------------------------------------- main
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[1], formatter_class=argparse.RawTextHelpFormatter)
+    ints = lambda s: [int(v) for v in s.split(",") if v]  # noqa: E731
+    names = lambda s: [v for v in s.split(",") if v]      # noqa: E731
+    p.add_argument("--fgc", default=os.path.join(ROOT, "build", "fgc"), help="the fgc compiler (default build/fgc)")
+    p.add_argument("--out", default=os.path.join(ROOT, "out", "sweep"), help="sweep.json, sweep.md, sweep.png")
+    p.add_argument("--work", default="/tmp/fgc-sweep", help="graphs, modules, libraries")
+    p.add_argument("--ops", type=names, default=list(OPS), help="comma-separated (default: %s)" % ",".join(OPS))
+    p.add_argument("--dtypes", type=names, default=DTYPES, help="comma-separated (default: f16,bf16,f32)")
+    p.add_argument("--rows", type=ints, default=ROWS, help="comma-separated (default: %s)" % ",".join(map(str, ROWS)))
+    p.add_argument("--cols", type=ints, default=COLS, help="comma-separated (default: %s)" % ",".join(map(str, COLS)))
+    p.add_argument("--resume", action="store_true", help="keep OUT/sweep.json's rows, run only the other cells")
+    p.add_argument("--report", action="store_true", help="only write sweep.md and sweep.png from OUT/sweep.json")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="fgc compile --lib at a time")
+    p.add_argument("--runs", type=int, default=5, help="cold calls of each competitor (default 5)")
+    p.add_argument("--rounds", type=int, default=1, help="sustained runs of each competitor (default 1)")
+    p.add_argument("--gap", type=float, default=0.05, help="idle seconds before each cold call (default 0.05)")
+    p.add_argument("--sustain", type=float, default=0.1, help="seconds of each sustained run (default 0.1)")
+    p.add_argument("--warmup", type=int, default=3, help="untimed calls before timing (default 3)")
+    p.add_argument("--seed", type=int, default=7, help="the inputs' seed (default 7)")
+    p.add_argument("--device", default="cuda", help="cuda, or cpu to try the script without a GPU")
+    p.add_argument("--no-fgc", action="store_true", help="time PyTorch alone")
+    p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    args = p.parse_args()
+    for op in args.ops:
+        if op not in OPS:
+            p.error("--ops: no op %r (there are %s)" % (op, ", ".join(OPS)))
+    for dt in args.dtypes:
+        if dt not in DTYPES:
+            p.error("--dtypes: no dtype %r (there are %s)" % (dt, ", ".join(DTYPES)))
+    args.small = False
+    args.compile_ro = "reduce-overhead" if args.device.startswith("cuda") else None
+    if not hasattr(torch, "compile"):
+        args.no_compile = True
+    return args
+
+
+def main():
+    args = parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    os.makedirs(args.work, exist_ok=True)
+    path = os.path.join(args.out, "sweep.json")
+    data = load(path) if args.resume or args.report else {"environment": None, "rows": []}
+    if args.report:
+        report(data, args)
+        return
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        sys.exit("sweep.py: no CUDA device (use --device cpu --no-fgc to try the script without one)")
+    done = {(r["op"], r["dtype"], r["rows"], r["cols"]) for r in data["rows"] if "error" not in r}
+    data["rows"] = [r for r in data["rows"] if (r["op"], r["dtype"], r["rows"], r["cols"]) in done]
+    todo = [c for c in cells(args) if c not in done]
+    data.setdefault("commands", []).append("python3 bench/sweep.py " + " ".join(sys.argv[1:]))
+    names = {c: cell_name(c, args) for c in todo}
+    log("%d cells to run (%d kept)" % (len(todo), len(done)))
+    libs = {} if args.no_fgc else build(list(names.values()), args)
+    clock, nvml = peers.Clock(args.device), peers.Nvml(args.device)
+    copy_bw, mm_rate = peers.copy_bandwidth(args.device, clock), peers.matmul_rate(args.device, clock)
+    data["environment"] = peers.environment(args.device, copy_bw, mm_rate, args.fgc)
+    for cell in todo:
+        op, dt, r, c = cell
+        log("== %s %s %d x %d" % cell)
+        try:
+            row = peers.bench_sample(names[cell], args, clock, nvml, copy_bw, mm_rate, libs.get(names[cell]))
+        except Exception as e:  # one cell's failure must not lose the others
+            row = {"error": peers.first_line(e)}
+            log("failed: %s" % e)
+        row.update(op=op, dtype=dt, rows=r, cols=c, copy_gbs=copy_bw / 1e9)   # this call's floor
+        if not args.no_compile:
+            torch._dynamo.reset()
+        if clock.cuda:
+            torch.cuda.empty_cache()
+        data["rows"].append(row)
+        save(path, data)
+        log("sustained %s, cold %s" % (cell_text(row, "sustained"), cell_text(row, "cold")))
+    report(data, args)
+
+
+if __name__ == "__main__":
+    main()
