@@ -62,6 +62,16 @@ static int row_team(const Kern *k, const RedInfo *ri, RowTeam *rt)
 	return 1;
 }
 
+/* Combines reduction rd's accumulators across the row's team (reduce:
+ * the warp's, block's or cluster's function) and defines its value. */
+static void combine(Kern *k, Red *rd, const char *reduce, int64_t nred)
+{
+	const FgNode *n = &k->g->nodes[rd->id];
+	cu_kline(k, 1, NULL, "%s = %s(%s, %s);", rd->acc, reduce, rd->acc, cu_red_functor(n));
+	rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", cu_name(k, rd->id)));
+	cu_kline(k, 1, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, rd->var, cu_red_final(k, n, rd->acc, nred));
+}
+
 /* A row kernel that reads its row once: a team of threads per row (see
  * RowTeam) holds the row's elements in registers.  Every pass and the
  * epilogue evaluate the same element indices, so the memo hands the loads
@@ -119,9 +129,7 @@ static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTe
 				else
 					cu_kline(k, 1, NULL, "%s", step);
 			}
-			cu_kline(k, 1, NULL, "%s = %s(%s, %s);", rd->acc, reduce, rd->acc, cu_red_functor(n));
-			rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", cu_name(k, rd->id)));
-			cu_kline(k, 1, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, rd->var, cu_red_final(k, n, rd->acc, ri->nred));
+			combine(k, rd, reduce, ri->nred);
 		}
 	}
 	/* once per row: values of the reduced shape */
@@ -261,16 +269,9 @@ static void emit_rowreduce_smem(Emit *E, Kern *k, const RedInfo *ri, const RowPa
 		cu_kclose(k, jloop);
 		for (int r = 0; r < k->gr->nreads; r++)
 			k->staged[r] |= k->stage_sm[r] != NULL;
-		for (int r = 0; r < k->reds.n && p <= npass; r++) {
-			Red *rd = &k->reds.v[r];
-			if (passes[r] != p)
-				continue;
-			const FgNode *n = &k->g->nodes[rd->id];
-			cu_kline(k, 1, NULL, "%s = %s(%s, %s);", rd->acc, reduce, rd->acc, cu_red_functor(n));
-			rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", cu_name(k, rd->id)));
-			cu_kline(k, 1, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, rd->var,
-				 cu_red_final(k, n, rd->acc, ri->nred));
-		}
+		for (int r = 0; r < k->reds.n && p <= npass; r++)
+			if (passes[r] == p)
+				combine(k, &k->reds.v[r], reduce, ri->nred);
 		if (p == npass) {
 			/* once per row: values of the reduced shape */
 			Ix rx = cu_result_ix(k, ri, first, &kc, "row", 1);
@@ -359,15 +360,9 @@ void cu_emit_rowreduce(Emit *E, Kern *k)
 		Ix x = cu_merge_ix(&ri, &kc, &rc, i, 2);
 		cu_accumulate(k, &x, p, passes);
 		cu_kclose(k, jloop);
-		for (int r = 0; r < k->reds.n; r++) {
-			Red *rd = &k->reds.v[r];
-			if (passes[r] != p)
-				continue;
-			const FgNode *n = &k->g->nodes[rd->id];
-			cu_kline(k, 1, NULL, "%s = fg_block_reduce(%s, %s);", rd->acc, rd->acc, cu_red_functor(n));
-			rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", cu_name(k, rd->id)));
-			cu_kline(k, 1, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, rd->var, cu_red_final(k, n, rd->acc, ri.nred));
-		}
+		for (int r = 0; r < k->reds.n; r++)
+			if (passes[r] == p)
+				combine(k, &k->reds.v[r], "fg_block_reduce", ri.nred);
 	}
 	/* once per row: values of the reduced shape */
 	Ix rx = cu_result_ix(k, &ri, first, &kc, "row", 1);
