@@ -36,6 +36,7 @@ and OUT/peers.png (when matplotlib is there), and prints the tables.
 clock), to try the script itself.
 """
 import argparse
+import concurrent.futures
 import ctypes
 import glob
 import importlib.util
@@ -312,21 +313,19 @@ def case(name, args):
     return source, flags, "_".join([stem] + [d.replace("=", "") for d in dims.split(",") if d])
 
 
-def build_libs(args, names):
-    """`fgc compile --lib` of every case (test dims with --small), all at
-    once; per name, the library's path, or the error."""
-    procs = {}
-    for name in names:
+def build_libs(args, names, jobs=None):
+    """`fgc compile --lib` of every case (test dims with --small), `jobs` at
+    a time (default: all at once); per name, the library's path, or the
+    error."""
+    def one(name):
         source, dims, stem = case(name, args)
         lib = os.path.join(args.work, "lib", stem, "lib%s.so" % os.path.basename(source)[:-3])
         os.makedirs(os.path.dirname(lib), exist_ok=True)
-        cmd = [args.fgc, "compile", source, "--lib", "-o", lib] + dims
-        procs[name] = (lib, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    libs = {}
-    for name, (lib, proc) in procs.items():
-        out, _ = proc.communicate()
-        libs[name] = lib if proc.returncode == 0 else RuntimeError(out.strip()[-2000:] or "fgc failed")
-    return libs
+        p = subprocess.run([args.fgc, "compile", source, "--lib", "-o", lib] + dims,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return lib if p.returncode == 0 else RuntimeError(p.stdout.strip()[-2000:] or "fgc failed")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs or max(1, len(names))) as pool:
+        return dict(zip(names, pool.map(one, names)))
 
 
 def fgc_results(mod, model, outs):
@@ -603,19 +602,29 @@ def parse_args():
                    help="cases (default: every samples/*.fg), separated by spaces (or commas between\n"
                         "cases without sizes): NAME (samples/NAME.fg) or PATH.fg, each optionally\n"
                         "followed by :DIM=V,DIM=V (sizes, as -D)")
-    p.add_argument("--runs", type=int, default=20, help="cold calls of each competitor (default 20)")
-    p.add_argument("--rounds", type=int, default=3, help="sustained runs of each competitor (default 3)")
-    p.add_argument("--gap", type=float, default=0.05, help="idle seconds before each cold call (default 0.05)")
-    p.add_argument("--sustain", type=float, default=0.2, help="seconds of each sustained run (default 0.2)")
-    p.add_argument("--warmup", type=int, default=5, help="untimed calls before timing (default 5)")
-    p.add_argument("--seed", type=int, default=7, help="the inputs' seed (default 7)")
-    p.add_argument("--device", default="cuda", help="cuda, or cpu to try the script without a GPU")
+    timing_options(p, runs=20, rounds=3, sustain=0.2, warmup=5)
     p.add_argument("--small", action="store_true",
                    help="each sample at its `# test-dims:` sizes: a quick check that the three\n"
                         "agree; its timings mean little")
+    return timing_checked(p.parse_args())
+
+
+def timing_options(p, runs, rounds, sustain, warmup):
+    """The options of the harness's schedule and competitors, with these
+    defaults (peers.py's and sweep.py's)."""
+    p.add_argument("--runs", type=int, default=runs, help="cold calls of each competitor (default %d)" % runs)
+    p.add_argument("--rounds", type=int, default=rounds, help="sustained runs of each competitor (default %d)" % rounds)
+    p.add_argument("--gap", type=float, default=0.05, help="idle seconds before each cold call (default 0.05)")
+    p.add_argument("--sustain", type=float, default=sustain,
+                   help="seconds of each sustained run (default %g)" % sustain)
+    p.add_argument("--warmup", type=int, default=warmup, help="untimed calls before timing (default %d)" % warmup)
+    p.add_argument("--seed", type=int, default=7, help="the inputs' seed (default 7)")
+    p.add_argument("--device", default="cuda", help="cuda, or cpu to try the script without a GPU")
     p.add_argument("--no-fgc", action="store_true", help="time PyTorch alone")
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
-    args = p.parse_args()
+
+
+def timing_checked(args):
     args.rounds = max(1, args.rounds)
     if not hasattr(torch, "compile"):
         args.no_compile = True

@@ -28,10 +28,8 @@ sustained then cold) and OUT/sweep.png (the sustained speedups as heat
 maps, when matplotlib is there) are written from the JSON.
 """
 import argparse
-import concurrent.futures
 import json
 import os
-import subprocess
 import sys
 
 import torch
@@ -75,25 +73,11 @@ def cells(args):
             if r * c <= MAX_ELEMENTS]
 
 
-def cell_name(cell, args):
-    """peers.py's case for a cell: the graph's path with its sizes."""
-    op, dt, r, c = cell
-    return "%s:R=%d,C=%d" % (graph(op, dt, args.work), r, c)
-
-
-def build(names, args):
-    """`fgc compile --lib` of each case, --jobs at a time; per name, the
-    library's path or the error (peers.build_libs starts them all at once,
-    too many for a grid)."""
-    def one(name):
-        source, dims, stem = peers.case(name, args)
-        lib = os.path.join(args.work, "lib", stem, "lib%s.so" % os.path.basename(source)[:-3])
-        os.makedirs(os.path.dirname(lib), exist_ok=True)
-        p = subprocess.run([args.fgc, "compile", source, "--lib", "-o", lib] + dims,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        return lib if p.returncode == 0 else RuntimeError(p.stdout.strip()[-2000:] or "fgc failed")
-    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        return dict(zip(names, pool.map(one, names)))
+def cell_names(todo, args):
+    """peers.py's case for each cell: its graph's path (each graph written
+    once) with its sizes."""
+    paths = {(op, dt): graph(op, dt, args.work) for op, dt, _, _ in todo}
+    return {cell: "%s:R=%d,C=%d" % (paths[cell[:2]], cell[2], cell[3]) for cell in todo}
 
 
 def load(path):
@@ -223,16 +207,8 @@ def parse_args():
     p.add_argument("--resume", action="store_true", help="keep OUT/sweep.json's rows, run only the other cells")
     p.add_argument("--report", action="store_true", help="only write sweep.md and sweep.png from OUT/sweep.json")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="fgc compile --lib at a time")
-    p.add_argument("--runs", type=int, default=5, help="cold calls of each competitor (default 5)")
-    p.add_argument("--rounds", type=int, default=1, help="sustained runs of each competitor (default 1)")
-    p.add_argument("--gap", type=float, default=0.05, help="idle seconds before each cold call (default 0.05)")
-    p.add_argument("--sustain", type=float, default=0.1, help="seconds of each sustained run (default 0.1)")
-    p.add_argument("--warmup", type=int, default=3, help="untimed calls before timing (default 3)")
-    p.add_argument("--seed", type=int, default=7, help="the inputs' seed (default 7)")
-    p.add_argument("--device", default="cuda", help="cuda, or cpu to try the script without a GPU")
-    p.add_argument("--no-fgc", action="store_true", help="time PyTorch alone")
-    p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
-    args = p.parse_args()
+    peers.timing_options(p, runs=5, rounds=1, sustain=0.1, warmup=3)
+    args = peers.timing_checked(p.parse_args())
     for op in args.ops:
         if op not in OPS:
             p.error("--ops: no op %r (there are %s)" % (op, ", ".join(OPS)))
@@ -241,8 +217,6 @@ def parse_args():
             p.error("--dtypes: no dtype %r (there are %s)" % (dt, ", ".join(DTYPES)))
     args.small = False
     args.compile_ro = "reduce-overhead" if args.device.startswith("cuda") else None
-    if not hasattr(torch, "compile"):
-        args.no_compile = True
     return args
 
 
@@ -261,9 +235,10 @@ def main():
     data["rows"] = [r for r in data["rows"] if (r["op"], r["dtype"], r["rows"], r["cols"]) in done]
     todo = [c for c in cells(args) if c not in done]
     data.setdefault("commands", []).append("python3 bench/sweep.py " + " ".join(sys.argv[1:]))
-    names = {c: cell_name(c, args) for c in todo}
+    names = cell_names(todo, args)
     log("%d cells to run (%d kept)" % (len(todo), len(done)))
-    libs = {} if args.no_fgc else build(list(names.values()), args)
+    # a grid's libraries --jobs at a time: all at once would start ~350 nvcc
+    libs = {} if args.no_fgc else peers.build_libs(args, list(names.values()), args.jobs)
     clock, nvml = peers.Clock(args.device), peers.Nvml(args.device)
     copy_bw, mm_rate = peers.copy_bandwidth(args.device, clock), peers.matmul_rate(args.device, clock)
     data["environment"] = peers.environment(args.device, copy_bw, mm_rate, args.fgc)
