@@ -302,15 +302,20 @@ def check_all(results, ref, mod):
 
 def case(name, args):
     """A case of --samples: NAME (samples/NAME.fg) or a path ending in .fg,
-    optionally followed by :DIM=V,DIM=V (its sizes); its source, its -D
-    flags (the test dims with --small), and a name for files."""
+    optionally followed by :DIM=V,DIM=V (its sizes) and @FLAG,FLAG (fgc
+    compile flags without their dashes: @accurate-math); its source, its -D
+    flags (the test dims with --small), a name for files, and the compile
+    flags."""
+    name, _, extra = name.partition("@")
     name, _, dims = name.partition(":")
     source = os.path.join(ROOT, name) if name.endswith(".fg") else os.path.join(ROOT, "samples", name + ".fg")
     flags = [f for d in dims.split(",") if d for f in ("-D", d)]
     if getattr(args, "small", False) and not flags:
         flags = test_dims(source)
+    cflags = [f for f in extra.split(",") if f]
     stem = os.path.basename(name)[:-3] if name.endswith(".fg") else name
-    return source, flags, "_".join([stem] + [d.replace("=", "") for d in dims.split(",") if d])
+    return (source, flags, "_".join([stem] + [d.replace("=", "") for d in dims.split(",") if d] + cflags),
+            ["--" + f for f in cflags])
 
 
 def build_libs(args, names, jobs=None):
@@ -318,10 +323,10 @@ def build_libs(args, names, jobs=None):
     a time (default: all at once); per name, the library's path, or the
     error."""
     def one(name):
-        source, dims, stem = case(name, args)
+        source, dims, stem, cflags = case(name, args)
         lib = os.path.join(args.work, "lib", stem, "lib%s.so" % os.path.basename(source)[:-3])
         os.makedirs(os.path.dirname(lib), exist_ok=True)
-        p = subprocess.run([args.fgc, "compile", source, "--lib", "-o", lib] + dims,
+        p = subprocess.run([args.fgc, "compile", source, "--lib", "-o", lib] + dims + cflags,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         return lib if p.returncode == 0 else RuntimeError(p.stdout.strip()[-2000:] or "fgc failed")
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs or max(1, len(names))) as pool:
@@ -360,7 +365,7 @@ def test_dims(source):
 
 def emit(name, args, work):
     """The case's module, written by fgc emit-torch and imported."""
-    source, dims, stem = case(name, args)
+    source, dims, stem, _ = case(name, args)
     module = os.path.join(work, stem + ".py")
     subprocess.run([args.fgc, "emit-torch", source, "-o", module] + dims, check=True)
     return load_module(module)
@@ -600,8 +605,9 @@ def parse_args():
     p.add_argument("--work", default="/tmp/fgc-peers", help="modules, libraries and logs")
     p.add_argument("--samples", default="",
                    help="cases (default: every samples/*.fg), separated by spaces (or commas between\n"
-                        "cases without sizes): NAME (samples/NAME.fg) or PATH.fg, each optionally\n"
-                        "followed by :DIM=V,DIM=V (sizes, as -D)")
+                        "cases without sizes or flags): NAME (samples/NAME.fg) or PATH.fg, each optionally\n"
+                        "followed by :DIM=V,DIM=V (sizes, as -D) and @FLAG,FLAG (fgc compile flags\n"
+                        "without their dashes: bias_gelu_f16@accurate-math)")
     timing_options(p, runs=20, rounds=3, sustain=0.2, warmup=5)
     p.add_argument("--small", action="store_true",
                    help="each sample at its `# test-dims:` sizes: a quick check that the three\n"
@@ -635,7 +641,7 @@ def main():
     args = parse_args()
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         sys.exit("peers.py: no CUDA device (use --device cpu --no-fgc to try the script without one)")
-    names = [n for w in args.samples.split() for n in (w.split(",") if ":" not in w else [w]) if n] or sorted(
+    names = [n for w in args.samples.split() for n in (w.split(",") if ":" not in w and "@" not in w else [w]) if n] or sorted(
         os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "samples", "*.fg")))
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.work, exist_ok=True)

@@ -31,6 +31,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 import torch
 
@@ -244,7 +245,7 @@ def main():
     data["environment"] = peers.environment(args.device, copy_bw, mm_rate, args.fgc)
     for cell in todo:
         op, dt, r, c = cell
-        log("== %s %s %d x %d" % cell)
+        log("== %s %s %d x %d (%s)" % (cell + (time.strftime("%H:%M:%S"),)))
         try:
             row = peers.bench_sample(names[cell], args, clock, nvml, copy_bw, mm_rate, libs.get(names[cell]))
         except Exception as e:  # one cell's failure must not lose the others

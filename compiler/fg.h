@@ -632,6 +632,9 @@ typedef struct FgFuseOptions {
 	int tf32;               /* --tf32: f32 matmuls may multiply as tf32 (the
 				 * backend's choice: the partition ignores it;
 				 * compile and the report's GPU notes follow it) */
+	int accurate_math;      /* --accurate-math: f16 and bf16 transcendentals
+				 * in their accurate f32 forms too, not the fast
+				 * ones (the backend's choice, as tf32) */
 } FgFuseOptions;
 
 typedef struct FgPlan {

@@ -92,6 +92,9 @@ static const char usage[] =
 	"  --tf32           (compile, report) f32 matmuls may multiply as tf32 on the\n"
 	"                   tensor cores (10 bits of each operand's mantissa); --check\n"
 	"                   then holds the values they feed to tf32's precision\n"
+	"  --accurate-math  (compile) exp, sigmoid, silu and the GELUs of f16 and bf16\n"
+	"                   values in their accurate f32 forms too (default: fast forms\n"
+	"                   within 1/8 of the dtype's unit roundoff; docs/testing.md)\n"
 	"  --no-fuse        one group per op: the unfused baseline\n"
 	"  --bw GBS         cost model: device bandwidth in GB/s (default 4300)\n"
 	"  --launch-us US   cost model: cost of one kernel launch in us (default 3)\n"
@@ -368,6 +371,7 @@ static const Flag flags[] = {
 	{"--arch", "SM", C_COMPILE, SET(arch)},
 	{"--gemm", "WHO", C_COMPILE, flag_gemm, 0},
 	{"--tf32", NULL, C_COMPILE | C_REPORT, SET(fuse.tf32)},
+	{"--accurate-math", NULL, C_COMPILE, SET(fuse.accurate_math)},
 	{"--no-fuse", NULL, C_PLAN, SET(fuse.no_fuse)},
 	{"--bw", "GBS", C_PLAN, flag_bw, 0},
 	{"--launch-us", "US", C_PLAN, flag_launch_us, 0},

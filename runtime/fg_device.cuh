@@ -44,6 +44,63 @@ FG_DEV float fg_gelu_tanh(float a)
 }
 FG_DEV float fg_silu(float a) { return a / (1.0f + expf(-a)); }
 
+/* The fast forms: what an op of dtype f16 or bf16 computes instead of the
+ * accurate form above (compiler/cuda/gen.c's FAST table; not under
+ * `fgc compile --accurate-math`).  Each is within an eighth of the
+ * dtype's unit roundoff of the exact value for every input, so that the
+ * stored value is the correctly rounded one or its neighbour, and a
+ * chain keeps most of its margin (docs/testing.md, "Fast
+ * transcendentals", measured by tests/runtime/fast_math.cu).  f32 keeps
+ * the accurate forms: ex2.approx's input rounding alone is 1.16 ulps of
+ * e^x per unit of |x|, past f32's gate from |x| = 70.
+ *
+ * fg_ex2 and fg_rcp are single MUFU instructions (ftz: results below
+ * 2^-126 become 0, which every dtype's atol admits).  The sigmoid family
+ * is 1 / (1 + e^-z): for z far below 0, e^-z is inf and the rcp 0, so
+ * the tails are right to the last bit without a cancellation.  The erf
+ * GELU is x * sigmoid(p(x)) with p = logit(Phi), an odd function fitted
+ * as x * q(|x|), q a degree-8 polynomial on [0, 5.8] fitted for
+ * Phi(-|x|) |dp| <= 4e-5 by tools/gelu-fit.py (|x| clamped there: past
+ * it Phi is 1 within 4e-9, and |x Phi(x)| below 2^-24, f16's smallest
+ * subnormal), with -log2(e) folded into q's coefficients; two MUFU and a
+ * dozen other instructions where erff's form takes about twice as many. */
+FG_DEV float fg_ex2(float a)
+{
+	float r;
+	asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(a));
+	return r;
+}
+FG_DEV float fg_rcp(float a)
+{
+	float r;
+	asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(a));
+	return r;
+}
+FG_DEV float fg_fast_exp(float a) { return fg_ex2(a * 1.44269504f); }
+FG_DEV float fg_fast_sigmoid(float a) { return fg_rcp(1.0f + fg_ex2(a * -1.44269504f)); }
+FG_DEV float fg_fast_silu(float a) { return a * fg_rcp(1.0f + fg_ex2(a * -1.44269504f)); }
+FG_DEV float fg_fast_gelu(float a)
+{
+	const float t = fminf(fabsf(a), 5.8f);
+	float q = -2.681086471e-06f;
+	q = fmaf(q, t, 6.642388325e-05f);
+	q = fmaf(q, t, -6.276263157e-04f);
+	q = fmaf(q, t, 2.574332058e-03f);
+	q = fmaf(q, t, -2.664508531e-03f);
+	q = fmaf(q, t, -2.523877658e-03f);
+	q = fmaf(q, t, -9.655710310e-02f);
+	q = fmaf(q, t, -6.306097843e-03f);
+	q = fmaf(q, t, -2.300775528e+00f);
+	return a * fg_rcp(1.0f + fg_ex2(a * q));
+}
+/* 0.5 (1 + tanh(z)) is sigmoid(2z): the tanh GELU without its
+ * cancellation for x < 0. */
+FG_DEV float fg_fast_gelu_tanh(float a)
+{
+	const float k = -2.0f * 0.79788456080286536f * 1.44269504f; /* -2 sqrt(2/pi) log2(e) */
+	return a * fg_rcp(1.0f + fg_ex2(k * a * (1.0f + 0.044715f * a * a)));
+}
+
 /* NaN in, NaN out, whichever side it is on. */
 FG_DEV float fg_maximum(float a, float b) { return a != a ? a : b != b ? b : a > b ? a : b; }
 FG_DEV float fg_minimum(float a, float b) { return a != a ? a : b != b ? b : a < b ? a : b; }

@@ -16,6 +16,12 @@
  * to the compute type (f32 for the float dtypes and bool, int for i32);
  * lanes that sit side by side in memory, aligned, become one vector load
  * (fg_ldv in runtime/fg_device.cuh), shared by the lanes through the memo.
+ *
+ * Ops.  An elementwise op is FG_OPS' cuda expression over its operands,
+ * except the transcendental ops of dtype f16 and bf16, which take the
+ * fast forms of the FAST table (unless --accurate-math): each is within
+ * an eighth of the dtype's unit roundoff, so what is stored is rounded as
+ * the accurate form's would be, give or take one ulp (docs/testing.md).
  */
 #include <string.h>
 
@@ -34,6 +40,32 @@ const char *cu_memo_key(Kern *k, int id, const Ix *x)
 		p += sprintf(p, "%s,", x->c[i]);
 	(void)p;
 	return s;
+}
+
+/* The fast form of an op whose result is f16 or bf16 (runtime/fg_device.cuh;
+ * their errors measured over every input by tests/runtime/fast_math.cu).
+ * Ops not here keep their accurate form in every dtype: tanh.approx, sin,
+ * cos and log's fast forms miss the eighth of an ulp, and rcp.approx
+ * flushes bf16's subnormals, whose reciprocals are finite (docs/testing.md). */
+static const struct {
+	FgOp op;
+	const char *cuda;
+} FAST[] = {
+	{FG_OP_EXP, "fg_fast_exp(a)"},
+	{FG_OP_SIGMOID, "fg_fast_sigmoid(a)"},
+	{FG_OP_SILU, "fg_fast_silu(a)"},
+	{FG_OP_GELU, "fg_fast_gelu(a)"},
+	{FG_OP_GELU_TANH, "fg_fast_gelu_tanh(a)"},
+};
+
+/* Node n's CUDA expression over a, b, c: FG_OPS' column, or its fast form. */
+static const char *op_form(const Kern *k, const FgNode *n)
+{
+	if ((n->dt == FG_DT_F16 || n->dt == FG_DT_BF16) && !k->plan->opt.accurate_math)
+		for (size_t i = 0; i < sizeof FAST / sizeof FAST[0]; i++)
+			if (FAST[i].op == n->op)
+				return FAST[i].cuda;
+	return fg_op_info[n->op].cuda;
 }
 
 /* A new variable of node id's compute type holding expr, in scope lv. */
@@ -248,7 +280,7 @@ static Val gen_ew(Kern *k, int id, const Ix *x)
 	default:
 		if (!*fg_op_info[n->op].cuda)
 			fg_die("no CUDA form for '%s' (FG_OPS' cuda column)", fg_op_info[n->op].name);
-		e = subst(k->a, fg_op_info[n->op].cuda, ops, n->nin);
+		e = subst(k->a, op_form(k, n), ops, n->nin);
 		break;
 	}
 	return define(k, id, lv, e);
