@@ -331,7 +331,13 @@ void cu_emit_rowreduce(Emit *E, Kern *k)
 	RowTeam rt;
 	RowParts rp;
 	int fits = row_team(k, &ri, &rt);
-	if (row_parts(k, &ri, fits, &rp)) {
+	/* a row that only a block of 1024 holds, 32 elements a thread, goes to
+	 * shared memory where it fits: such a block fills its multiprocessor
+	 * alone, which then idles at each reduction (rmsnorm f16 at 32768
+	 * columns: 75% of the floor in registers, 98% for layernorm's row in
+	 * shared memory, docs/performance.md) */
+	int wide = fits && rt.vecs * rt.vw > ROW_REGS;
+	if (row_parts(k, &ri, fits && !wide, &rp)) {
 		emit_rowreduce_smem(E, k, &ri, &rp, first, passes, npass, dep);
 		return;
 	}

@@ -13,7 +13,10 @@ It runs on PyTorch's current stream of that device, so it orders with the
 caller's work, and it is a torch.library custom op (fgc::NAME_ID) with a
 fake-tensor implementation: it traces into torch.compile graphs as one
 opaque call, and is captured by torch.cuda.graphs (after one run outside a
-capture, as PyTorch asks of any warm-up).  Arguments are checked before
+capture, as PyTorch asks of any warm-up).  An eager call on plain tensors,
+with no torch.compile tracing and no dispatch or function mode active,
+runs the op's CUDA implementation without going through the dispatcher,
+whose cost is larger than a small model's launches.  Arguments are checked before
 anything runs: a wrong device, dtype, shape or a non-contiguous tensor is
 an error that names the tensor.
 

@@ -55,6 +55,9 @@ class Model:
 
     def _cuda(self, *args):
         self._check(args)
+        return self._compute(args)
+
+    def _compute(self, args):
         device = args[0].device if args else torch.device("cuda", torch.cuda.current_device())
         outs = [torch.empty(t.shape, dtype=TORCH_DTYPES[t.dtype], device=device) for t in self.results]
         self._run(args, outs, device)
@@ -65,7 +68,9 @@ class Model:
     def __call__(self, *args, out=None):
         self._check(args)       # before the dispatcher, which would name no tensor
         if out is None:
-            return self._op(*args)
+            # an eager call on plain tensors skips the dispatcher, which
+            # costs more than the launches of a small model (docs/peers.md)
+            return self._compute(args) if _direct(args) else self._op(*args)
         out = (out,) if isinstance(out, torch.Tensor) else tuple(out)
         if len(out) != len(self.results):
             raise ValueError(f"{self.name}: out= takes {len(self.results)} tensors "
@@ -117,11 +122,21 @@ class Model:
         # the library wants 256-byte aligned addresses: a view elsewhere is copied
         args = [a if a.data_ptr() % 256 == 0 else a.clone() for a in args]
         aligned = [o if o.data_ptr() % 256 == 0 else torch.empty_like(o) for o in outs]
-        stream = torch.cuda.current_stream(device).cuda_stream
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        stream = torch._C._cuda_getCurrentRawStream(index)
         self.lib.run(self._handle(device), [t.data_ptr() for t in list(args) + aligned], stream)
         for o, a in zip(outs, aligned):
             if o is not a:
                 o.copy_(a)
+
+
+def _direct(args):
+    """Whether a call may run the op's CUDA kernel itself: nothing would
+    see the dispatcher's call (no torch.compile tracing, no Python dispatch
+    or function mode: FakeTensorMode, profilers' modes), and the tensors are
+    plain ones (no subclass such as FakeTensor)."""
+    return (not torch.compiler.is_compiling() and not torch._C._is_torch_function_mode_enabled()
+            and torch._C._len_torch_dispatch_stack() == 0 and all(type(a) is torch.Tensor for a in args))
 
 
 def _ident(name):
