@@ -103,24 +103,28 @@ def best_compile(row, regime):
     return min(t) if t else None
 
 
-def speedup(row, regime):
-    c, f = best_compile(row, regime), row.get("%s_fgc_ms" % regime)
+def speedup(row, regime, peer=best_compile):
+    c, f = peer(row, regime), row.get("%s_fgc_ms" % regime)
     return c / f if c and f else None
 
 
+def eager(row, regime):
+    return row.get("%s_eager_ms" % regime)
+
+
 def cell_text(row, regime):
-    """'1.23x 87%': fgc's speedup over the faster torch.compile mode and its
-    % of the floor (or 'launch' where the floor is under one launch); a
-    failed check is named."""
+    """'1.23x (0.91x) 87%': fgc's speedup over the faster torch.compile mode
+    and over eager, and its % of the floor (or 'launch' where the floor is
+    under one launch); a failed check is named."""
     if row is None:
         return ""
     bad = [k for k in ("eager_check", "compile_check", "compile_ro_check", "fgc_check")
            if k in row and row[k] != "ok"]
     if "error" in row or bad:
         return "error: " + (row.get("error") or ", ".join("%s %s" % (k[:-6], row[k]) for k in bad))[:60]
-    s = speedup(row, regime)
+    s, e = speedup(row, regime), speedup(row, regime, eager)
     pct = row.get("%s_fgc_pct_of_floor" % regime)
-    return "%s %s" % ("%.2fx" % s if s else "-", "%.0f%%" % pct if pct else "launch")
+    return "%s (%s) %s" % ("%.2fx" % s if s else "-", "%.2fx" % e if e else "-", "%.0f%%" % pct if pct else "launch")
 
 
 def report(data, args):
@@ -130,8 +134,9 @@ def report(data, args):
     sizes_c = [c for c in COLS if any(k[3] == c for k in rows)]
     out = ["# fgc's shape sweep", "",
            "Each cell: fgc's speedup over the faster of torch.compile's default and",
-           "reduce-overhead modes (their times over fgc's), and fgc's % of the memory",
-           "floor; `launch` where the floor is under one kernel launch.  Command(s):"]
+           "reduce-overhead modes (their times over fgc's), in parentheses its speedup",
+           "over eager PyTorch, and fgc's % of the memory floor; `launch` where the",
+           "floor is under one kernel launch.  Command(s):"]
     out += ["`%s`" % c for c in data.get("commands", [])] + [""]
     for regime in ("sustained", "cold"):
         out += ["## %s" % regime.capitalize(), ""]
