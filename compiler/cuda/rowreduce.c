@@ -335,7 +335,7 @@ void cu_emit_rowreduce(Emit *E, Kern *k)
 	 * shared memory where it fits: such a block fills its multiprocessor
 	 * alone, which then idles at each reduction (rmsnorm f16 at 32768
 	 * columns: 75% of the floor in registers, 98% for layernorm's row in
-	 * shared memory, docs/performance.md) */
+	 * shared memory, docs/performance.md v8) */
 	int wide = fits && rt.vecs * rt.vw > ROW_REGS;
 	if (row_parts(k, &ri, fits && !wide, &rp)) {
 		emit_rowreduce_smem(E, k, &ri, &rp, first, passes, npass, dep);

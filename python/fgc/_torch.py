@@ -69,7 +69,7 @@ class Model:
         self._check(args)       # before the dispatcher, which would name no tensor
         if out is None:
             # an eager call on plain tensors skips the dispatcher, which
-            # costs more than the launches of a small model (docs/peers.md)
+            # costs more than the launches of a small model (docs/performance.md v8)
             return self._compute(args) if _direct(args) else self._op(*args)
         out = (out,) if isinstance(out, torch.Tensor) else tuple(out)
         if len(out) != len(self.results):
