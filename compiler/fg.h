@@ -66,6 +66,8 @@ typedef enum FgTypeRule {
 	FG_TY_WHERE,            /* bool, then two operands of one dtype */
 	FG_TY_CAST,             /* any operand; out is attribute dtype= */
 	FG_TY_ANY,              /* any dtype, all operands the same; same out */
+	FG_TY_PRED,             /* float operands; bool out (isnan) */
+	FG_TY_BOOL,             /* bool operands; bool out (and, not) */
 } FgTypeRule;
 
 /*
@@ -75,10 +77,12 @@ typedef enum FgTypeRule {
  * arity: operand count; -1 means one or more (concat).
  * attributes: the keys the op accepts, space-separated (see FG_ATTRS).
  * reference: a C expression over doubles a, b, c giving the value in the
- *   reference interpreter (helpers fg_ref_* are defined in interp.c); 0 for
- *   ops that are not elementwise, which the interpreter handles apart.
- * cuda: the same as a CUDA expression over floats a, b, c (helpers fg_*
- *   live in runtime/fg_device.cuh); "" where the backend handles it apart.
+ *   reference interpreter (helpers fg_ref_* are defined below), and k, the
+ *   op's scalar attribute (leaky_relu's slope, elu's alpha: FgNode.a.k); 0
+ *   for ops that are not elementwise, which the interpreter handles apart.
+ * cuda: the same as a CUDA expression over floats a, b, c and k (helpers
+ *   fg_* live in runtime/fg_device.cuh); "" where the backend handles it
+ *   apart.
  * torch: the same in PyTorch over tensors a, b (an infix operator where
  *   Python has one: emit-torch may then put a number on either side), or
  *   a reduction's function; "" where compiler/torch.c handles it apart.
@@ -110,6 +114,33 @@ typedef enum FgTypeRule {
 	X(GELU_TANH, "gelu_tanh", 1, EW, FLOAT, "", fg_ref_gelu_tanh(a), "fg_gelu_tanh(a)", "F.gelu(a, approximate=\"tanh\")", 1) \
 	X(SILU, "silu", 1, EW, FLOAT, "", fg_ref_silu(a), "fg_silu(a)", "F.silu(a)", 1)                                        \
 	X(ERF, "erf", 1, EW, FLOAT, "", erf(a), "erff(a)", "torch.erf(a)", 1)                                                  \
+	X(FLOOR, "floor", 1, EW, FLOAT, "", floor(a), "floorf(a)", "torch.floor(a)", 0)                                        \
+	X(CEIL, "ceil", 1, EW, FLOAT, "", ceil(a), "ceilf(a)", "torch.ceil(a)", 0)                                             \
+	X(ROUND, "round", 1, EW, FLOAT, "", nearbyint(a), "rintf(a)", "torch.round(a)", 0)                                     \
+	X(TRUNC, "trunc", 1, EW, FLOAT, "", trunc(a), "truncf(a)", "torch.trunc(a)", 0)                                        \
+	X(SIGN, "sign", 1, EW, NUM, "", fg_ref_sign(a), "fg_sign(a)", "torch.where(torch.isnan(a), a, torch.sign(a))", 0)      \
+	X(LOG1P, "log1p", 1, EW, FLOAT, "", log1p(a), "log1pf(a)", "torch.log1p(a)", 1)                                        \
+	X(EXPM1, "expm1", 1, EW, FLOAT, "", expm1(a), "expm1f(a)", "torch.expm1(a)", 1)                                        \
+	X(EXP2, "exp2", 1, EW, FLOAT, "", exp2(a), "exp2f(a)", "torch.exp2(a)", 1)                                             \
+	X(LOG2, "log2", 1, EW, FLOAT, "", log2(a), "log2f(a)", "torch.log2(a)", 1)                                             \
+	X(TAN, "tan", 1, EW, FLOAT, "", tan(a), "tanf(a)", "torch.tan(a)", 1)                                                  \
+	X(ASIN, "asin", 1, EW, FLOAT, "", asin(a), "asinf(a)", "torch.asin(a)", 1)                                             \
+	X(ACOS, "acos", 1, EW, FLOAT, "", acos(a), "acosf(a)", "torch.acos(a)", 1)                                             \
+	X(ATAN, "atan", 1, EW, FLOAT, "", atan(a), "atanf(a)", "torch.atan(a)", 1)                                             \
+	X(SINH, "sinh", 1, EW, FLOAT, "", sinh(a), "sinhf(a)", "torch.sinh(a)", 1)                                             \
+	X(COSH, "cosh", 1, EW, FLOAT, "", cosh(a), "coshf(a)", "torch.cosh(a)", 1)                                             \
+	X(ASINH, "asinh", 1, EW, FLOAT, "", asinh(a), "asinhf(a)", "torch.asinh(a)", 1)                                        \
+	X(ACOSH, "acosh", 1, EW, FLOAT, "", acosh(a), "acoshf(a)", "torch.acosh(a)", 1)                                        \
+	X(ATANH, "atanh", 1, EW, FLOAT, "", atanh(a), "atanhf(a)", "torch.atanh(a)", 1)                                        \
+	X(SOFTPLUS, "softplus", 1, EW, FLOAT, "", fg_ref_softplus(a), "fg_softplus(a)", "F.softplus(a)", 1)                    \
+	X(MISH, "mish", 1, EW, FLOAT, "", a * tanh(fg_ref_softplus(a)), "fg_mish(a)", "F.mish(a)", 1)                          \
+	X(HARDSIGMOID, "hardsigmoid", 1, EW, FLOAT, "", fg_ref_hardsigmoid(a), "fg_hardsigmoid(a)", "F.hardsigmoid(a)", 0)     \
+	X(HARDSWISH, "hardswish", 1, EW, FLOAT, "", a * fg_ref_hardsigmoid(a), "fg_hardswish(a)", "F.hardswish(a)", 0)         \
+	X(ISNAN, "isnan", 1, EW, PRED, "", (double)(a != a), "(float)(a != a)", "torch.isnan(a)", 0)                           \
+	X(ISINF, "isinf", 1, EW, PRED, "", (double)(fabs(a) == INFINITY), "(float)isinf(a)", "torch.isinf(a)", 0)              \
+	X(NOT, "not", 1, EW, BOOL, "", (double)(a == 0), "(float)(a == 0.0f)", "torch.logical_not(a)", 0)                      \
+	X(LEAKY_RELU, "leaky_relu", 1, EW, FLOAT, "slope", a > 0 ? a : a * k, "fg_leaky_relu(a, k)", "F.leaky_relu(a, k)", 0)  \
+	X(ELU, "elu", 1, EW, FLOAT, "alpha", a > 0 ? a : k * expm1(a), "fg_elu(a, k)", "F.elu(a, k)", 1)                       \
 	X(ADD, "add", 2, EW, NUM, "", a + b, "(a + b)", "a + b", 0)                                                            \
 	X(SUB, "sub", 2, EW, NUM, "", a - b, "(a - b)", "a - b", 0)                                                            \
 	X(MUL, "mul", 2, EW, NUM, "", a * b, "(a * b)", "a * b", 0)                                                            \
@@ -124,6 +155,11 @@ typedef enum FgTypeRule {
 	X(EQ, "eq", 2, EW, CMP, "", (double)(a == b), "(float)(a == b)", "a == b", 0)                                          \
 	X(NE, "ne", 2, EW, CMP, "", (double)(a != b), "(float)(a != b)", "a != b", 0)                                          \
 	X(WHERE, "where", 3, EW, WHERE, "", (a != 0 ? b : c), "(a != 0.0f ? b : c)", "", 0)                                    \
+	X(CLAMP, "clamp", 3, EW, NUM, "", fg_ref_minimum(fg_ref_maximum(a, b), c), "fg_clampv(a, b, c)", "", 0)                \
+	X(ATAN2, "atan2", 2, EW, FLOAT, "", atan2(a, b), "atan2f(a, b)", "torch.atan2(a, b)", 1)                               \
+	X(AND, "and", 2, EW, BOOL, "", (double)(a != 0 && b != 0), "(float)(a != 0.0f && b != 0.0f)", "torch.logical_and(a, b)", 0) \
+	X(OR, "or", 2, EW, BOOL, "", (double)(a != 0 || b != 0), "(float)(a != 0.0f || b != 0.0f)", "torch.logical_or(a, b)", 0) \
+	X(XOR, "xor", 2, EW, BOOL, "", (double)((a != 0) != (b != 0)), "(float)((a != 0.0f) != (b != 0.0f))", "torch.logical_xor(a, b)", 0) \
 	X(CAST, "cast", 1, EW, CAST, "dtype", 0, "", "", 0)                                                                    \
 	X(DROPOUT, "dropout", 1, EW, FLOAT, "p seed", 0, "", "", 0)                                                            \
 	X(SUM, "sum", 1, REDUCE, NUM, "axis keepdims", 0, "", "torch.sum", 0)                                                  \
@@ -139,7 +175,10 @@ typedef enum FgTypeRule {
 	X(SOFTMAX, "softmax", 1, COMPOSITE, FLOAT, "axis", 0, "", "", 1)                                                       \
 	X(LOG_SOFTMAX, "log_softmax", 1, COMPOSITE, FLOAT, "axis", 0, "", "", 1)                                               \
 	X(LAYERNORM, "layernorm", 3, COMPOSITE, FLOAT, "axis eps", 0, "", "", 1)                                               \
-	X(RMSNORM, "rmsnorm", 2, COMPOSITE, FLOAT, "axis eps", 0, "", "", 1)
+	X(RMSNORM, "rmsnorm", 2, COMPOSITE, FLOAT, "axis eps", 0, "", "", 1)                                                   \
+	X(LOGSUMEXP, "logsumexp", 1, COMPOSITE, FLOAT, "axis keepdims", 0, "", "", 1)                                          \
+	X(VAR, "var", 1, COMPOSITE, FLOAT, "axis keepdims correction", 0, "", "", 0)                                           \
+	X(STD, "std", 1, COMPOSITE, FLOAT, "axis keepdims correction", 0, "", "", 0)
 
 typedef enum FgOp {
 #define X(id, name, ar, cl, ty, at, ref, cu, py, tr) FG_OP_##id,
@@ -170,7 +209,10 @@ typedef struct FgOpInfo {
 	X(SHAPE, "shape")                                                      \
 	X(START, "start")                                                      \
 	X(END, "end")                                                          \
-	X(DTYPE, "dtype")
+	X(DTYPE, "dtype")                                                      \
+	X(SLOPE, "slope")                                                      \
+	X(CORRECTION, "correction")                                            \
+	X(ALPHA, "alpha")
 
 /* --------------------------------------------------- compiler/tables.c */
 
@@ -189,6 +231,12 @@ static inline double fg_ref_gelu_tanh(double a)
 	const double k = 0.7978845608028654; /* sqrt(2 / pi) */
 	return 0.5 * a * (1.0 + tanh(k * (a + 0.044715 * a * a * a)));
 }
+/* NumPy's sign: NaN stays NaN, both zeros give +0. */
+static inline double fg_ref_sign(double a) { return a > 0 ? 1.0 : a < 0 ? -1.0 : a == 0 ? 0.0 : a; }
+/* log(1 + e^a) without overflow: exact in f64 on both sides of 0. */
+static inline double fg_ref_softplus(double a) { return a > 0 ? a + log1p(exp(-a)) : log1p(exp(a)); }
+/* PyTorch's relu6(a + 3) / 6; NaN stays NaN. */
+static inline double fg_ref_hardsigmoid(double a) { return a <= -3 ? 0.0 : a >= 3 ? 1.0 : a / 6 + 0.5; }
 static inline double fg_ref_maximum(double a, double b)
 {
 	return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
@@ -231,13 +279,17 @@ double fg_round_to(FgDtype dt, double x);
 FgOp fg_op_lookup(const char *name);
 /* The callable op name nearest to `name`, or NULL when none is close. */
 const char *fg_op_suggest(const char *name);
+/* The op another framework's name means (clip: clamp), or NULL; *reserved
+ * set when the language keeps the name for a later version (conv2d). */
+const char *fg_op_meaning(const char *name, int *reserved);
 /* FG_DT_COUNT when `name` is no dtype. */
 FgDtype fg_dtype_lookup(const char *name);
 /* The value of elementwise op `op` on doubles, from the table's reference
  * column (the interpreter's semantics); used to fold numbers. */
-double fg_op_eval_scalar(FgOp op, double a, double b, double c);
+double fg_op_eval_scalar(FgOp op, double a, double b, double c, double k);
 /* Expression column t of FG_OPS (cuda, torch) with its operands a, b, c
- * (whole words) replaced by ops[0..nops), taken as they are. */
+ * (whole words) replaced by ops[0..nops), taken as they are, and with
+ * nops 4 the scalar attribute k by ops[3]. */
 const char *fg_op_subst(FgArena *a, const char *t, const char *const *ops, int nops);
 
 /* ------------------------------------------------------------- the AST */
@@ -483,7 +535,8 @@ typedef struct FgNode {
 		struct {
 			uint32_t axes;  /* bit i: axis i reduced (of the operand) */
 			int keepdims;   /* reduced axes kept as 1 */
-			double eps;     /* layernorm, rmsnorm */
+			double eps;     /* layernorm, rmsnorm; var and std's
+					   correction (n - correction divides) */
 		} red;                  /* reductions, softmax, norms */
 		int perm[FG_MAX_RANK];  /* transpose: out axis i = in axis perm[i] */
 		struct {
@@ -496,6 +549,7 @@ typedef struct FgNode {
 			uint64_t seed;
 		} drop;
 		double value;           /* const */
+		double k;               /* leaky_relu's slope, elu's alpha */
 		int input;              /* input/param: index in FgGraph.inputs */
 	} a;
 } FgNode;

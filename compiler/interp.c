@@ -369,7 +369,8 @@ static void ew_row(const FgNode *n, double *o, const double *const *p,
 	case FG_OP_##id:                                                       \
 		for (int64_t i = 0; i < len; i++) {                            \
 			double a = pa[i * sa], b = pb[i * sb], c = pc[i * sc]; \
-			(void)a, (void)b, (void)c;                             \
+			const double k = n->a.k;                               \
+			(void)a, (void)b, (void)c, (void)k;                    \
 			o[i] = (ref);                                          \
 		}                                                              \
 		break;

@@ -542,12 +542,17 @@ static int check_dtypes(Builder *b, const FgExpr *e, FgOp op, const Val *args, i
 		}
 	}
 	FgTypeRule ty = fg_op_info[op].ty;
-	if (ty == FG_TY_FLOAT && !fg_dtype_is_float(dt)) {
+	if ((ty == FG_TY_FLOAT || ty == FG_TY_PRED) && !fg_dtype_is_float(dt)) {
 		fg_error(b->d, e->loc, "'%s' needs float operands, got %s", name, fg_dtype_name[dt]);
 		return -1;
 	}
 	if (ty == FG_TY_NUM && dt == FG_DT_BOOL) {
 		fg_error(b->d, e->loc, "'%s' needs numeric operands, got bool", e->op_text ? e->op_text : name);
+		return -1;
+	}
+	if (ty == FG_TY_BOOL && dt != FG_DT_BOOL) {
+		fg_error(b->d, e->loc, "'%s' needs bool operands, got %s (a comparison gives bool: %s(x > 0%s))", name,
+			 fg_dtype_name[dt], name, fg_op_info[op].arity == 2 ? ", y > 0" : "");
 		return -1;
 	}
 	return 0;
@@ -614,7 +619,7 @@ static Val build_ew(Builder *b, const FgExpr *e, FgOp op, const Val *args, int n
 	}
 	FgDtype out = dt;
 	FgNode tmp = {0};
-	if (fg_op_info[op].ty == FG_TY_CMP)
+	if (fg_op_info[op].ty == FG_TY_CMP || fg_op_info[op].ty == FG_TY_PRED)
 		out = FG_DT_BOOL;
 	if (op == FG_OP_CAST) {
 		const FgAttrAst *at = find_attr(e, "dtype");
@@ -650,6 +655,17 @@ static Val build_ew(Builder *b, const FgExpr *e, FgOp op, const Val *args, int n
 		}
 		tmp.a.drop.seed = (uint64_t)seed;
 	}
+	if (op == FG_OP_LEAKY_RELU || op == FG_OP_ELU) {
+		const char *key = op == FG_OP_ELU ? "alpha" : "slope";
+		const FgAttrAst *ka = find_attr(e, key);
+		tmp.a.k = op == FG_OP_ELU ? 1.0 : 0.01;
+		if (ka && attr_real(b, ka, &tmp.a.k) != 0)
+			return err_val();
+		if (!isfinite(tmp.a.k)) {
+			fg_error(b->d, ka->val.loc, "%s's %s must be finite, got %g", fg_op_info[op].name, key, tmp.a.k);
+			return err_val();
+		}
+	}
 	if (args[0].kind == V_NUM && (nargs < 2 || args[1].kind == V_NUM) &&
 	    (nargs < 3 || args[2].kind == V_NUM)) {
 		if (op == FG_OP_DROPOUT) {
@@ -657,7 +673,7 @@ static Val build_ew(Builder *b, const FgExpr *e, FgOp op, const Val *args, int n
 			return err_val();
 		}
 		Val v = {V_NUM, fg_op_eval_scalar(op, args[0].num, nargs > 1 ? args[1].num : 0,
-						  nargs > 2 ? args[2].num : 0), 0};
+						  nargs > 2 ? args[2].num : 0, tmp.a.k), 0};
 		return v;
 	}
 	operand_ids(b, e, args, nargs, dt, ids);
@@ -911,6 +927,45 @@ static Val build_matmul(Builder *b, const FgExpr *e, int x, int y)
 	return node_val(add_node(b, FG_OP_MATMUL, l->dt, &shape, (int[]){x, y}, 2, e->loc));
 }
 
+/* logsumexp, var, std (x): reductions over `axis` (default the last) with
+ * keepdims (default true), var and std dividing by n - correction (default
+ * 0); kept whole here, as the other composites. */
+static Val build_reduction_composite(Builder *b, const FgExpr *e, FgOp op, int x)
+{
+	const FgNode *in = node(b, x);
+	const FgAttrAst *ax = find_attr(e, "axis"), *kd = find_attr(e, "keepdims"), *ca = find_attr(e, "correction");
+	double correction = 0;
+	int keep = 1;
+	char t[256];
+
+	if (in->shape.rank == 0) {
+		fg_error(b->d, e->loc, "'%s' needs a tensor of rank 1 or more", e->name);
+		return err_val();
+	}
+	uint32_t mask = 1u << (in->shape.rank - 1);
+	if (ax && attr_axes(b, ax, in->shape.rank, type_of(b, x, t, sizeof t), &mask) != 0)
+		return err_val();
+	if (kd && attr_bool(b, kd, &keep) != 0)
+		return err_val();
+	if (ca && attr_real(b, ca, &correction) != 0)
+		return err_val();
+	if (!(correction >= 0) || isinf(correction)) {
+		fg_error(b->d, ca->val.loc, "correction must be a finite number >= 0, got %g", correction);
+		return err_val();
+	}
+	FgShape shape = {0};
+	for (int i = 0; i < in->shape.rank; i++)
+		if (!(mask & (1u << i)))
+			shape.d[shape.rank++] = in->shape.d[i];
+		else if (keep)
+			shape.d[shape.rank++] = 1;
+	int id = add_node(b, op, in->dt, &shape, &x, 1, e->loc);
+	node(b, id)->a.red.axes = mask;
+	node(b, id)->a.red.keepdims = keep;
+	node(b, id)->a.red.eps = correction;
+	return node_val(id);
+}
+
 /* softmax, log_softmax (x), layernorm (x, gamma, beta), rmsnorm (x, w):
  * kept whole here; passes/expand.c writes them out in primitives. */
 static Val build_composite(Builder *b, const FgExpr *e, FgOp op, const Val *args, int nargs)
@@ -963,7 +1018,14 @@ static Val build_call(Builder *b, const FgExpr *e, const Val *args)
 	int nargs = e->nargs;
 
 	if (op == FG_OP_COUNT) {
-		const char *s = fg_op_suggest(e->name);
+		int reserved;
+		const char *s = fg_op_meaning(e->name, &reserved);
+		if (reserved) {
+			fg_error(b->d, e->loc, "'%s' is not in the language yet (reserved for a later version)", e->name);
+			return err_val();
+		}
+		if (!s)
+			s = fg_op_suggest(e->name);
 		if (s)
 			fg_error(b->d, e->loc, "unknown op '%s'; did you mean '%s'?", e->name, s);
 		else
@@ -1014,6 +1076,8 @@ static Val build_call(Builder *b, const FgExpr *e, const Val *args)
 		break;
 	}
 	FG_ASSERT(info->cls == FG_CLASS_COMPOSITE);
+	if (op == FG_OP_LOGSUMEXP || op == FG_OP_VAR || op == FG_OP_STD)
+		return build_reduction_composite(b, e, op, args[0].node);
 	return build_composite(b, e, op, args, nargs);
 }
 
@@ -1028,7 +1092,10 @@ static Val build_leaf(Builder *b, const FgExpr *e)
 	Sym *s = sym_find(b, e->name);
 	if (!s) {
 		const char *near = sym_suggest(b, e->name);
-		if (near)
+		if (strcmp(e->name, "save") == 0 || strcmp(e->name, "materialize") == 0)
+			fg_error(b->d, e->loc, "unknown name '%s' (an annotation is written '@%s', without a space)",
+				 e->name, e->name);
+		else if (near)
 			fg_error(b->d, e->loc, "unknown name '%s'; did you mean '%s'?", e->name, near);
 		else
 			fg_error(b->d, e->loc, "unknown name '%s'", e->name);
@@ -1081,7 +1148,8 @@ static void assign(Builder *b, const FgStmt *st)
 		unsigned f = strcmp(an->name, "save") == 0 ? FG_NF_SAVED
 			     : strcmp(an->name, "materialize") == 0 ? FG_NF_MATERIALIZE : 0;
 		if (!f) {
-			fg_error(b->d, an->loc, "unknown annotation '@%s'; expected @save or @materialize", an->name);
+			fg_error(b->d, an->loc, "unknown annotation '@%s'; expected @save or @materialize%s", an->name,
+				 sym_find(b, an->name) ? " (a matmul is written 'a @ b', with a space after '@')" : "");
 			continue;
 		}
 		if (flags & f)

@@ -121,6 +121,14 @@ static void print_attrs(FILE *f, const FgNode *n)
 			fputs(", eps=", f);
 			print_number(f, n->a.red.eps);
 		}
+		if (n->op == FG_OP_LOGSUMEXP || n->op == FG_OP_VAR || n->op == FG_OP_STD) {
+			if (!n->a.red.keepdims)
+				fputs(", keepdims=false", f);
+			if (n->op != FG_OP_LOGSUMEXP && n->a.red.eps != 0) {
+				fputs(", correction=", f);
+				print_number(f, n->a.red.eps);
+			}
+		}
 		break;
 	case FG_OP_TRANSPOSE:
 		for (int i = 0; i < n->shape.rank; i++)
@@ -145,6 +153,11 @@ static void print_attrs(FILE *f, const FgNode *n)
 		fputs(", p=", f);
 		print_number(f, n->a.drop.p);
 		fprintf(f, ", seed=%llu", (unsigned long long)n->a.drop.seed);
+		break;
+	case FG_OP_LEAKY_RELU:
+	case FG_OP_ELU:
+		fprintf(f, ", %s=", n->op == FG_OP_ELU ? "alpha" : "slope");
+		print_number(f, n->a.k);
 		break;
 	default:
 		break;

@@ -86,6 +86,33 @@ FgOp fg_op_lookup(const char *name)
 	return FG_OP_COUNT;
 }
 
+/* Names other frameworks give the language's ops, suggested by meaning
+ * where spelling would not find them (NumPy's arctan2, PyTorch's clip or
+ * swish); and names the language keeps for later: op NULL. */
+static const struct {
+	const char *name, *op;
+} MEANINGS[] = {
+	{"clip", "clamp"}, {"arctan2", "atan2"}, {"arcsin", "asin"}, {"arccos", "acos"}, {"arctan", "atan"},
+	{"arcsinh", "asinh"}, {"arccosh", "acosh"}, {"arctanh", "atanh"}, {"logical_and", "and"},
+	{"logical_or", "or"}, {"logical_not", "not"}, {"logical_xor", "xor"}, {"swish", "silu"},
+	{"power", "pow"}, {"mm", "matmul"}, {"bmm", "matmul"}, {"dot", "matmul"}, {"rint", "round"},
+	{"fix", "trunc"}, {"signum", "sign"}, {"sgn", "sign"}, {"reciprocal", "recip"}, {"negative", "neg"},
+	{"absolute", "abs"}, {"amax", "max"}, {"amin", "min"}, {"hardtanh", "clamp"}, {"relu6", "clamp"},
+	{"conv1d", NULL}, {"conv2d", NULL}, {"conv3d", NULL}, {"conv_transpose2d", NULL},
+	{"max_pool2d", NULL}, {"avg_pool2d", NULL}, {"scatter", NULL},
+};
+
+const char *fg_op_meaning(const char *name, int *reserved)
+{
+	*reserved = 0;
+	for (size_t i = 0; i < sizeof MEANINGS / sizeof MEANINGS[0]; i++)
+		if (strcmp(MEANINGS[i].name, name) == 0) {
+			*reserved = MEANINGS[i].op == NULL;
+			return MEANINGS[i].op;
+		}
+	return NULL;
+}
+
 const char *fg_op_suggest(const char *name)
 {
 	const char *best = NULL;
@@ -111,10 +138,11 @@ FgDtype fg_dtype_lookup(const char *name)
 	return FG_DT_COUNT;
 }
 
-double fg_op_eval_scalar(FgOp op, double a, double b, double c)
+double fg_op_eval_scalar(FgOp op, double a, double b, double c, double k)
 {
 	(void)b;
 	(void)c;
+	(void)k;
 	switch (op) {
 #define X(id, nm, ar, cl, ty, at, ref, cu, py, tr) \
 	case FG_OP_##id: return FG_CLASS_##cl == FG_CLASS_EW ? (double)(ref) : NAN;
@@ -143,7 +171,8 @@ const char *fg_op_subst(FgArena *a, const char *t, const char *const *ops, int n
 			size_t w = (size_t)(p - s);
 			if (w == 0)
 				w = 1, p++;
-			int which = w == 1 && s[0] >= 'a' && s[0] <= 'c' && !is_word_char(s[1]) ? s[0] - 'a' : -1;
+			/* a, b, c: the operands; k: the scalar attribute (ops[3]) */
+			int which = w != 1 || is_word_char(s[1]) ? -1 : s[0] >= 'a' && s[0] <= 'c' ? s[0] - 'a' : s[0] == 'k' ? 3 : -1;
 			const char *piece = which >= 0 && which < nops ? ops[which] : s;
 			size_t m = which >= 0 && which < nops ? strlen(piece) : w;
 			if (out)

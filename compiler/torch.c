@@ -246,7 +246,8 @@ static const char *infix_arg(Torch *t, const FgNode *n, int k, int number_ok)
  * side but not on both, a call takes tensors. */
 static const char *ew_form(Torch *t, const FgNode *n)
 {
-	const char *form = fg_op_info[n->op].torch, *ops[2];
+	const int scalar = *fg_op_info[n->op].attrs != '\0';       /* k: leaky_relu's slope, elu's alpha */
+	const char *form = fg_op_info[n->op].torch, *ops[4] = {"0", "0", "0", scalar ? py_number(t->a, n->a.k, FG_DT_F32) : "0"};
 
 	if (!*form)
 		fg_die("emit-torch: no torch form for '%s'", fg_op_info[n->op].name);
@@ -257,7 +258,7 @@ static const char *ew_form(Torch *t, const FgNode *n)
 		for (int k = 0; k < n->nin && k < 2; k++)
 			ops[k] = arg(t, n, k, 0);
 	}
-	return fg_op_subst(t->a, form, ops, n->nin < 2 ? n->nin : 2);
+	return fg_op_subst(t->a, form, ops, scalar ? 4 : n->nin < 2 ? n->nin : 2);
 }
 
 /* maximum and minimum: torch.maximum takes tensors only, so a number
@@ -292,6 +293,8 @@ static const char *ew_call(Torch *t, const FgNode *n)
 		return ew_extremum(t, n);
 	case FG_OP_WHERE:
 		return ew_where(t, n);
+	case FG_OP_CLAMP:       /* numbers may bound it; torch.clamp propagates NaN */
+		return fg_arena_printf(t->a, "torch.clamp(%s, %s, %s)", arg(t, n, 0, 0), arg(t, n, 1, 1), arg(t, n, 2, 1));
 	case FG_OP_CAST:
 		t->helpers |= HELP_CAST;
 		return fg_arena_printf(t->a, "_cast(%s, %s, reference)", arg(t, n, 0, 0), torch_dtype(n->dt));
@@ -379,6 +382,13 @@ static const char *composite_call(Torch *t, const FgNode *n)
 	while (!(n->a.red.axes & (1u << axis)))
 		axis++;
 	switch (n->op) {
+	case FG_OP_LOGSUMEXP:   /* torch's keeps -inf rows at -inf, as the expansion does */
+		return fg_arena_printf(a, "torch.logsumexp(%s, dim=%s, keepdim=%s)", x, dims,
+				       n->a.red.keepdims ? "True" : "False");
+	case FG_OP_VAR:
+	case FG_OP_STD:
+		return fg_arena_printf(a, "torch.%s(%s, dim=%s, correction=%s, keepdim=%s)", fg_op_info[n->op].name, x,
+				       dims, py_number(a, n->a.red.eps, FG_DT_F32), n->a.red.keepdims ? "True" : "False");
 	case FG_OP_SOFTMAX:
 	case FG_OP_LOG_SOFTMAX: {
 		const char *fn = n->op == FG_OP_SOFTMAX ? "softmax" : "log_softmax";

@@ -1,5 +1,6 @@
 /*
- * fg.y - the grammar of a .fg file (shared/design/language.md, version 1).
+ * fg.y - the grammar of a .fg file (shared/design/language.md, version 1,
+ * and version 2's infix `**` and `@`).
  *
  * A pure LALR(1) parser over grammar/fg.l's reentrant scanner.  Actions call
  * compiler/ast.c's builders and nothing else; the rules below are the
@@ -134,7 +135,7 @@ void yyerror(YYLTYPE *lloc, yyscan_t scanner, FgParser *p, const char *msg);
 %token NEWLINE "newline"
 %token LPAREN "(" RPAREN ")" LBRACK "[" RBRACK "]" LBRACE "{" RBRACE "}"
 %token COMMA "," COLON ":" ASSIGN "=" AT "@"
-%token PLUS "+" MINUS "-" STAR "*" SLASH "/"
+%token PLUS "+" MINUS "-" STAR "*" SLASH "/" POW "**" MATMUL "@ (matmul)"
 %token LT "<" LE "<=" GT ">" GE ">=" EQ "==" NE "!="
 
 %type <expr> expr
@@ -153,7 +154,9 @@ void yyerror(YYLTYPE *lloc, yyscan_t scanner, FgParser *p, const char *msg);
 %nonassoc "<" "<=" ">" ">=" "==" "!="
 %left "+" "-"
 %left "*" "/"
+%left "@ (matmul)"
 %precedence UMINUS
+%right "**"
 
 %%
 
@@ -221,6 +224,8 @@ expr
 	| expr "-" expr         { $$ = fg_ast_binary(&p->ast, @2, "sub", "-", $1, $3); }
 	| expr "*" expr         { $$ = fg_ast_binary(&p->ast, @2, "mul", "*", $1, $3); }
 	| expr "/" expr         { $$ = fg_ast_binary(&p->ast, @2, "div", "/", $1, $3); }
+	| expr "**" expr        { $$ = fg_ast_binary(&p->ast, @2, "pow", "**", $1, $3); }
+	| expr "@ (matmul)" expr { $$ = fg_ast_binary(&p->ast, @2, "matmul", "@", $1, $3); }
 	| expr "<" expr         { $$ = fg_ast_binary(&p->ast, @2, "lt", "<", $1, $3); }
 	| expr "<=" expr        { $$ = fg_ast_binary(&p->ast, @2, "le", "<=", $1, $3); }
 	| expr ">" expr         { $$ = fg_ast_binary(&p->ast, @2, "gt", ">", $1, $3); }
@@ -317,6 +322,8 @@ static const char *spelling(yysymbol_kind_t k)
 	case YYSYMBOL_MINUS: return "'-'";
 	case YYSYMBOL_STAR: return "'*'";
 	case YYSYMBOL_SLASH: return "'/'";
+	case YYSYMBOL_POW: return "'**'";
+	case YYSYMBOL_MATMUL: return "'@'";
 	case YYSYMBOL_LT: return "'<'";
 	case YYSYMBOL_LE: return "'<='";
 	case YYSYMBOL_GT: return "'>'";
@@ -418,6 +425,13 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, yyscan_t scanner,
 			 "comparisons do not chain: put parentheses around one of them");
 		return 0;
 	}
+	/* '@' then nothing: the matmul's operand, or an annotation's name
+	 * that a blank parted from its '@' */
+	if (p->prev.kind == FG_T_MATMUL && (found == YYSYMBOL_NEWLINE || found == YYSYMBOL_YYEOF)) {
+		fg_error(p->ast.diag, loc, "expected an expression after '@' (a matmul), or an annotation "
+			 "name right after it (@save), found %s", spelling(found));
+		return 0;
+	}
 	if ((found == YYSYMBOL_RPAREN || found == YYSYMBOL_RBRACK) && !in_parens) {
 		fg_error(p->ast.diag, loc, "unmatched '%c'",
 			 found == YYSYMBOL_RPAREN ? ')' : ']');
@@ -445,7 +459,7 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, yyscan_t scanner,
 		YYSYMBOL_NUMBER, YYSYMBOL_IDENT, YYSYMBOL_MINUS};
 	static const yysymbol_kind_t g_num[] = {YYSYMBOL_NUMBER, YYSYMBOL_MINUS};
 	static const yysymbol_kind_t g_ops[] = {
-		YYSYMBOL_PLUS, YYSYMBOL_MINUS, YYSYMBOL_STAR, YYSYMBOL_SLASH};
+		YYSYMBOL_PLUS, YYSYMBOL_MINUS, YYSYMBOL_STAR, YYSYMBOL_SLASH, YYSYMBOL_POW, YYSYMBOL_MATMUL};
 	static const yysymbol_kind_t g_cmp[] = {
 		YYSYMBOL_LT, YYSYMBOL_LE, YYSYMBOL_GT, YYSYMBOL_GE, YYSYMBOL_EQ, YYSYMBOL_NE};
 	Items it = {.n = 0};
@@ -463,7 +477,7 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, yyscan_t scanner,
 	if (!expr && !group(want, &it, "an attribute value", g_attr, 4) &&
 	    !group(want, &it, "a dimension", g_dim, 3))
 		group(want, &it, "a number", g_num, 2);
-	int ops = group(want, &it, NULL, g_ops, 4);
+	int ops = group(want, &it, NULL, g_ops, 6);
 	group(want, &it, NULL, g_cmp, 6);
 	if (ops) {
 		/* After an operand, '(' (a call) and '=' (a keyword argument)

@@ -12,9 +12,16 @@
  *   layernorm(x,g,b)  d = x - mean(x); r = rsqrt(mean(d*d) + eps);
  *                     y = d * r * g + b
  *   rmsnorm(x,w)      r = rsqrt(mean(x*x) + eps); y = x * r * w
+ *   logsumexp(x)      m = max(x); f = where(isinf(m), 0, m);
+ *                     y = log(sum(exp(x - f))) + f
+ *   var(x)            d = x - mean(x); y = sum(d*d) / (n - correction)
+ *   std(x)            sqrt(var(x))
  *
  * All reductions run over the composite's axes with keepdims, so the
- * reduced values broadcast back over the row.
+ * reduced values broadcast back over the row; a reduction composite
+ * written with keepdims=false ends in a reshape that drops those axes.
+ * logsumexp's f keeps a row of -inf at -inf (and one holding +inf at
+ * +inf) rather than NaN, as torch.logsumexp does.
  */
 #include <string.h>
 
@@ -25,15 +32,15 @@ typedef struct Expander {
 	const FgNode *c;        /* the composite being expanded */
 } Expander;
 
-static int emit(Expander *x, FgOp op, const FgShape *shape, int a, int b)
+static int emit3(Expander *x, FgOp op, FgDtype dt, const FgShape *shape, int a, int b, int c)
 {
 	FgNode n;
-	int in[2] = {a, b};
+	int in[3] = {a, b, c};
 	int nin = fg_op_info[op].arity;
 
 	memset(&n, 0, sizeof n);
 	n.op = op;
-	n.dt = x->c->dt;
+	n.dt = dt;
 	n.shape = *shape;
 	n.nin = nin;
 	n.in = fg_arena_array(x->g->arena, (size_t)(nin ? nin : 1), sizeof(int));
@@ -42,6 +49,11 @@ static int emit(Expander *x, FgOp op, const FgShape *shape, int a, int b)
 	n.composite = fg_op_info[x->c->op].name;
 	n.fuse_block = x->c->fuse_block;
 	return fg_ir_add(x->g, &n);
+}
+
+static int emit(Expander *x, FgOp op, const FgShape *shape, int a, int b)
+{
+	return emit3(x, op, x->c->dt, shape, a, b, -1);
 }
 
 static int reduce(Expander *x, FgOp op, int a)
@@ -83,11 +95,30 @@ static int constant(Expander *x, double v)
 	return id;
 }
 
+/* The elements a reduction over c's axes of node a combines. */
+static double reduced_count(Expander *x, int a)
+{
+	const FgShape *in = &x->g->nodes[a].shape;
+	double n = 1;
+
+	for (int i = 0; i < in->rank; i++)
+		if (x->c->a.red.axes & (1u << i))
+			n *= (double)in->d[i];
+	return n;
+}
+
+/* A reduction composite's value y (kept dims) as c's shape. */
+static int kept(Expander *x, int y)
+{
+	return x->c->a.red.keepdims ? y : emit(x, FG_OP_RESHAPE, &x->c->shape, y, -1);
+}
+
 /* Emits the primitives of composite c over operands in[]; returns the id
  * of the node that stands for c. */
 static int expand(Expander *x, const int *in)
 {
 	int m, s, e, d, r;
+	FgShape one;
 
 	switch (x->c->op) {
 	case FG_OP_SOFTMAX:
@@ -108,6 +139,19 @@ static int expand(Expander *x, const int *in)
 		r = reduce(x, FG_OP_MEAN, unary(x, FG_OP_SQUARE, in[0]));
 		r = unary(x, FG_OP_RSQRT, binary(x, FG_OP_ADD, r, constant(x, x->c->a.red.eps)));
 		return binary(x, FG_OP_MUL, binary(x, FG_OP_MUL, in[0], r), in[1]);
+	case FG_OP_LOGSUMEXP:
+		m = reduce(x, FG_OP_MAX, in[0]);
+		one = x->g->nodes[m].shape;
+		m = emit3(x, FG_OP_WHERE, x->c->dt, &one, emit3(x, FG_OP_ISINF, FG_DT_BOOL, &one, m, -1, -1),
+			  constant(x, 0.0), m);
+		s = reduce(x, FG_OP_SUM, unary(x, FG_OP_EXP, binary(x, FG_OP_SUB, in[0], m)));
+		return kept(x, binary(x, FG_OP_ADD, unary(x, FG_OP_LOG, s), m));
+	case FG_OP_VAR:
+	case FG_OP_STD:
+		d = binary(x, FG_OP_SUB, in[0], reduce(x, FG_OP_MEAN, in[0]));
+		r = binary(x, FG_OP_DIV, reduce(x, FG_OP_SUM, unary(x, FG_OP_SQUARE, d)),
+			   constant(x, reduced_count(x, in[0]) - x->c->a.red.eps));
+		return kept(x, x->c->op == FG_OP_STD ? unary(x, FG_OP_SQRT, r) : r);
 	default:
 		fg_die("no expansion for '%s'", fg_op_info[x->c->op].name);
 	}

@@ -44,6 +44,19 @@ FG_DEV float fg_gelu_tanh(float a)
 }
 FG_DEV float fg_silu(float a) { return a / (1.0f + expf(-a)); }
 
+/* Language version 2's elementwise ops, as the interpreter's fg_ref_* in
+ * compiler/fg.h: sign keeps NaN and gives +0 for both zeros (NumPy's);
+ * softplus is log(1 + e^a) without overflow; hardsigmoid is relu6(a + 3) / 6;
+ * clamp is minimum(maximum(a, lo), hi), NaN from any operand. */
+FG_DEV float fg_sign(float a) { return a > 0.0f ? 1.0f : a < 0.0f ? -1.0f : a == 0.0f ? 0.0f : a; }
+FG_DEV int fg_sign(int a) { return (a > 0) - (a < 0); }
+FG_DEV float fg_softplus(float a) { return a > 0.0f ? a + log1pf(expf(-a)) : log1pf(expf(a)); }
+FG_DEV float fg_mish(float a) { return a * tanhf(fg_softplus(a)); }
+FG_DEV float fg_hardsigmoid(float a) { return a <= -3.0f ? 0.0f : a >= 3.0f ? 1.0f : a / 6.0f + 0.5f; }
+FG_DEV float fg_hardswish(float a) { return a * fg_hardsigmoid(a); }
+FG_DEV float fg_leaky_relu(float a, float slope) { return a > 0.0f ? a : a * slope; }
+FG_DEV float fg_elu(float a, float alpha) { return a > 0.0f ? a : alpha * expm1f(a); }
+
 /* The fast forms: what an op of dtype f16 or bf16 computes instead of the
  * accurate form above (compiler/cuda/gen.c's FAST table; not under
  * `fgc compile --accurate-math`).  Each is within an eighth of the
@@ -111,6 +124,8 @@ FG_DEV int fg_maximum(int a, int b) { return a > b ? a : b; }
 FG_DEV int fg_minimum(int a, int b) { return a < b ? a : b; }
 FG_DEV long long fg_maximum(long long a, long long b) { return a > b ? a : b; }
 FG_DEV long long fg_minimum(long long a, long long b) { return a < b ? a : b; }
+FG_DEV float fg_clampv(float a, float lo, float hi) { return fg_minimum(fg_maximum(a, lo), hi); }
+FG_DEV int fg_clampv(int a, int lo, int hi) { return fg_minimum(fg_maximum(a, lo), hi); }
 
 /* cast(x, dtype=...): rounded the way a store to that dtype rounds. */
 FG_DEV float fg_round_f16(float a) { return __half2float(__float2half_rn(a)); }

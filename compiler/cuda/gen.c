@@ -175,12 +175,13 @@ Val cu_load(Kern *k, int id, const Ix *x)
 
 /* The op's CUDA expression (FG_OPS' cuda column) with a, b, c replaced by
  * the operands' expressions, parenthesized where they need it. */
-static const char *subst(FgArena *a, const char *t, const Val *ops, int nops)
+/* Form t over node n's operands (and its scalar attribute, k). */
+static const char *subst(FgArena *a, const char *t, const FgNode *n, const Val *ops)
 {
-	const char *e[3];
-	for (int i = 0; i < nops && i < 3; i++)
+	const char *e[4] = {"0", "0", "0", *fg_op_info[n->op].attrs ? cu_literal(a, FG_DT_F32, n->a.k) : "0"};
+	for (int i = 0; i < n->nin && i < 3; i++)
 		e[i] = cu_paren(a, ops[i].e);
-	return fg_op_subst(a, t, e, nops < 3 ? nops : 3);
+	return fg_op_subst(a, t, e, 4);
 }
 
 static const char *cast_expr(Kern *k, FgDtype to, FgDtype from, const char *a)
@@ -269,7 +270,7 @@ static Val gen_ew(Kern *k, int id, const Ix *x)
 			e = cu_fmt(k->a, "%s * %s", cu_paren(k->a, ops[0].e), reciprocal(k, ops[1]));
 			break;
 		}
-		e = subst(k->a, fg_op_info[n->op].cuda, ops, n->nin);
+		e = subst(k->a, fg_op_info[n->op].cuda, n, ops);
 		break;
 	case FG_OP_ABS:
 		if (n->dt == FG_DT_I32) {
@@ -280,7 +281,7 @@ static Val gen_ew(Kern *k, int id, const Ix *x)
 	default:
 		if (!*fg_op_info[n->op].cuda)
 			fg_die("no CUDA form for '%s' (FG_OPS' cuda column)", fg_op_info[n->op].name);
-		e = subst(k->a, op_form(k, n), ops, n->nin);
+		e = subst(k->a, op_form(k, n), n, ops);
 		break;
 	}
 	return define(k, id, lv, e);

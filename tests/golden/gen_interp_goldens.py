@@ -1346,6 +1346,147 @@ def _(c):
     c.out("o", "f32", matmul(p, v))
     c.save("p", "f32", p)
 
+# ----------------------------------------- language version 2: elementwise
+
+log1p, expm1, exp2, log2, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh = (
+    ufunc(f) for f in (math.log1p, math.expm1, math.exp2, math.log2, math.tan, math.asin, math.acos,
+                       math.atan, math.sinh, math.cosh, math.asinh, math.acosh, math.atanh))
+atan2 = ufunc(math.atan2)
+
+
+def softplus(x):
+    """log(1 + e^x), NumPy's logaddexp(0, x): no overflow either side."""
+    return np.logaddexp(0.0, np.asarray(x, F64))
+
+
+def hardsigmoid(x):
+    return np.clip(np.asarray(x, F64) + 3.0, 0.0, 6.0) / 6.0
+
+
+@case("v2-rounding-f32", "floor, ceil, round (half to even), trunc and sign (NaN stays NaN, "
+      "both zeros give +0), exact.", trans="exact")
+def _(c):
+    v = _edge_f32(c, [-2.5, -1.5, -0.5, -0.0, 0.0, 0.5, 1.5, 2.5, 3.5, -1.7, 1.2, np.nan, np.inf, -np.inf,
+                      0.49999997, 8388609.0])
+    x = c.inp("x", "f32", "3, 11", values=v)
+    c.s("f = floor(x)\nc = ceil(x)\nr = round(x)\nt = trunc(x)\ns = sign(x)")
+    with np.errstate(invalid="ignore"):
+        for n, val in (("f", np.floor(x)), ("c", np.ceil(x)), ("r", np.rint(x)), ("t", np.trunc(x)),
+                       ("s", np.sign(x) + 0.0)):
+            c.out(n, "f32", val)
+
+
+@case("v2-unary-f32", "log1p expm1 exp2 log2 tan asin acos atan sinh cosh asinh acosh atanh "
+      "and atan2 on f32, each in its domain.", trans=True)
+def _(c):
+    x = c.inp("x", "f32", "5, 7")
+    y = c.inp("y", "f32", "5, 7")
+    p = c.inp("p", "f32", "5, 7", "pos")
+    c.s("l1 = log1p(p)\ne1 = expm1(x)\ne2 = exp2(x)\nl2 = log2(p)\nt = tan(x)\n"
+        "as = asin(x / 2)\nac = acos(x / 2)\nat = atan(x)\nsh = sinh(x)\nch = cosh(x)\n"
+        "ash = asinh(x)\nach = acosh(p + 1)\nath = atanh(x / 2.5)\na2 = atan2(x, y)")
+    for n, v in (("l1", log1p(p)), ("e1", expm1(x)), ("e2", exp2(x)), ("l2", log2(p)), ("t", tan(x)),
+                 ("as", asin(x / 2)), ("ac", acos(x / 2)), ("at", atan(x)), ("sh", sinh(x)), ("ch", cosh(x)),
+                 ("ash", asinh(x)), ("ach", acosh(p + 1)), ("ath", atanh(x / 2.5)), ("a2", atan2(x, y))):
+        c.out(n, "f32", v)
+
+
+@case("v2-activations-f32", "softplus (no overflow at +-100), mish, hardsigmoid, hardswish, "
+      "leaky_relu and elu with their default and given slope and alpha.", trans=True)
+def _(c):
+    v = _edge_f32(c, [-100.0, -30.0, -3.0, 3.0, 30.0, 100.0, -0.0, 0.0])
+    x = c.inp("x", "f32", "3, 11", values=v / 25)
+    w = c.inp("w", "f32", "11", values=[-100.0, -30.0, -3.0, 3.0, 30.0, 100.0, -2.9, 2.9, -0.5, 0.5, 0.0])
+    c.s("sp = softplus(x)\nspw = softplus(w)\nmi = mish(x)\nhs = hardsigmoid(x * 2)\nhw = hardswish(w)\n"
+        "lr = leaky_relu(x)\nlr2 = leaky_relu(x, slope=0.2)\nel = elu(x)\nel2 = elu(x, alpha=0.5)")
+    for n, val in (("sp", softplus(x)), ("spw", softplus(w)), ("mi", x * np.tanh(softplus(x))),
+                   ("hs", hardsigmoid(x * 2)), ("hw", w * hardsigmoid(w)),
+                   ("lr", np.where(x > 0, x, x * 0.01)), ("lr2", np.where(x > 0, x, x * 0.2)),
+                   ("el", np.where(x > 0, x, expm1(x))), ("el2", np.where(x > 0, x, 0.5 * expm1(x)))):
+        c.out(n, "f32", val)
+
+
+@case("v2-activations-f16", "version 2's unary ops on f16, one rounding each.", trans=True)
+def _(c):
+    x = c.inp("x", "f16", "3, 31", "wide")
+    c.s("sp = softplus(x)\nmi = mish(x)\nel = elu(x)\ne1 = expm1(x)\nat = atan(x)")
+    for n, v in (("sp", softplus(x)), ("mi", x * np.tanh(softplus(x))), ("el", np.where(x > 0, x, expm1(x))),
+                 ("e1", expm1(x)), ("at", atan(x))):
+        c.out(n, "f16", v)
+
+
+@case("v2-activations-bf16", "version 2's unary ops on bf16, one rounding each.", trans=True)
+def _(c):
+    x = c.inp("x", "bf16", "7, 5", "wide")
+    c.s("hs = hardswish(x)\nlr = leaky_relu(x, slope=0.1)\nsh = sinh(x)\nl1 = log1p(abs(x))\nr = round(x * 4)")
+    for n, v in (("hs", x * hardsigmoid(x)), ("lr", np.where(x > 0, x, x * 0.1)), ("sh", sinh(x)),
+                 ("l1", log1p(np.abs(x))), ("r", np.rint(x * 4))):
+        c.out(n, "bf16", v)
+
+
+@case("v2-predicates", "isnan and isinf give bool; not, and, or, xor take it.", trans="exact")
+def _(c):
+    x = c.inp("x", "f32", "12", values=[np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 3e38, -1e-40,
+                                        np.nan, 2.0, -2.0])
+    m = c.inp("m", "bool", "12")
+    n_ = c.inp("n", "bool", "12")
+    c.s("isn = isnan(x)\nisi = isinf(x)\nno = not(m)\nan = and(m, n)\nor = or(isnan(x), n)\n"
+        "xo = xor(m, x > 0)")
+    for name, v in (("isn", np.isnan(x)), ("isi", np.isinf(x)), ("no", m == 0), ("an", (m != 0) & (n_ != 0)),
+                    ("or", np.isnan(x) | (n_ != 0)), ("xo", (m != 0) ^ (x > 0))):
+        c.out(name, "bool", v.astype(F64))
+
+
+@case("v2-clamp", "clamp: number bounds, tensor bounds that broadcast, NaN from any operand, "
+      "lo > hi giving hi; and on i32.", trans="exact")
+def _(c):
+    x = c.inp("x", "f32", "4, 6", values=[np.nan, -3.0, -0.75, -0.5, 0.0, 0.25, 0.5, 1.0, 2.0, 5.0, -5.0, 0.7]
+              + list(c._draw("f32", (12,), "any")))
+    lo = c.inp("lo", "f32", "6", values=[-1.0, np.nan, -0.5, 0.5, 0.0, 1.0])
+    hi = c.inp("hi", "f32", "4, 1", values=[1.0, 0.75, 2.0, -1.0])
+    i = c.inp("i", "i32", "5, 7")
+    c.s("a = clamp(x, -0.5, 1)\nb = clamp(x, lo, hi)\nk = clamp(i, -3, 4)\ns = sign(i)")
+    with np.errstate(invalid="ignore"):
+        c.out("a", "f32", np.minimum(np.maximum(x, -0.5), 1.0))
+        c.out("b", "f32", np.minimum(np.maximum(x, lo), hi))
+    c.out("k", "i32", np.minimum(np.maximum(i, -3), 4))
+    c.out("s", "i32", np.sign(i))
+
+@case("v2-logsumexp", "logsumexp over the last axis (kept) and over axis 0 (dropped); a row of "
+      "-inf gives -inf and a row holding +inf gives +inf, as torch.logsumexp.", trans=True)
+def _(c):
+    v = c._draw("f32", (5, 7), "wide") * 10
+    v[1, :] = -np.inf
+    v[3, 2] = np.inf
+    x = c.inp("x", "f32", "5, 7", values=v)
+    c.s("l = logsumexp(x)\nk = logsumexp(x, axis=0, keepdims=false)")
+
+    def lse(row):
+        m = max(row)
+        f = 0.0 if math.isinf(m) else m
+        s = math.fsum(math.exp(r - f) for r in row)
+        return (math.log(s) if s > 0 else -math.inf) + f
+    c.out("l", "f32", np.array([[lse(r)] for r in x]))
+    c.out("k", "f32", np.array([lse(col) for col in x.T]))
+
+
+@case("v2-var-std", "var and std: over the last axis with correction 0 and 1, over every axis "
+      "dropped to a scalar, in f32 and bf16.", trans=True)
+def _(c):
+    x = c.inp("x", "f32", "6, 9")
+    h = c.inp("h", "bf16", "4, 8", "wide")
+    c.s("v = var(x)\ns1 = std(x, correction=1)\nva = var(x, axis=[0, 1], keepdims=false)\n"
+        "hs = std(h, axis=0)")
+
+    def var(a, ddof):
+        a = [float(t) for t in a]
+        mu = math.fsum(a) / len(a)
+        return math.fsum((t - mu) ** 2 for t in a) / (len(a) - ddof)
+    c.out("v", "f32", np.array([[var(r, 0)] for r in x]))
+    c.out("s1", "f32", np.array([[math.sqrt(var(r, 1))] for r in x]))
+    c.out("va", "f32", np.array(var(x.ravel(), 0)))
+    c.out("hs", "bf16", np.array([[math.sqrt(var(col, 0)) for col in h.T]]))
+
 # ================================================================= main
 
 

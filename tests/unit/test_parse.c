@@ -614,7 +614,7 @@ END_TEST
 
 START_TEST(test_annotations)
 {
-	parse_ok("graph g {\n  a = gelu(h) @save @materialize @ bogus\n}\n");
+	parse_ok("graph g {\n  a = gelu(h) @save @materialize @bogus\n}\n");
 	const FgStmt *a = &P.prog.stmts[0];
 	ck_assert_int_eq(a->nannots, 3);
 	ck_assert_str_eq(a->annots[0].name, "save");
@@ -684,7 +684,9 @@ START_TEST(test_syntax_errors)
 		 "t.fg:3:10: error: expected ')' to close '(' at 3:7, found 'b'");
 	body_err("  y = a b", 1,
 		 "t.fg:3:9: error: expected an operator, '@' or newline, found 'b'");
-	body_err("  y = a @", 1, "t.fg:3:10: error: expected a name after '@', found newline");
+	body_err("  y = a @", 1,
+		 "t.fg:3:10: error: expected an expression after '@' (a matmul), or an annotation name right "
+		 "after it (@save), found newline");
 	body_err("  y = a @save x", 1,
 		 "t.fg:3:15: error: expected '@' or newline, found 'x'");
 	body_err("  output", 1, "t.fg:3:9: error: expected a name after 'output', found newline");

@@ -88,7 +88,8 @@ static const struct {
 	const char *key, *value;
 } attr_values[] = {
 	{"dtype", "f16"}, {"p", "0.25"}, {"seed", "3"}, {"eps", "0.00001"}, {"keepdims", "true"},
-	{"perm", "[1, 0]"}, {"shape", "[3, 8]"}, {"start", "1"}, {"end", "3"},
+	{"perm", "[1, 0]"}, {"shape", "[3, 8]"}, {"start", "1"}, {"end", "3"}, {"slope", "0.2"},
+	{"alpha", "0.5"}, {"correction", "1"},
 };
 
 static const char *attr_value(FgOp op, const char *key)
@@ -102,7 +103,7 @@ static const char *attr_value(FgOp op, const char *key)
 }
 
 /* op(operands, every attribute it takes) over x, y : f32[4, 6] (a bool
- * condition first for where, a [6, 4] right side for matmul, [6]-wide
+ * condition first for where, bools for and, or, xor, not, a [6, 4] right side for matmul, [6]-wide
  * gamma and beta for the norms). */
 START_TEST(every_op)
 {
@@ -117,7 +118,7 @@ START_TEST(every_op)
 		int arity = in->arity < 0 ? 2 : in->arity;
 		for (int k = 0; k < arity; k++) {
 			const char *operand = k == 0 ? "x" : "y";
-			if (op == FG_OP_WHERE && k == 0)
+			if ((op == FG_OP_WHERE && k == 0) || in->ty == FG_TY_BOOL)
 				operand = "c";
 			else if (op == FG_OP_WHERE)
 				operand = k == 1 ? "x" : "y";

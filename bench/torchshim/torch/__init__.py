@@ -138,6 +138,42 @@ floor = _ufunc(_np.floor)
 isfinite = _ufunc(_np.isfinite)
 square = _ufunc(_np.square)
 round = _ufunc(_np.rint)  # noqa: A001 - ties to even, as torch.round
+# language version 2's elementwise ops
+ceil = _ufunc(_np.ceil)
+trunc = _ufunc(_np.trunc)
+sign = _ufunc(_np.sign)     # torch.sign(NaN) is 0; the modules keep NaN with where
+isnan = _ufunc(_np.isnan)
+isinf = _ufunc(_np.isinf)
+log1p = _ufunc(_np.log1p)
+expm1 = _ufunc(_np.expm1)
+exp2 = _ufunc(_np.exp2)
+log2 = _ufunc(_np.log2)
+tan = _ufunc(_np.tan)
+asin = _ufunc(_np.arcsin)
+acos = _ufunc(_np.arccos)
+atan = _ufunc(_np.arctan)
+sinh = _ufunc(_np.sinh)
+cosh = _ufunc(_np.cosh)
+asinh = _ufunc(_np.arcsinh)
+acosh = _ufunc(_np.arccosh)
+atanh = _ufunc(_np.arctanh)
+logical_not = _ufunc(_np.logical_not)
+
+
+def atan2(a, b):
+    return _t(_np.arctan2(a, b))
+
+
+def logical_and(a, b):
+    return _t(_np.logical_and(a, b))
+
+
+def logical_or(a, b):
+    return _t(_np.logical_or(a, b))
+
+
+def logical_xor(a, b):
+    return _t(_np.logical_xor(a, b))
 _erf = _np.frompyfunc(_math.erf, 1, 1)
 
 
@@ -217,6 +253,24 @@ def amin(x, dim=None, keepdim=False):
 def softmax(x, dim):
     e = _np.exp(x - _np.amax(x, axis=dim, keepdims=True))
     return _t(e / _np.sum(e, axis=dim, keepdims=True))
+
+
+def logsumexp(x, dim, keepdim=False):
+    x = _np.asarray(x)
+    m = _np.max(x, axis=dim, keepdims=True)
+    m = _np.where(_np.isinf(m), 0.0, m)
+    y = _np.log(_np.sum(_np.exp(x - m), axis=dim, keepdims=True)) + m
+    return _t(y if keepdim else _np.squeeze(y, axis=dim))
+
+
+def var(x, dim=None, correction=1, keepdim=False):
+    x = _np.asarray(x)
+    return _t(_np.var(x, axis=dim, ddof=correction, keepdims=keepdim))
+
+
+def std(x, dim=None, correction=1, keepdim=False):
+    x = _np.asarray(x)
+    return _t(_np.std(x, axis=dim, ddof=correction, keepdims=keepdim))
 
 
 def log_softmax(x, dim):

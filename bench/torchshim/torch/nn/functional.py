@@ -20,6 +20,34 @@ def silu(x):
     return torch.from_numpy(x / (1.0 + np.exp(-x)))
 
 
+def softplus(x):
+    x = np.asarray(x)
+    return torch.from_numpy(np.logaddexp(0.0, x))
+
+
+def mish(x):
+    return torch.from_numpy(np.asarray(x) * np.tanh(np.asarray(softplus(x))))
+
+
+def hardsigmoid(x):
+    x = np.asarray(x)
+    return torch.from_numpy(np.clip(x + 3.0, 0.0, 6.0) / 6.0)
+
+
+def hardswish(x):
+    return torch.from_numpy(np.asarray(x) * np.asarray(hardsigmoid(x)))
+
+
+def leaky_relu(x, negative_slope=0.01):
+    x = np.asarray(x)
+    return torch.from_numpy(np.where(x > 0, x, x * negative_slope))
+
+
+def elu(x, alpha=1.0):
+    x = np.asarray(x)
+    return torch.from_numpy(np.where(x > 0, x, alpha * np.expm1(x)))
+
+
 def _last_axes(x, normalized_shape):
     return tuple(range(np.ndim(x) - len(normalized_shape), np.ndim(x)))
 
