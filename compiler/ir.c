@@ -693,11 +693,12 @@ static int require_tensors(Builder *b, const FgExpr *e, const Val *args, int nar
 	return 0;
 }
 
-static Val build_reduce(Builder *b, const FgExpr *e, FgOp op, int x)
+/* A reduction node of op over x's `axis` attribute (default: the axes of
+ * mask) with `keepdims` (default true). */
+static Val reduce_node(Builder *b, const FgExpr *e, FgOp op, int x, uint32_t mask)
 {
 	const FgNode *in = node(b, x);
 	const FgAttrAst *ax = find_attr(e, "axis"), *kd = find_attr(e, "keepdims");
-	uint32_t mask = in->shape.rank ? (1u << in->shape.rank) - 1 : 0;
 	int keep = 1;
 	char t[256];
 
@@ -715,6 +716,12 @@ static Val build_reduce(Builder *b, const FgExpr *e, FgOp op, int x)
 	node(b, id)->a.red.axes = mask;
 	node(b, id)->a.red.keepdims = keep;
 	return node_val(id);
+}
+
+static Val build_reduce(Builder *b, const FgExpr *e, FgOp op, int x)
+{
+	int rank = node(b, x)->shape.rank;
+	return reduce_node(b, e, op, x, rank ? (1u << rank) - 1 : 0);
 }
 
 static Val build_transpose(Builder *b, const FgExpr *e, int x)
@@ -932,38 +939,23 @@ static Val build_matmul(Builder *b, const FgExpr *e, int x, int y)
  * 0); kept whole here, as the other composites. */
 static Val build_reduction_composite(Builder *b, const FgExpr *e, FgOp op, int x)
 {
-	const FgNode *in = node(b, x);
-	const FgAttrAst *ax = find_attr(e, "axis"), *kd = find_attr(e, "keepdims"), *ca = find_attr(e, "correction");
+	const FgAttrAst *ca = find_attr(e, "correction");
 	double correction = 0;
-	int keep = 1;
-	char t[256];
 
-	if (in->shape.rank == 0) {
+	if (node(b, x)->shape.rank == 0) {
 		fg_error(b->d, e->loc, "'%s' needs a tensor of rank 1 or more", e->name);
 		return err_val();
 	}
-	uint32_t mask = 1u << (in->shape.rank - 1);
-	if (ax && attr_axes(b, ax, in->shape.rank, type_of(b, x, t, sizeof t), &mask) != 0)
-		return err_val();
-	if (kd && attr_bool(b, kd, &keep) != 0)
-		return err_val();
 	if (ca && attr_real(b, ca, &correction) != 0)
 		return err_val();
 	if (!(correction >= 0) || isinf(correction)) {
 		fg_error(b->d, ca->val.loc, "correction must be a finite number >= 0, got %g", correction);
 		return err_val();
 	}
-	FgShape shape = {0};
-	for (int i = 0; i < in->shape.rank; i++)
-		if (!(mask & (1u << i)))
-			shape.d[shape.rank++] = in->shape.d[i];
-		else if (keep)
-			shape.d[shape.rank++] = 1;
-	int id = add_node(b, op, in->dt, &shape, &x, 1, e->loc);
-	node(b, id)->a.red.axes = mask;
-	node(b, id)->a.red.keepdims = keep;
-	node(b, id)->a.red.eps = correction;
-	return node_val(id);
+	Val v = reduce_node(b, e, op, x, 1u << (node(b, x)->shape.rank - 1));
+	if (v.kind == V_NODE)
+		node(b, v.node)->a.red.eps = correction;
+	return v;
 }
 
 /* softmax, log_softmax (x), layernorm (x, gamma, beta), rmsnorm (x, w):
