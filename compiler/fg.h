@@ -279,6 +279,10 @@ double fg_round_to(FgDtype dt, double x);
 FgOp fg_op_lookup(const char *name);
 /* The callable op name nearest to `name`, or NULL when none is close. */
 const char *fg_op_suggest(const char *name);
+/* The name of an elementwise op's scalar attribute k (leaky_relu's
+ * "slope", elu's "alpha": its attributes column), or NULL when it has none;
+ * cast and dropout, whose attributes are not k, are handled apart. */
+const char *fg_op_scalar(FgOp op);
 /* The op another framework's name means (clip: clamp), or NULL; *reserved
  * set when the language keeps the name for a later version (conv2d). */
 const char *fg_op_meaning(const char *name, int *reserved);

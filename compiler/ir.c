@@ -655,8 +655,8 @@ static Val build_ew(Builder *b, const FgExpr *e, FgOp op, const Val *args, int n
 		}
 		tmp.a.drop.seed = (uint64_t)seed;
 	}
-	if (op == FG_OP_LEAKY_RELU || op == FG_OP_ELU) {
-		const char *key = op == FG_OP_ELU ? "alpha" : "slope";
+	const char *key = fg_op_scalar(op);
+	if (key) {
 		const FgAttrAst *ka = find_attr(e, key);
 		tmp.a.k = op == FG_OP_ELU ? 1.0 : 0.01;
 		if (ka && attr_real(b, ka, &tmp.a.k) != 0)

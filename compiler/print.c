@@ -154,12 +154,11 @@ static void print_attrs(FILE *f, const FgNode *n)
 		print_number(f, n->a.drop.p);
 		fprintf(f, ", seed=%llu", (unsigned long long)n->a.drop.seed);
 		break;
-	case FG_OP_LEAKY_RELU:
-	case FG_OP_ELU:
-		fprintf(f, ", %s=", n->op == FG_OP_ELU ? "alpha" : "slope");
-		print_number(f, n->a.k);
-		break;
 	default:
+		if (fg_op_scalar(n->op)) {
+			fprintf(f, ", %s=", fg_op_scalar(n->op));
+			print_number(f, n->a.k);
+		}
 		break;
 	}
 }

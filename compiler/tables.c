@@ -86,6 +86,12 @@ FgOp fg_op_lookup(const char *name)
 	return FG_OP_COUNT;
 }
 
+const char *fg_op_scalar(FgOp op)
+{
+	const FgOpInfo *in = &fg_op_info[op];
+	return in->cls == FG_CLASS_EW && op != FG_OP_CAST && op != FG_OP_DROPOUT && *in->attrs ? in->attrs : NULL;
+}
+
 /* Names other frameworks give the language's ops, suggested by meaning
  * where spelling would not find them (NumPy's arctan2, PyTorch's clip or
  * swish); and names the language keeps for later: op NULL. */

@@ -246,7 +246,7 @@ static const char *infix_arg(Torch *t, const FgNode *n, int k, int number_ok)
  * side but not on both, a call takes tensors. */
 static const char *ew_form(Torch *t, const FgNode *n)
 {
-	const int scalar = *fg_op_info[n->op].attrs != '\0';       /* k: leaky_relu's slope, elu's alpha */
+	const int scalar = fg_op_scalar(n->op) != NULL;
 	const char *form = fg_op_info[n->op].torch, *ops[4] = {"0", "0", "0", scalar ? py_number(t->a, n->a.k, FG_DT_F32) : "0"};
 
 	if (!*form)

@@ -92,7 +92,7 @@ FG_DEV float fg_rcp(float a)
 }
 FG_DEV float fg_fast_exp(float a) { return fg_ex2(a * 1.44269504f); }
 FG_DEV float fg_fast_sigmoid(float a) { return fg_rcp(1.0f + fg_ex2(a * -1.44269504f)); }
-FG_DEV float fg_fast_silu(float a) { return a * fg_rcp(1.0f + fg_ex2(a * -1.44269504f)); }
+FG_DEV float fg_fast_silu(float a) { return a * fg_fast_sigmoid(a); }
 FG_DEV float fg_fast_gelu(float a)
 {
 	const float t = fminf(fabsf(a), 5.8f);

@@ -178,7 +178,7 @@ Val cu_load(Kern *k, int id, const Ix *x)
 /* Form t over node n's operands (and its scalar attribute, k). */
 static const char *subst(FgArena *a, const char *t, const FgNode *n, const Val *ops)
 {
-	const char *e[4] = {"0", "0", "0", *fg_op_info[n->op].attrs ? cu_literal(a, FG_DT_F32, n->a.k) : "0"};
+	const char *e[4] = {"0", "0", "0", fg_op_scalar(n->op) ? cu_literal(a, FG_DT_F32, n->a.k) : "0"};
 	for (int i = 0; i < n->nin && i < 3; i++)
 		e[i] = cu_paren(a, ops[i].e);
 	return fg_op_subst(a, t, e, 4);
