@@ -166,6 +166,9 @@ typedef enum FgTypeRule {
 	X(MEAN, "mean", 1, REDUCE, FLOAT, "axis keepdims", 0, "", "torch.mean", 0)                                             \
 	X(MAX, "max", 1, REDUCE, NUM, "axis keepdims", 0, "", "torch.amax", 0)                                                 \
 	X(MIN, "min", 1, REDUCE, NUM, "axis keepdims", 0, "", "torch.amin", 0)                                                 \
+	X(PROD, "prod", 1, REDUCE, FLOAT, "axis keepdims", 0, "", "", 0)                                                       \
+	X(ANY, "any", 1, REDUCE, BOOL, "axis keepdims", 0, "", "", 0)                                                          \
+	X(ALL, "all", 1, REDUCE, BOOL, "axis keepdims", 0, "", "", 0)                                                          \
 	X(TRANSPOSE, "transpose", 1, LAYOUT, ANY, "perm", 0, "", "", 0)                                                        \
 	X(RESHAPE, "reshape", 1, LAYOUT, ANY, "shape", 0, "", "", 0)                                                           \
 	X(BROADCAST_TO, "broadcast_to", 1, LAYOUT, ANY, "shape", 0, "", "", 0)                                                 \
@@ -186,6 +189,32 @@ typedef enum FgOp {
 #undef X
 	FG_OP_COUNT
 } FgOp;
+
+/*
+ * X(ID, identity, reference step, cuda step, cuda functor): the algebra of
+ * each reduction of FG_OPS.  The accumulator starts at identity (also the
+ * result over no elements) and takes each value b as a = step(a, b): the
+ * reference step over doubles in the interpreter, the cuda step (a
+ * statement over the accumulator a and the value b, cast to a's type) in
+ * a thread; the functor (runtime/fg_device.cuh) combines two threads'
+ * accumulators.  A mean is a sum divided at the end; any and all reduce
+ * bools held as 0 and 1.  i32 accumulators start at the type's bounds for
+ * max and min (compiler/cuda/reduction.c).
+ */
+#define FG_REDUCTIONS(X)                                                                             \
+	X(SUM, 0.0, a + b, "a += b;", "FgSum()")                                                     \
+	X(MEAN, 0.0, a + b, "a += b;", "FgSum()")                                                    \
+	X(MAX, -INFINITY, fg_ref_maximum(a, b), "a = fg_maximum(a, b);", "FgMax()")                  \
+	X(MIN, INFINITY, fg_ref_minimum(a, b), "a = fg_minimum(a, b);", "FgMin()")                   \
+	X(PROD, 1.0, a * b, "a *= b;", "FgProd()")                                                   \
+	X(ANY, 0.0, (double)(a != 0 || b != 0), "a = fmaxf(a, b);", "FgMax()")                       \
+	X(ALL, 1.0, (double)(a != 0 && b != 0), "a = fminf(a, b);", "FgMin()")
+
+typedef struct FgRedInfo {
+	double identity;        /* the accumulator's start */
+	const char *cuda_step;  /* a statement over a and b */
+	const char *functor;    /* combines two accumulators */
+} FgRedInfo;
 
 typedef struct FgOpInfo {
 	const char *name;       /* as written in .fg */
@@ -275,6 +304,10 @@ static inline double fg_round_f32(double x)
  * truncates toward zero and saturates; bool is x != 0): what a cast, a
  * store and a folded constant do. */
 double fg_round_to(FgDtype dt, double x);
+/* A reduction's row of FG_REDUCTIONS, NULL for other ops. */
+const FgRedInfo *fg_red_info(FgOp op);
+/* The reference step of reduction op: the accumulator a after value b. */
+double fg_red_step(FgOp op, double a, double b);
 /* Looks a callable op up by name; FG_OP_COUNT when there is none. */
 FgOp fg_op_lookup(const char *name);
 /* The callable op name nearest to `name`, or NULL when none is close. */

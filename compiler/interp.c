@@ -437,22 +437,22 @@ static FgDtype in_dtype_of(const Eval *e, int id)
 	return n->dt;
 }
 
-/* In the dtypes: x[0..n) summed in f32, SUM_BLOCK at a time in order, then
- * the block sums pairwise; x is overwritten. */
+/* In the dtypes: x[0..n) summed (or multiplied: op) in f32, SUM_BLOCK at
+ * a time in order, then the block results pairwise; x is overwritten. */
 enum { SUM_BLOCK = 32 };
-static double sum_f32(double *x, int64_t n)
+static double sum_f32(FgOp op, double *x, int64_t n)
 {
 	int64_t nb = 0;
 	for (int64_t i = 0; i < n; i += SUM_BLOCK, nb++) {
-		double s = 0;
+		double s = fg_red_info(op)->identity;
 		for (int64_t j = i; j < n && j < i + SUM_BLOCK; j++)
-			s = fg_round_f32(s + x[j]);
+			s = fg_round_f32(fg_red_step(op, s, x[j]));
 		x[nb] = s;
 	}
 	for (int64_t step = 1; step < nb; step *= 2)
 		for (int64_t i = 0; i + step < nb; i += 2 * step)
-			x[i] = fg_round_f32(x[i] + x[i + step]);
-	return nb ? x[0] : 0.0;
+			x[i] = fg_round_f32(fg_red_step(op, x[i], x[i + step]));
+	return nb ? x[0] : fg_red_info(op)->identity;
 }
 
 /* Neumaier's variant of Kahan summation: also right when the addend is
@@ -481,12 +481,9 @@ static void reduce_row(FgOp op, double *o, double *comp, int64_t so,
 			for (int64_t i = 0; i < len; i++)
 				sum_add(&o[i * so], &comp[i * so], x[i * sx]);
 		}
-	} else if (op == FG_OP_MAX) {
-		for (int64_t i = 0; i < len; i++)
-			o[i * so] = fg_ref_maximum(o[i * so], x[i * sx]);
 	} else {
 		for (int64_t i = 0; i < len; i++)
-			o[i * so] = fg_ref_minimum(o[i * so], x[i * sx]);
+			o[i * so] = fg_red_step(op, o[i * so], x[i * sx]);
 	}
 }
 
@@ -525,7 +522,7 @@ static void eval_reduce(const Eval *e, const FgNode *n, const double *x, double 
 	int64_t nout = reduce_strides(n, xs, st, &count);
 	Walk w;
 
-	double init = n->op == FG_OP_MAX ? -INFINITY : n->op == FG_OP_MIN ? INFINITY : 0.0;
+	double init = fg_red_info(n->op)->identity;
 	for (int64_t i = 0; i < nout; i++)
 		out[i] = init;
 	if (comp != NULL)
@@ -547,8 +544,8 @@ static void eval_reduce(const Eval *e, const FgNode *n, const double *x, double 
 	}
 }
 
-/* A sum or mean in the dtypes: each output's operands gathered in C order,
- * then sum_f32.  Returns -1 (reported) when memory runs out. */
+/* A sum, mean or product in the dtypes: each output's operands gathered
+ * in C order, then sum_f32.  Returns -1 (reported) when memory runs out. */
 static int eval_reduce_f32(Eval *e, const FgNode *n, const double *x, double *out)
 {
 	const FgShape *xs = &e->g->nodes[n->in[0]].shape;
@@ -573,7 +570,7 @@ static int eval_reduce_f32(Eval *e, const FgNode *n, const double *x, double *ou
 		} while (walk_next(&w));
 	}
 	for (int64_t o = 0; o < nout; o++) {
-		double s = sum_f32(buf + o * count, count);
+		double s = sum_f32(n->op, buf + o * count, count);
 		out[o] = n->op == FG_OP_MEAN ? fg_round_f32(s / (double)count) : s;
 	}
 	free(buf);
@@ -855,7 +852,7 @@ static int eval_node(Eval *e, int id)
 		break;
 	case FG_CLASS_REDUCE: {
 		double *comp = NULL;
-		if ((n->op == FG_OP_SUM || n->op == FG_OP_MEAN) && in_dtype_of(e, id) != FG_DT_COUNT) {
+		if ((n->op == FG_OP_SUM || n->op == FG_OP_MEAN || n->op == FG_OP_PROD) && in_dtype_of(e, id) != FG_DT_COUNT) {
 			if (eval_reduce_f32(e, n, src[0], out) != 0) {
 				release_values(e, out, cnt);
 				return -1;

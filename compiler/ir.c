@@ -1043,7 +1043,7 @@ static Val build_call(Builder *b, const FgExpr *e, const Val *args)
 		return build_ew(b, e, op, args, nargs);
 	if (require_tensors(b, e, args, nargs) != 0)
 		return err_val();
-	if (info->ty == FG_TY_FLOAT || info->ty == FG_TY_NUM) {
+	if (info->ty == FG_TY_FLOAT || info->ty == FG_TY_NUM || info->ty == FG_TY_BOOL) {
 		if (check_dtypes(b, e, op, args, nargs, node(b, args[0].node)->dt) != 0)
 			return err_val();
 	}
@@ -1052,6 +1052,9 @@ static Val build_call(Builder *b, const FgExpr *e, const Val *args)
 	case FG_OP_MEAN:
 	case FG_OP_MAX:
 	case FG_OP_MIN:
+	case FG_OP_PROD:
+	case FG_OP_ANY:
+	case FG_OP_ALL:
 		return build_reduce(b, e, op, args[0].node);
 	case FG_OP_TRANSPOSE:
 		return build_transpose(b, e, args[0].node);

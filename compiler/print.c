@@ -111,6 +111,9 @@ static void print_attrs(FILE *f, const FgNode *n)
 	case FG_OP_MEAN:
 	case FG_OP_MAX:
 	case FG_OP_MIN:
+	case FG_OP_PROD:
+	case FG_OP_ANY:
+	case FG_OP_ALL:
 		print_axes(f, n->a.red.axes);
 		if (!n->a.red.keepdims)
 			fputs(", keepdims=false", f);

@@ -104,6 +104,8 @@ static const struct {
 	{"power", "pow"}, {"mm", "matmul"}, {"bmm", "matmul"}, {"dot", "matmul"}, {"rint", "round"},
 	{"fix", "trunc"}, {"signum", "sign"}, {"sgn", "sign"}, {"reciprocal", "recip"}, {"negative", "neg"},
 	{"absolute", "abs"}, {"amax", "max"}, {"amin", "min"}, {"hardtanh", "clamp"}, {"relu6", "clamp"},
+	{"product", "prod"}, {"reduce_prod", "prod"}, {"reduce_sum", "sum"}, {"reduce_mean", "mean"},
+	{"reduce_max", "max"}, {"reduce_min", "min"}, {"reduce_any", "any"}, {"reduce_all", "all"},
 	{"conv1d", NULL}, {"conv2d", NULL}, {"conv3d", NULL}, {"conv_transpose2d", NULL},
 	{"max_pool2d", NULL}, {"avg_pool2d", NULL}, {"scatter", NULL},
 };
@@ -142,6 +144,28 @@ FgDtype fg_dtype_lookup(const char *name)
 		if (strcmp(fg_dtype_name[i], name) == 0)
 			return (FgDtype)i;
 	return FG_DT_COUNT;
+}
+
+const FgRedInfo *fg_red_info(FgOp op)
+{
+	static const FgRedInfo info[FG_OP_COUNT] = {
+#define X(id, identity, ref, cu, functor) [FG_OP_##id] = {identity, cu, functor},
+		FG_REDUCTIONS(X)
+#undef X
+	};
+	return op >= 0 && op < FG_OP_COUNT && info[op].functor ? &info[op] : NULL;
+}
+
+double fg_red_step(FgOp op, double a, double b)
+{
+	switch (op) {
+#define X(id, identity, ref, cu, functor) \
+	case FG_OP_##id: return ref;
+		FG_REDUCTIONS(X)
+#undef X
+	default:
+		return NAN;
+	}
 }
 
 double fg_op_eval_scalar(FgOp op, double a, double b, double c, double k)

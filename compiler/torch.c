@@ -53,6 +53,7 @@ enum {
 	HELP_LOG_SOFTMAX = 16,
 	HELP_LAYERNORM = 32,
 	HELP_RMSNORM = 64,
+	HELP_PROD = 128,
 };
 
 typedef struct Torch {
@@ -307,17 +308,29 @@ static const char *ew_call(Torch *t, const FgNode *n)
 	}
 }
 
-/* sum, mean, max, min over a mask of axes; a reduction over no axis (of
- * a rank-0 value) is the value itself, since torch reads dim=() as all. */
+/* A reduction over a mask of axes; a reduction over no axis (of a rank-0
+ * value) is the value itself, since torch reads dim=() as all.  torch.prod
+ * takes one dim (a helper takes several); any and all count in int64. */
 static const char *reduce_call(Torch *t, const FgNode *n)
 {
 	const char *x = arg(t, n, 0, 0);
+	const char *dims = py_dims(t->a, n->a.red.axes), *keep = n->a.red.keepdims ? "True" : "False";
 
 	if (!n->a.red.axes)
 		return x;
-	return fg_arena_printf(t->a, "%s(%s, dim=%s, keepdim=%s%s)", fg_op_info[n->op].torch, x,
-			       py_dims(t->a, n->a.red.axes), n->a.red.keepdims ? "True" : "False",
-			       n->op == FG_OP_SUM && n->dt == FG_DT_I32 ? ", dtype=torch.int32" : "");
+	switch (n->op) {
+	case FG_OP_PROD:
+		t->helpers |= HELP_PROD;
+		return fg_arena_printf(t->a, "_prod(%s, %s, %s)", x, dims, keep);
+	case FG_OP_ANY:
+		return fg_arena_printf(t->a, "(torch.sum(%s, dim=%s, keepdim=%s) > 0)", x, dims, keep);
+	case FG_OP_ALL:
+		return fg_arena_printf(t->a, "(torch.sum(torch.logical_not(%s), dim=%s, keepdim=%s) == 0)", x, dims,
+				       keep);
+	default:
+		return fg_arena_printf(t->a, "%s(%s, dim=%s, keepdim=%s%s)", fg_op_info[n->op].torch, x, dims, keep,
+				       n->op == FG_OP_SUM && n->dt == FG_DT_I32 ? ", dtype=torch.int32" : "");
+	}
 }
 
 static const char *layout_call(Torch *t, const FgNode *n)
@@ -614,6 +627,12 @@ static const struct {
 	 "    \"\"\"rmsnorm where F.rms_norm does not apply (axes other than the last\n"
 	 "    ones, or w broadcasts), as passes/expand.c writes it out.\"\"\"\n"
 	 "    return x * torch.rsqrt(torch.mean(x * x, dim=dims, keepdim=True) + eps) * w\n"},
+	{HELP_PROD,
+	 "def _prod(x, dims, keepdim):\n"
+	 "    \"\"\"prod over several axes (torch.prod takes one), the last first.\"\"\"\n"
+	 "    for d in sorted(dims, reverse=True):\n"
+	 "        x = torch.prod(x, dim=d, keepdim=keepdim)\n"
+	 "    return x\n"},
 };
 
 /* make_inputs and what it needs, in every module. */

@@ -211,6 +211,9 @@ struct FgMax {
 struct FgMin {
 	template <typename T> __device__ T operator()(T a, T b) const { return fg_minimum(a, b); }
 };
+struct FgProd {
+	template <typename T> __device__ T operator()(T a, T b) const { return a * b; }
+};
 
 /* Combines the v of a warp's threads with op and returns lane 0's
  * result to all of them (a butterfly leaves each lane its own rounding). */

@@ -43,8 +43,9 @@
 				   228 KiB; one block of 128 KiB held a 131,072
 				   f16 row at 49% of the memory floor, two of 64
 				   KiB at 64%: docs/performance.md v7) */
-#define ROW_CLUSTER 8           /* blocks of a cluster on one row, at most (the
-				   portable cluster size) */
+#define ROW_CLUSTER 16          /* blocks of a cluster on one row, at most (the
+				   Hopper limit: past 8, the portable size, the
+				   kernel allows it with an attribute) */
 
 /* X(ID, name): every path the emitter can take, its code paths by index
  * width, kind, strategy, tile and schedule, and epilogue.  A group's
@@ -61,6 +62,7 @@
 	X(ROW_SMEM, "rowreduce.smem")           /* a block a row, read once into shared memory */ \
 	X(ROW_CLUSTER, "rowreduce.cluster")     /* a cluster a row, each block a part */ \
 	X(ROW_STREAM, "rowreduce.stream")       /* a block a row, streamed a pass */    \
+	X(ROW_STREAM_CLUSTER, "rowreduce.stream.cluster") /* a cluster a row, each block a part */ \
 	X(RED_COLS, "reduce.cols")              /* a thread a result element */         \
 	X(RED_SPLIT1, "reduce.split")           /* blocks over result columns, one slab */ \
 	X(RED_SLABS, "reduce.split.slabs")      /* ... slabs into scratch, then a combine */ \

@@ -4,6 +4,7 @@
  * result index a thread sees, and where each write goes (once per row or
  * column, or over the space).
  */
+#include <math.h>
 #include <string.h>
 
 #include "cuda.h"
@@ -22,32 +23,22 @@ const char *cu_acc_type(const Kern *k, const FgNode *n)
 static const char *acc_init(const FgNode *n)
 {
 	int i32 = n->dt == FG_DT_I32;
-	switch (n->op) {
-	case FG_OP_MAX:
-		return i32 ? "INT_MIN" : "-CUDART_INF_F";
-	case FG_OP_MIN:
-		return i32 ? "INT_MAX" : "CUDART_INF_F";
-	default:
-		return "0";
-	}
+	double v = fg_red_info(n->op)->identity;
+	if (isinf(v))
+		return v < 0 ? (i32 ? "INT_MIN" : "-CUDART_INF_F") : (i32 ? "INT_MAX" : "CUDART_INF_F");
+	return v == 1 ? "1" : "0";
 }
 
 const char *cu_red_functor(const FgNode *n)
 {
-	return n->op == FG_OP_MAX ? "FgMax()" : n->op == FG_OP_MIN ? "FgMin()" : "FgSum()";
+	return fg_red_info(n->op)->functor;
 }
 
-/* acc = acc (op) v */
+/* acc = acc (op) v: FG_REDUCTIONS' cuda step */
 const char *cu_red_step(Kern *k, const FgNode *n, const char *acc, const char *v)
 {
-	switch (n->op) {
-	case FG_OP_MAX:
-		return cu_fmt(k->a, "%s = fg_maximum(%s, (%s)%s);", acc, acc, cu_acc_type(k, n), cu_paren(k->a, v));
-	case FG_OP_MIN:
-		return cu_fmt(k->a, "%s = fg_minimum(%s, (%s)%s);", acc, acc, cu_acc_type(k, n), cu_paren(k->a, v));
-	default:
-		return cu_fmt(k->a, "%s += %s;", acc, v);
-	}
+	const char *ops[] = {acc, cu_fmt(k->a, "(%s)%s", cu_acc_type(k, n), cu_paren(k->a, v))};
+	return fg_op_subst(k->a, fg_red_info(n->op)->cuda_step, ops, 2);
 }
 
 /* The reduced value from the final accumulator: a mean divides, an i32

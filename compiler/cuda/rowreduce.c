@@ -7,11 +7,12 @@
  * pass loads what the row reads from memory and keeps it there, the
  * later passes (softmax: the sum after the max) and the epilogue read it
  * back.  A row longer than a block's share of shared memory (ROW_SMEM),
- * or too few rows to fill the GPU, is cut into parts, one block each, the blocks of one row
- * a thread-block cluster that combines its partial reductions through
- * distributed shared memory.  Only a row that reads nothing at its own
- * elements (no memory to save) or that even a cluster cannot hold streams
- * from memory once per pass.
+ * or too few rows to fill the GPU, is cut into parts, one block each, the
+ * blocks of one row a thread-block cluster that combines its partial
+ * reductions through distributed shared memory.  Only a row that reads
+ * nothing at its own elements (no memory to save) or that even a cluster
+ * cannot hold streams from memory once per pass, cut into a cluster's
+ * parts the same way where the rows are too few.
  */
 #include <string.h>
 
@@ -154,71 +155,83 @@ static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTe
 	cu_add_launch(E, cu_kname(k, NULL), k->gi, grid < INT32_MAX ? grid : INT32_MAX, block, args);
 }
 
-/* How a row kernel that keeps its row in shared memory splits a row:
- * `parts` blocks to a row (a cluster when more than one), each holding
- * `len` elements of it (a multiple of vw), `block` threads each taking
- * vectors of vw elements at a stride of block * vw. */
+/* How a row kernel that does not keep its row in registers splits a
+ * row: `parts` blocks to a row (a cluster when more than one), each
+ * taking `len` elements of it (a multiple of vw), `block` threads each
+ * taking vectors of vw elements at a stride of block * vw.  `stage`: the
+ * part is read once into shared memory; else it streams from memory once
+ * per pass. */
 typedef struct RowParts {
-	int parts, block, vw, vd;
+	int parts, block, vw, vd, stage;
 	int64_t len;
 } RowParts;
 
-/* Whether the row is read once into shared memory, and how it is split.
- * `fits`: the row fits in registers, which it keeps unless there are too
- * few rows to fill the multiprocessors and a split gives them work. */
-static int row_parts(const Kern *k, const RedInfo *ri, int fits, RowParts *rp)
+/* Whether the row leaves registers, and how it is split.  `fits`: the row
+ * fits in registers, which it keeps unless there are too few rows to fill
+ * the multiprocessors and a split gives them work, or `wide` (only a block
+ * of 1024 holds it) and shared memory can. */
+static int row_parts(const Kern *k, const RedInfo *ri, int fits, int wide, RowParts *rp)
 {
-	/* bytes a row element takes there: the reads as large as the space
-	 * (a read that broadcasts along the row stays in cache anyway) */
+	/* bytes a row element takes in shared memory: the reads as large as
+	 * the space (a read that broadcasts along the row stays in cache) */
 	int64_t bytes = 0;
 	for (int r = 0; r < k->gr->nreads; r++) {
 		int id = k->gr->reads[r];
 		if (cu_numel(cu_shape_of(k, id)) == ri->nkept * ri->nred)
 			bytes += fg_dtype_size[k->g->nodes[id].dt];
 	}
-	if (bytes == 0)
-		return 0;
 	memset(rp, 0, sizeof *rp);
 	rp->vw = row_lanes(k, ri, &rp->vd);
 	int64_t vecs = ri->nred / rp->vw;
-	for (rp->parts = 1; rp->parts <= ROW_CLUSTER; rp->parts *= 2)
+	/* the fewest parts whose shares of the row fit in shared memory */
+	for (rp->parts = 1; bytes > 0 && rp->parts <= ROW_CLUSTER; rp->parts *= 2)
 		if ((vecs + rp->parts - 1) / rp->parts * rp->vw * bytes <= ROW_SMEM)
 			break;
-	if (rp->parts > ROW_CLUSTER)
-		return 0;
+	rp->stage = bytes > 0 && rp->parts <= ROW_CLUSTER;
+	if (!rp->stage)
+		rp->parts = 1;
 	/* few rows: more parts while the grid leaves multiprocessors idle
-	 * and each part is still 2,048 elements or more */
-	while (ri->nkept * rp->parts < SMS && rp->parts < ROW_CLUSTER && vecs / (rp->parts * 2) * rp->vw >= 2048)
+	 * (a streamed part, of at most 512 threads, wants two blocks a
+	 * multiprocessor to keep loads in flight) and each part is still
+	 * 2,048 elements or more */
+	int64_t fill = rp->stage ? SMS : 2 * SMS;
+	while (ri->nkept * rp->parts < fill && rp->parts < ROW_CLUSTER && vecs / (rp->parts * 2) * rp->vw >= 2048)
 		rp->parts *= 2;
-	if (fits && rp->parts == 1)
+	if (fits && (!rp->stage || (rp->parts == 1 && !wide)))
 		return 0;
 	rp->len = (vecs + rp->parts - 1) / rp->parts * rp->vw;
-	/* about eight vectors a thread a pass */
+	/* about eight vectors a thread a pass, in at most 512 threads: a pass
+	 * keeps four vectors in flight and what it computes from them, more
+	 * than the 64 registers a thread of 1024 gets (a softmax of 70,001
+	 * f16 elements, one element a vector, spilled there) */
 	rp->block = 128;
-	while (rp->block < 1024 && rp->block * 8 < rp->len / rp->vw)
+	while (rp->block < 512 && rp->block * 8 < rp->len / rp->vw)
 		rp->block *= 2;
 	return 1;
 }
 
-/* A row kernel that reads its row once into shared memory (see
- * RowParts and load_vector in gen.c): every pass loops over the block's
- * part of the row, the first pass that reads a tensor at the row's
- * elements keeping it in shared memory for the others.  Each thread reads
- * back only what it stored (every pass visits the same elements in the
- * same threads), so no barrier is needed between passes; the blocks of a
- * cluster combine each reduction in rank order (fg_cluster_reduce), the
- * same result in every block and every run. */
-static void emit_rowreduce_smem(Emit *E, Kern *k, const RedInfo *ri, const RowParts *rp, int first,
-				const int *passes, int npass, const unsigned char *dep)
+/* A row kernel that splits its row into parts (see RowParts), a block
+ * each: every pass loops over the block's part of the row.  Staged, the
+ * first pass that reads a tensor at the row's elements keeps it in shared
+ * memory for the others (load_vector in gen.c); each thread reads back
+ * only what it stored (every pass visits the same elements in the same
+ * threads), so no barrier is needed between passes.  Streamed, each pass
+ * reads the part from memory again.  The blocks of a cluster combine each
+ * reduction in rank order (fg_cluster_reduce), the same result in every
+ * block and every run. */
+static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowParts *rp, int first,
+				 const int *passes, int npass, const unsigned char *dep)
 {
 	int vw = rp->vw, C = rp->parts;
 	Ix xs[MAX_LANES];
-	k->stage_sm = fg_arena_array(k->a, (size_t)k->gr->nreads + 1, sizeof(char *));
-	k->staged = fg_arena_alloc(k->a, (size_t)k->gr->nreads + 1);
-	k->stage_len = rp->len;
+	if (rp->stage) {
+		k->stage_sm = fg_arena_array(k->a, (size_t)k->gr->nreads + 1, sizeof(char *));
+		k->staged = fg_arena_alloc(k->a, (size_t)k->gr->nreads + 1);
+		k->stage_len = rp->len;
+		cu_kline(k, 0, NULL, "extern __shared__ __align__(16) unsigned char fg_smem[];");
+	}
 	if (C > 1)
 		k->attrs = cu_fmt(k->a, "__cluster_dims__(%d, 1, 1)", C);
-	cu_kline(k, 0, NULL, "extern __shared__ __align__(16) unsigned char fg_smem[];");
 	/* scope 0: the block's part of a row, [c0, c1) */
 	const char *c0 = "0", *c1 = cu_fmt(k->a, "%lld", (long long)ri->nred);
 	if (C > 1) {
@@ -252,8 +265,10 @@ static void emit_rowreduce_smem(Emit *E, Kern *k, const RedInfo *ri, const RowPa
 		Ix x = cu_merge_ix(ri, &kc, &rc, i, 2);
 		for (int l = 0; l < vw; l++)
 			xs[l] = vw > 1 ? cu_lane_of(k, &x, rp->vd, vw, l) : x;
-		k->stage_lin = i;
-		k->stage_off = C > 1 ? cu_fmt(k->a, "(j - %s)", c0) : "j";
+		if (rp->stage) {
+			k->stage_lin = i;
+			k->stage_off = C > 1 ? cu_fmt(k->a, "(j - %s)", c0) : "j";
+		}
 		if (p > npass) {
 			cu_store_space(k, ri, first, dep, xs, vw, NULL);
 		} else {
@@ -267,7 +282,7 @@ static void emit_rowreduce_smem(Emit *E, Kern *k, const RedInfo *ri, const RowPa
 		k->stage_lin = NULL;
 		cu_kline(k, 1, NULL, "#pragma unroll 4");   /* loads of four vectors in flight */
 		cu_kclose(k, jloop);
-		for (int r = 0; r < k->gr->nreads; r++)
+		for (int r = 0; r < k->gr->nreads && rp->stage; r++)
 			k->staged[r] |= k->stage_sm[r] != NULL;
 		for (int r = 0; r < k->reds.n && p <= npass; r++)
 			if (passes[r] == p)
@@ -286,21 +301,25 @@ static void emit_rowreduce_smem(Emit *E, Kern *k, const RedInfo *ri, const RowPa
 	if (k->failed)
 		return;
 	int64_t rows = ri->nkept < INT32_MAX / C ? ri->nkept : INT32_MAX / C;
-	cu_path(E, k->gi, C > 1 ? CU_PATH_ROW_CLUSTER : CU_PATH_ROW_SMEM);
-	const char *how = cu_fmt(E->a, "a block of %d per row, the row read once into shared memory (%lld bytes a block)",
-				 rp->block, (long long)k->smem);
-	if (C > 1)
-		how = cu_fmt(E->a, "a cluster of %d blocks of %d per row, each holding %lld of its elements in shared memory "
-			     "(%lld bytes)", C, rp->block, (long long)rp->len, (long long)k->smem);
+	cu_path(E, k->gi, rp->stage ? (C > 1 ? CU_PATH_ROW_CLUSTER : CU_PATH_ROW_SMEM)
+				    : (C > 1 ? CU_PATH_ROW_STREAM_CLUSTER : CU_PATH_ROW_STREAM));
+	const char *how = rp->stage ? "the row read once into shared memory" : "the row streamed from memory once a pass";
+	how = C > 1 ? cu_fmt(E->a, "a cluster of %d blocks of %d per row, each taking %lld of its elements, %s (%lld "
+			     "bytes a block)", C, rp->block, (long long)rp->len, how, (long long)k->smem)
+		    : cu_fmt(E->a, "a block of %d per row, %s (%lld bytes)", rp->block, how, (long long)k->smem);
 	cu_emit_comment(E, k->gi, cu_row_desc(E, ri, how));
 	const char *name = cu_kname(k, NULL);
 	const char *args = cu_emit_kernel(k, name, rp->block, NULL, 0, 1);
+	if (C > 8)         /* past the portable cluster size */
+		fg_vec_push(E->a, &E->run, cu_fmt(E->a, "fgrt_cuda(cudaFuncSetAttribute(%s, "
+						  "cudaFuncAttributeNonPortableClusterSizeAllowed, 1), "
+						  "\"cudaFuncSetAttribute\");", name));
 	cu_add_launch_smem(E, name, k->gi, rows * C, rp->block, k->smem, args);
 }
 
-/* One block per row: each pass streams the row once for the reductions
- * whose inputs are ready (softmax: max, then sum), a last pass computes
- * and stores the epilogue.  Rows too long for registers take this. */
+/* A row-reduction group's kernel: the passes each reduction needs (softmax:
+ * max, then sum), then the epilogue, over a row in registers where it fits
+ * them, else over parts of it (staged in shared memory or streamed). */
 void cu_emit_rowreduce(Emit *E, Kern *k)
 {
 	RedInfo ri;
@@ -337,66 +356,8 @@ void cu_emit_rowreduce(Emit *E, Kern *k)
 	 * columns: 75% of the floor in registers, 98% for layernorm's row in
 	 * shared memory, docs/performance.md v8) */
 	int wide = fits && rt.vecs * rt.vw > ROW_REGS;
-	if (row_parts(k, &ri, fits && !wide, &rp)) {
-		emit_rowreduce_smem(E, k, &ri, &rp, first, passes, npass, dep);
-		return;
-	}
-	if (fits) {
+	if (row_parts(k, &ri, fits, wide, &rp))
+		emit_rowreduce_parts(E, k, &ri, &rp, first, passes, npass, dep);
+	else
 		emit_rowreduce_regs(E, k, &ri, &rt, first, passes, npass, dep);
-		return;
-	}
-	int block = 32;
-	while (block < 1024 && block * 8 < ri.nred)
-		block *= 2;
-
-	cu_kopen(k);       /* 1: a row */
-	Ix kc = cu_ix_from_lin(k, &ri.kept, "row", 1, "r");
-	for (int r = 0; r < k->reds.n; r++) {
-		k->reds.v[r].at = cu_result_ix(k, &ri, k->reds.v[r].id, &kc, "row", 1);
-		k->reds.v[r].lv = 1;
-	}
-	const char *jloop = cu_fmt(k->a, "for (%s j = threadIdx.x; j < %lld; j += blockDim.x)", k->idx, (long long)ri.nred);
-	for (int p = 1; p <= npass; p++) {
-		cu_kline(k, 1, NULL, "/* pass %d */", p);
-		cu_declare_reds(k, 1, p, passes);
-		cu_kopen(k);
-		Ix rc = cu_ix_from_lin(k, &ri.red, "j", 2, "j");
-		const char *i = cu_fresh(k, 2, "i");
-		cu_kline(k, 2, i, "const %s %s = row * %lld + j;", k->idx, i, (long long)ri.nred);
-		Ix x = cu_merge_ix(&ri, &kc, &rc, i, 2);
-		cu_accumulate(k, &x, p, passes);
-		cu_kclose(k, jloop);
-		for (int r = 0; r < k->reds.n; r++)
-			if (passes[r] == p)
-				combine(k, &k->reds.v[r], "fg_block_reduce", ri.nred);
-	}
-	/* once per row: values of the reduced shape */
-	Ix rx = cu_result_ix(k, &ri, first, &kc, "row", 1);
-	cu_store_reduced(k, first, dep, &rx, "threadIdx.x == 0");
-	/* the epilogue: values of the row's elements */
-	int any = cu_writes_space(k, first, dep);
-	if (any) {
-		cu_kline(k, 1, NULL, "/* epilogue */");
-		cu_kopen(k);
-		Ix rc = cu_ix_from_lin(k, &ri.red, "j", 2, "j");
-		const char *i = cu_fresh(k, 2, "i");
-		cu_kline(k, 2, i, "const %s %s = row * %lld + j;", k->idx, i, (long long)ri.nred);
-		Ix x = cu_merge_ix(&ri, &kc, &rc, i, 2);
-		for (int w = 0; w < k->gr->nwrites; w++) {
-			int id = k->gr->writes[w];
-			if (fg_kind_write_place(k->g, first, id, dep[id]) != FG_PLACE_SPACE)
-				continue;
-			Ix y = cu_ix_bcast(&x, &ri.S, cu_shape_of(k, id));
-			cu_store(k, id, &y, cu_write_cond(k, &x, &ri.S, cu_shape_of(k, id)), NULL);
-		}
-		cu_kclose(k, jloop);
-	}
-	cu_kclose(k, cu_fmt(k->a, "for (%s row = blockIdx.x; row < %lld; row += gridDim.x)", k->idx, (long long)ri.nkept));
-	if (k->failed)
-		return;
-	int64_t grid = ri.nkept < INT32_MAX ? ri.nkept : INT32_MAX;
-	cu_path(E, k->gi, CU_PATH_ROW_STREAM);
-	cu_emit_comment(E, k->gi, cu_row_desc(E, &ri, "one block per row"));
-	const char *args = cu_emit_kernel(k, cu_kname(k, NULL), block, NULL, 0, 1);
-	cu_add_launch(E, cu_kname(k, NULL), k->gi, grid, block, args);
 }

@@ -1487,6 +1487,28 @@ def _(c):
     c.out("va", "f32", np.array(var(x.ravel(), 0)))
     c.out("hs", "bf16", np.array([[math.sqrt(var(col, 0)) for col in h.T]]))
 
+@case("v2-prod-any-all", "prod over the last axis (kept), over axis 0 (dropped) and over every "
+      "axis, in f32 and f16; any and all over a bool tensor by row, by column and in whole, a row of "
+      "all-false and one of all-true included.")
+def _(c):
+    x = c.inp("x", "f32", "5, 6", values=1.0 + 0.25 * c._draw("f32", (30,), "any"))
+    h = c.inp("h", "f16", "3, 4", values=1.0 + 0.5 * c._draw("f16", (12,), "any"))
+    bv = (c._draw("f32", (4, 7), "any") > 0).astype(F64)
+    bv[1, :] = 0.0
+    bv[2, :] = 1.0
+    b = c.inp("b", "bool", "4, 7", values=bv)
+    c.s("p = prod(x, axis=-1)\npc = prod(x, axis=0, keepdims=false)\npa = prod(h)\n"
+        "an = any(b, axis=-1)\nal = all(b, axis=-1)\nac = all(b, axis=0, keepdims=false)\n"
+        "aa = any(b > b)")
+    c.out("p", "f32", np.array([[math.prod(r)] for r in x]))
+    c.out("pc", "f32", np.array([math.prod(col) for col in x.T]))
+    c.out("pa", "f16", np.array([[math.prod(h.ravel())]]))
+    c.out("an", "bool", np.any(b != 0, axis=-1, keepdims=True).astype(F64))
+    c.out("al", "bool", np.all(b != 0, axis=-1, keepdims=True).astype(F64))
+    c.out("ac", "bool", np.all(b != 0, axis=0).astype(F64))
+    c.out("aa", "bool", np.zeros((1, 1)))
+
+
 # ================================================================= main
 
 

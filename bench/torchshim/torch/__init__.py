@@ -242,6 +242,21 @@ def mean(x, dim=None, keepdim=False):
     return _t(_np.mean(x, axis=dim, keepdims=keepdim))
 
 
+def prod(x, dim, keepdim=False):
+    """torch.prod: over one dim."""
+    return _t(_np.prod(x, axis=dim, keepdims=keepdim))
+
+
+def argmax(x, dim, keepdim=False):
+    """torch.argmax over one dim: the first index of the largest, a NaN's
+    first where there is one (NumPy's argmax does the same)."""
+    return _t(_np.argmax(x, axis=dim, keepdims=keepdim).astype(_np.int64))
+
+
+def argmin(x, dim, keepdim=False):
+    return _t(_np.argmin(x, axis=dim, keepdims=keepdim).astype(_np.int64))
+
+
 def amax(x, dim=None, keepdim=False):
     return _t(_np.amax(x, axis=dim, keepdims=keepdim))
 
