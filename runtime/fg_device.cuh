@@ -215,14 +215,73 @@ struct FgProd {
 	template <typename T> __device__ T operator()(T a, T b) const { return a * b; }
 };
 
+/* Two reductions one streamed pass computes together (an online
+ * formulation, compiler/cuda/rowreduce.c), each part of a row summarized
+ * by a pair and the pairs combined in order:
+ * - a mean and the sum of squared deviations from it (var, layernorm):
+ *   Chan's combination of counts, means and sums of squares, never the
+ *   cancelling sum(x^2) - n mean^2;
+ * - a max and the sum of exp(x - max) (softmax): each sum rescaled to the
+ *   larger max.  A part whose max is -inf sums to 0 (its exp(x - max)
+ *   would be NaN); the row's sum, where the row's max is -inf, is NaN, as
+ *   the two passes give. */
+struct FgMoments {
+	float n, mean, m2;
+};
+struct FgWelford {
+	__device__ FgMoments operator()(FgMoments a, FgMoments b) const
+	{
+		if (b.n == 0.0f)
+			return a;
+		if (a.n == 0.0f)
+			return b;
+		const float n = a.n + b.n, d = b.mean - a.mean, w = b.n / n;
+		return FgMoments{n, a.mean + d * w, a.m2 + b.m2 + d * d * a.n * w};
+	}
+};
+/* A thread's moments after its next part of nc elements (nc > 0) with
+ * mean mc and squared deviations c: Chan's combination without branches
+ * and with a fast division, so that the loads of later parts need not
+ * wait behind a slow path (the IEEE division's). */
+FG_DEV FgMoments fg_moments_add(FgMoments a, float nc, float mc, float c)
+{
+	const float n = a.n + nc, d = mc - a.mean, w = __fdividef(nc, n);
+	return FgMoments{n, a.mean + d * w, a.m2 + c + d * d * a.n * w};
+}
+struct FgExpSum {
+	float m, s;
+};
+struct FgOnlineSoftmax {
+	__device__ FgExpSum operator()(FgExpSum a, FgExpSum b) const
+	{
+		const float m = fg_maximum(a.m, b.m);
+		return FgExpSum{m, (a.m == m ? a.s : a.s * expf(a.m - m)) + (b.m == m ? b.s : b.s * expf(b.m - m))};
+	}
+};
+/* A part's pair: its max m and sum s of exp(x - m). */
+FG_DEV FgExpSum fg_exp_sum(float m, float s) { return FgExpSum{m, m == -CUDART_INF_F ? 0.0f : s}; }
+
+/* __shfl_xor_sync and __shfl_sync for the accumulators, pairs included. */
+template <typename T>
+FG_DEV T fg_shfl_xor(T v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+FG_DEV FgMoments fg_shfl_xor(FgMoments v, int o)
+{
+	return FgMoments{fg_shfl_xor(v.n, o), fg_shfl_xor(v.mean, o), fg_shfl_xor(v.m2, o)};
+}
+FG_DEV FgExpSum fg_shfl_xor(FgExpSum v, int o) { return FgExpSum{fg_shfl_xor(v.m, o), fg_shfl_xor(v.s, o)}; }
+template <typename T>
+FG_DEV T fg_shfl0(T v) { return __shfl_sync(0xffffffffu, v, 0); }
+FG_DEV FgMoments fg_shfl0(FgMoments v) { return FgMoments{fg_shfl0(v.n), fg_shfl0(v.mean), fg_shfl0(v.m2)}; }
+FG_DEV FgExpSum fg_shfl0(FgExpSum v) { return FgExpSum{fg_shfl0(v.m), fg_shfl0(v.s)}; }
+
 /* Combines the v of a warp's threads with op and returns lane 0's
  * result to all of them (a butterfly leaves each lane its own rounding). */
 template <typename T, typename Op>
 static __device__ __forceinline__ T fg_warp_reduce(T v, Op op)
 {
 	for (int o = 16; o > 0; o >>= 1)
-		v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
-	return __shfl_sync(0xffffffffu, v, 0);
+		v = op(v, fg_shfl_xor(v, o));
+	return fg_shfl0(v);
 }
 
 /* Combines every thread's v with op and returns the result to all of
@@ -237,7 +296,7 @@ static __device__ __forceinline__ T fg_block_reduce(T v, Op op)
 	const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
 
 	for (int o = 16; o > 0; o >>= 1)
-		v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+		v = op(v, fg_shfl_xor(v, o));
 	__syncthreads();
 	if (lane == 0)
 		part[warp] = v;

@@ -12,7 +12,9 @@
  * reductions through distributed shared memory.  Only a row that reads
  * nothing at its own elements (no memory to save) or that even a cluster
  * cannot hold streams from memory once per pass, cut into a cluster's
- * parts the same way where the rows are too few.
+ * parts the same way where the rows are too few; there a softmax's max
+ * and sum, or a mean and the squared deviations from it, take one pass
+ * together (online pairs, below).
  */
 #include <string.h>
 
@@ -163,7 +165,7 @@ static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTe
  * per pass. */
 typedef struct RowParts {
 	int parts, block, vw, vd, stage;
-	int64_t len;
+	int64_t len, bytes;     /* bytes: a row element's, in shared memory */
 } RowParts;
 
 /* Whether the row leaves registers, and how it is split.  `fits`: the row
@@ -181,6 +183,7 @@ static int row_parts(const Kern *k, const RedInfo *ri, int fits, int wide, RowPa
 			bytes += fg_dtype_size[k->g->nodes[id].dt];
 	}
 	memset(rp, 0, sizeof *rp);
+	rp->bytes = bytes;
 	rp->vw = row_lanes(k, ri, &rp->vd);
 	int64_t vecs = ri->nred / rp->vw;
 	/* the fewest parts whose shares of the row fit in shared memory */
@@ -191,11 +194,14 @@ static int row_parts(const Kern *k, const RedInfo *ri, int fits, int wide, RowPa
 	if (!rp->stage)
 		rp->parts = 1;
 	/* few rows: more parts while the grid leaves multiprocessors idle
-	 * (a streamed part, of at most 512 threads, wants two blocks a
-	 * multiprocessor to keep loads in flight) and each part is still
-	 * 2,048 elements or more */
+	 * and each part is still 2,048 elements or more.  A streamed part
+	 * wants two blocks a multiprocessor to keep loads in flight, and
+	 * takes up to 16; a staged row splits only to 8 for this (softmax f32
+	 * at 8 x 131072 ran 5% slower in 16 parts than in 8, H200, session 25;
+	 * docs/performance.md v9) */
 	int64_t fill = rp->stage ? SMS : 2 * SMS;
-	while (ri->nkept * rp->parts < fill && rp->parts < ROW_CLUSTER && vecs / (rp->parts * 2) * rp->vw >= 2048)
+	int most = rp->stage ? (rp->parts > 8 ? rp->parts : 8) : ROW_CLUSTER;
+	while (ri->nkept * rp->parts < fill && rp->parts < most && vecs / (rp->parts * 2) * rp->vw >= 2048)
 		rp->parts *= 2;
 	if (fits && (!rp->stage || (rp->parts == 1 && !wide)))
 		return 0;
@@ -210,6 +216,114 @@ static int row_parts(const Kern *k, const RedInfo *ri, int fits, int wide, RowPa
 	return 1;
 }
 
+/* Two reductions of a streamed row that one pass computes together,
+ * where the second's input needs the first's value (runtime/fg_device.cuh,
+ * FgWelford and FgOnlineSoftmax): the deviations' squares from a mean
+ * (var, layernorm) and the exps of the distances to a max (softmax).
+ * Saves a read of the row from memory. */
+typedef enum PairKind { PAIR_NONE, PAIR_MOMENTS, PAIR_EXPSUM } PairKind;
+
+static const struct {
+	const char *acc, *functor, *init;
+} PAIRS[] = {
+	[PAIR_MOMENTS] = {"FgMoments", "FgWelford()", "FgMoments{0.0f, 0.0f, 0.0f}"},
+	[PAIR_EXPSUM] = {"FgExpSum", "FgOnlineSoftmax()", "FgExpSum{-CUDART_INF_F, 0.0f}"},
+};
+
+/* Whether reduction b's input is f(e - a) with a a reduction of e: the
+ * square under a sum or mean, with a a mean; exp under a sum, with a a
+ * max (float rows only). */
+static PairKind pair_of(const Kern *k, const Red *a, const Red *b)
+{
+	const FgNode *na = &k->g->nodes[a->id], *nb = &k->g->nodes[b->id];
+	const FgNode *f = &k->g->nodes[nb->in[0]];
+	if (!cu_is_member(k, nb->in[0]) || f->nin != 1 || !cu_is_member(k, f->in[0]) || !fg_dtype_is_float(na->dt))
+		return PAIR_NONE;
+	const FgNode *d = &k->g->nodes[f->in[0]];
+	if (d->op != FG_OP_SUB || d->in[0] != na->in[0] || d->in[1] != a->id)
+		return PAIR_NONE;
+	if (f->op == FG_OP_SQUARE && na->op == FG_OP_MEAN && (nb->op == FG_OP_SUM || nb->op == FG_OP_MEAN))
+		return PAIR_MOMENTS;
+	if (f->op == FG_OP_EXP && na->op == FG_OP_MAX && nb->op == FG_OP_SUM)
+		return PAIR_EXPSUM;
+	return PAIR_NONE;
+}
+
+/* Pairs the reductions of a streamed row (partner[b] = a, kinds[b]: b is
+ * computed with a, in a's pass) and renumbers the passes left, 1 on;
+ * returns their count. */
+static int pair_passes(const Kern *k, int *passes, int npass, int *partner, PairKind *kinds)
+{
+	for (int b = 0; b < k->reds.n; b++) {
+		partner[b] = -1;
+		kinds[b] = PAIR_NONE;
+		for (int a = 0; a < k->reds.n && partner[b] < 0; a++)
+			if (passes[a] == passes[b] - 1 && partner[a] < 0 &&
+			    (kinds[b] = pair_of(k, &k->reds.v[a], &k->reds.v[b])) != PAIR_NONE)
+				partner[b] = a;
+	}
+	for (int b = 0; b < k->reds.n; b++)
+		if (partner[b] >= 0)
+			passes[b] = passes[partner[b]];
+	int n = 0;
+	for (int p = 1; p <= npass; p++) {
+		int used = 0;
+		for (int r = 0; r < k->reds.n; r++)
+			used |= passes[r] == p;
+		if (!used)
+			continue;
+		n++;
+		for (int r = 0; r < k->reds.n; r++)
+			if (passes[r] == p)
+				passes[r] = -n;
+	}
+	for (int r = 0; r < k->reds.n; r++)
+		passes[r] = -passes[r];
+	return n;
+}
+
+/* Pair b (with its partner a) at the vector of lanes xs: the lanes'
+ * statistic of a (their mean or max, as a's own step and final compute
+ * it), b's input over the lanes with a bound to it, and the part's pair
+ * combined into the accumulator pacc. */
+static void pair_step(Kern *k, Red *a, Red *b, PairKind kind, const char *pacc, const Ix *xs, int vw)
+{
+	const FgNode *na = &k->g->nodes[a->id], *nb = &k->g->nodes[b->id];
+	const char *ta = cu_fresh(k, 2, cu_fmt(k->a, "c_%s", cu_name(k, a->id)));
+	cu_kline(k, 2, NULL, "float %s = %s;", ta, kind == PAIR_MOMENTS ? "0" : "-CUDART_INF_F");
+	for (int l = 0; l < vw; l++)
+		cu_kline(k, 2, NULL, "%s", cu_red_step(k, na, ta, cu_gen(k, na->in[0], &xs[l]).e));
+	const char *m = cu_fresh(k, 2, cu_fmt(k->a, "m_%s", cu_name(k, a->id)));
+	cu_kline(k, 2, NULL, "const float %s = %s;", m, kind == PAIR_MOMENTS ? cu_fmt(k->a, "%s * (1.0f / %d)", ta, vw) : ta);
+	a->var = m;
+	a->lv = 2;
+	const char *tb = cu_fresh(k, 2, cu_fmt(k->a, "c_%s", cu_name(k, b->id)));
+	cu_kline(k, 2, NULL, "float %s = 0;", tb);
+	for (int l = 0; l < vw; l++)
+		cu_kline(k, 2, NULL, "%s += %s;", tb, cu_gen(k, nb->in[0], &xs[l]).e);
+	a->var = NULL;
+	if (kind == PAIR_MOMENTS)
+		cu_kline(k, 2, NULL, "%s = fg_moments_add(%s, %d.0f, %s, %s);", pacc, pacc, vw, m, tb);
+	else
+		cu_kline(k, 2, NULL, "%s = FgOnlineSoftmax()(%s, fg_exp_sum(%s, %s));", pacc, pacc, m, tb);
+}
+
+/* The pair's values once its accumulator is combined over the row. */
+static void pair_values(Kern *k, Red *a, Red *b, PairKind kind, const char *pacc, const char *reduce, int64_t nred)
+{
+	const FgNode *nb = &k->g->nodes[b->id];
+	cu_kline(k, 1, NULL, "%s = %s(%s, %s);", pacc, reduce, pacc, PAIRS[kind].functor);
+	a->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", cu_name(k, a->id)));
+	cu_kline(k, 1, a->var, "const float %s = %s.%s;", a->var, pacc, kind == PAIR_MOMENTS ? "mean" : "m");
+	a->lv = 1;
+	b->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", cu_name(k, b->id)));
+	if (kind == PAIR_MOMENTS)
+		cu_kline(k, 1, b->var, "const float %s = %s;", b->var, cu_red_final(k, nb, cu_fmt(k->a, "%s.m2", pacc), nred));
+	else
+		cu_kline(k, 1, b->var, "const float %s = %s.m == -CUDART_INF_F ? CUDART_NAN_F : %s.s;", b->var, pacc, pacc);
+	b->lv = 1;
+}
+
 /* A row kernel that splits its row into parts (see RowParts), a block
  * each: every pass loops over the block's part of the row.  Staged, the
  * first pass that reads a tensor at the row's elements keeps it in shared
@@ -220,10 +334,29 @@ static int row_parts(const Kern *k, const RedInfo *ri, int fits, int wide, RowPa
  * reduction in rank order (fg_cluster_reduce), the same result in every
  * block and every run. */
 static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowParts *rp, int first,
-				 const int *passes, int npass, const unsigned char *dep)
+				 int *passes, int npass, const unsigned char *dep)
 {
 	int vw = rp->vw, C = rp->parts;
 	Ix xs[MAX_LANES];
+	/* a streamed row: pairs of reductions share a pass */
+	int *partner = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof(int));
+	PairKind *kinds = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof(PairKind));
+	int *declared = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof(int));
+	const char **pacc = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof(char *));
+	unsigned char *mate = fg_arena_alloc(k->a, (size_t)k->reds.n + 1);   /* a partner[] */
+	for (int r = 0; r < k->reds.n; r++)
+		partner[r] = -1;
+	/* a staged row of f32 too: one pass and one cluster combine fewer
+	 * (layernorm f32 at 4096 and 32768 x 32768, 9% and 11% faster), but
+	 * not of 16-bit elements, whose second pass over shared memory costs
+	 * less than the pair's arithmetic (layernorm f16 at 4096 x 32768 and
+	 * x 131072, softmax f16 at 4096 x 131072: 5-15% slower; H200,
+	 * docs/performance.md v9) */
+	if (!rp->stage || rp->bytes >= 4)
+		npass = pair_passes(k, passes, npass, partner, kinds);
+	for (int r = 0; r < k->reds.n; r++)
+		if (partner[r] >= 0)
+			mate[partner[r]] = 1;
 	if (rp->stage) {
 		k->stage_sm = fg_arena_array(k->a, (size_t)k->gr->nreads + 1, sizeof(char *));
 		k->staged = fg_arena_alloc(k->a, (size_t)k->gr->nreads + 1);
@@ -256,8 +389,17 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 		if (p > npass && !cu_writes_space(k, first, dep))
 			break;
 		cu_kline(k, 1, NULL, p > npass ? "/* epilogue */" : "/* pass %d */", p);
-		if (p <= npass)
-			cu_declare_reds(k, 1, p, passes);
+		if (p <= npass) {
+			/* a pair's two reductions: one accumulator */
+			for (int r = 0; r < k->reds.n; r++) {
+				declared[r] = passes[r] == p && partner[r] < 0 && !mate[r] ? p : 0;
+				if (partner[r] >= 0 && passes[r] == p) {
+					pacc[r] = cu_fresh(k, 1, cu_fmt(k->a, "acc_%s", cu_name(k, k->reds.v[r].id)));
+					cu_kline(k, 1, NULL, "%s %s = %s;", PAIRS[kinds[r]].acc, pacc[r], PAIRS[kinds[r]].init);
+				}
+			}
+			cu_declare_reds(k, 1, p, declared);
+		}
 		cu_kopen(k);       /* 2: a vector of the row */
 		Ix rc = cu_ix_from_lin(k, &ri->red, "j", 2, "j");
 		const char *i = cu_fresh(k, 2, "i");
@@ -275,7 +417,9 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 			for (int r = 0; r < k->reds.n; r++) {
 				Red *rd = &k->reds.v[r];
 				const FgNode *n = &k->g->nodes[rd->id];
-				for (int l = 0; l < vw && passes[r] == p; l++)
+				if (partner[r] >= 0 && passes[r] == p)
+					pair_step(k, &k->reds.v[partner[r]], rd, kinds[r], pacc[r], xs, vw);
+				for (int l = 0; l < vw && declared[r] == p; l++)
 					cu_kline(k, 2, NULL, "%s", cu_red_step(k, n, rd->acc, cu_gen(k, n->in[0], &xs[l]).e));
 			}
 		}
@@ -284,9 +428,12 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 		cu_kclose(k, jloop);
 		for (int r = 0; r < k->gr->nreads && rp->stage; r++)
 			k->staged[r] |= k->stage_sm[r] != NULL;
-		for (int r = 0; r < k->reds.n && p <= npass; r++)
-			if (passes[r] == p)
+		for (int r = 0; r < k->reds.n && p <= npass; r++) {
+			if (partner[r] >= 0 && passes[r] == p)
+				pair_values(k, &k->reds.v[partner[r]], &k->reds.v[r], kinds[r], pacc[r], reduce, ri->nred);
+			else if (declared[r] == p)
 				combine(k, &k->reds.v[r], reduce, ri->nred);
+		}
 		if (p == npass) {
 			/* once per row: values of the reduced shape */
 			Ix rx = cu_result_ix(k, ri, first, &kc, "row", 1);
