@@ -68,6 +68,7 @@ typedef enum FgTypeRule {
 	FG_TY_ANY,              /* any dtype, all operands the same; same out */
 	FG_TY_PRED,             /* float operands; bool out (isnan) */
 	FG_TY_BOOL,             /* bool operands; bool out (and, not) */
+	FG_TY_INDEX,            /* float or i32 operand; i32 out (argmax) */
 } FgTypeRule;
 
 /*
@@ -169,6 +170,8 @@ typedef enum FgTypeRule {
 	X(PROD, "prod", 1, REDUCE, FLOAT, "axis keepdims", 0, "", "", 0)                                                       \
 	X(ANY, "any", 1, REDUCE, BOOL, "axis keepdims", 0, "", "", 0)                                                          \
 	X(ALL, "all", 1, REDUCE, BOOL, "axis keepdims", 0, "", "", 0)                                                          \
+	X(ARGMAX, "argmax", 1, REDUCE, INDEX, "axis keepdims", 0, "", "torch.argmax", 0)                                       \
+	X(ARGMIN, "argmin", 1, REDUCE, INDEX, "axis keepdims", 0, "", "torch.argmin", 0)                                       \
 	X(TRANSPOSE, "transpose", 1, LAYOUT, ANY, "perm", 0, "", "", 0)                                                        \
 	X(RESHAPE, "reshape", 1, LAYOUT, ANY, "shape", 0, "", "", 0)                                                           \
 	X(BROADCAST_TO, "broadcast_to", 1, LAYOUT, ANY, "shape", 0, "", "", 0)                                                 \
@@ -195,11 +198,15 @@ typedef enum FgOp {
  * each reduction of FG_OPS.  The accumulator starts at identity (also the
  * result over no elements) and takes each value b as a = step(a, b): the
  * reference step over doubles in the interpreter, the cuda step (a
- * statement over the accumulator a and the value b, cast to a's type) in
- * a thread; the functor (runtime/fg_device.cuh) combines two threads'
+ * statement over the accumulator a, the value b, cast to the compute
+ * type, and c, the value's index among the reduced elements in C order)
+ * in a thread; the functor (runtime/fg_device.cuh) combines two threads'
  * accumulators.  A mean is a sum divided at the end; any and all reduce
- * bools held as 0 and 1.  i32 accumulators start at the type's bounds for
- * max and min (compiler/cuda/reduction.c).
+ * bools held as 0 and 1; argmax and argmin keep a value and its index
+ * (FgArg: the larger or smaller value, NaN above all, the lower index
+ * among equals), whose reference step is the value's alone (the
+ * interpreter keeps the index apart).  i32 accumulators start at the
+ * type's bounds for max and min (compiler/cuda/reduction.c).
  */
 #define FG_REDUCTIONS(X)                                                                             \
 	X(SUM, 0.0, a + b, "a += b;", "FgSum()")                                                     \
@@ -208,7 +215,9 @@ typedef enum FgOp {
 	X(MIN, INFINITY, fg_ref_minimum(a, b), "a = fg_minimum(a, b);", "FgMin()")                   \
 	X(PROD, 1.0, a * b, "a *= b;", "FgProd()")                                                   \
 	X(ANY, 0.0, (double)(a != 0 || b != 0), "a = fmaxf(a, b);", "FgMax()")                       \
-	X(ALL, 1.0, (double)(a != 0 && b != 0), "a = fminf(a, b);", "FgMin()")
+	X(ALL, 1.0, (double)(a != 0 && b != 0), "a = fminf(a, b);", "FgMin()")                       \
+	X(ARGMAX, -INFINITY, fg_ref_maximum(a, b), "a = FgArgMax()(a, fg_arg(b, c));", "FgArgMax()") \
+	X(ARGMIN, INFINITY, fg_ref_minimum(a, b), "a = FgArgMin()(a, fg_arg(b, c));", "FgArgMin()")
 
 typedef struct FgRedInfo {
 	double identity;        /* the accumulator's start */

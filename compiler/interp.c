@@ -544,6 +544,46 @@ static void eval_reduce(const Eval *e, const FgNode *n, const double *x, double 
 	}
 }
 
+/* argmax, argmin: the first index (C order among the reduced elements) of
+ * the extreme, a NaN counting as the extreme (the first NaN wins), as
+ * NumPy's.  Returns -1 (reported) when memory runs out. */
+static int eval_argreduce(Eval *e, const FgNode *n, const double *x, double *out)
+{
+	const FgShape *xs = &e->g->nodes[n->in[0]].shape;
+	int64_t st[WALK_MAXOP][FG_MAX_RANK], count;
+	int64_t nout = reduce_strides(n, xs, st, &count);
+	Walk w;
+
+	double *best = malloc((size_t)(nout > 0 ? nout : 1) * sizeof *best);
+	int64_t *seen = calloc((size_t)(nout > 0 ? nout : 1), sizeof *seen);
+	if (best == NULL || seen == NULL) {
+		free(best);
+		free(seen);
+		report_oom(e, n, nout);
+		return -1;
+	}
+	for (int64_t o = 0; o < nout; o++) {
+		best[o] = fg_red_info(n->op)->identity;
+		out[o] = 0;
+	}
+	if (walk_init(&w, xs->rank, xs->d, 2, st)) {
+		do {
+			for (int64_t k = 0; k < walk_len(&w); k++) {
+				int64_t o = w.off[1] + k * walk_stride(&w, 1), i = seen[o]++;
+				double v = x[w.off[0] + k * walk_stride(&w, 0)];
+				int better = n->op == FG_OP_ARGMAX ? v > best[o] : v < best[o];
+				if (!isnan(best[o]) && (isnan(v) || better)) {
+					best[o] = v;
+					out[o] = (double)i;
+				}
+			}
+		} while (walk_next(&w));
+	}
+	free(best);
+	free(seen);
+	return 0;
+}
+
 /* A sum, mean or product in the dtypes: each output's operands gathered
  * in C order, then sum_f32.  Returns -1 (reported) when memory runs out. */
 static int eval_reduce_f32(Eval *e, const FgNode *n, const double *x, double *out)
@@ -852,6 +892,13 @@ static int eval_node(Eval *e, int id)
 		break;
 	case FG_CLASS_REDUCE: {
 		double *comp = NULL;
+		if (n->op == FG_OP_ARGMAX || n->op == FG_OP_ARGMIN) {
+			if (eval_argreduce(e, n, src[0], out) != 0) {
+				release_values(e, out, cnt);
+				return -1;
+			}
+			break;
+		}
 		if ((n->op == FG_OP_SUM || n->op == FG_OP_MEAN || n->op == FG_OP_PROD) && in_dtype_of(e, id) != FG_DT_COUNT) {
 			if (eval_reduce_f32(e, n, src[0], out) != 0) {
 				release_values(e, out, cnt);

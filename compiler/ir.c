@@ -358,14 +358,31 @@ static void declare(Builder *b, const FgStmt *st)
 
 /* -------------------------------------------------------- attributes */
 
-static int attr_int(Builder *b, const FgAttrAst *at, int64_t *out)
+/* An integer attribute's value v: a number, or a symbolic dim of the
+ * graph standing for its value (`slice(x, end=T)`, language version 2);
+ * `what` names what the attribute takes, for the message. */
+static int attr_item_int(Builder *b, const FgAttrAst *at, const FgAttrVal *v, const char *what, int64_t *out)
 {
-	if (at->val.kind != FG_AV_NUM || !at->val.num.is_int || at->val.num.overflow) {
-		fg_error(b->d, at->val.loc, "'%s' takes an integer", at->key);
+	if (v->kind == FG_AV_IDENT) {
+		for (int i = 0; i < b->dims.n; i++)
+			if (strcmp(b->dims.v[i].name, v->ident) == 0) {
+				*out = b->dims.v[i].value;
+				return 0;
+			}
+		fg_error(b->d, v->loc, "'%s' takes %s; '%s' is no dimension of the graph", at->key, what, v->ident);
 		return -1;
 	}
-	*out = at->val.num.ival;
+	if (v->kind != FG_AV_NUM || !v->num.is_int || v->num.overflow) {
+		fg_error(b->d, v->loc, "'%s' takes %s", at->key, what);
+		return -1;
+	}
+	*out = v->num.ival;
 	return 0;
+}
+
+static int attr_int(Builder *b, const FgAttrAst *at, int64_t *out)
+{
+	return attr_item_int(b, at, &at->val, "an integer", out);
 }
 
 static int attr_real(Builder *b, const FgAttrAst *at, double *out)
@@ -410,14 +427,10 @@ static int attr_ints(Builder *b, const FgAttrAst *at, int single, int64_t *out, 
 			 FG_MAX_RANK);
 		return -1;
 	}
-	for (int i = 0; i < count; i++) {
-		if (items[i].kind != FG_AV_NUM || !items[i].num.is_int || items[i].num.overflow) {
-			fg_error(b->d, items[i].loc, "'%s' takes %s", at->key,
-				 single ? "an integer or a list of integers" : "a list of integers");
+	for (int i = 0; i < count; i++)
+		if (attr_item_int(b, at, &items[i], single ? "an integer or a list of integers" : "a list of integers",
+				  &out[i]) != 0)
 			return -1;
-		}
-		out[i] = items[i].num.ival;
-	}
 	*n = count;
 	return 0;
 }
@@ -546,7 +559,7 @@ static int check_dtypes(Builder *b, const FgExpr *e, FgOp op, const Val *args, i
 		fg_error(b->d, e->loc, "'%s' needs float operands, got %s", name, fg_dtype_name[dt]);
 		return -1;
 	}
-	if (ty == FG_TY_NUM && dt == FG_DT_BOOL) {
+	if ((ty == FG_TY_NUM || ty == FG_TY_INDEX) && dt == FG_DT_BOOL) {
 		fg_error(b->d, e->loc, "'%s' needs numeric operands, got bool", e->op_text ? e->op_text : name);
 		return -1;
 	}
@@ -712,7 +725,21 @@ static Val reduce_node(Builder *b, const FgExpr *e, FgOp op, int x, uint32_t mas
 			shape.d[shape.rank++] = in->shape.d[i];
 		else if (keep)
 			shape.d[shape.rank++] = 1;
-	int id = add_node(b, op, in->dt, &shape, &x, 1, e->loc);
+	/* argmax, argmin: an i32 index among the reduced elements */
+	FgDtype dt = in->dt;
+	if (fg_op_info[op].ty == FG_TY_INDEX) {
+		int64_t count = 1;
+		for (int i = 0; i < in->shape.rank; i++)
+			if (mask & (1u << i))
+				count *= in->shape.d[i];
+		if (count > INT32_MAX) {
+			fg_error(b->d, e->loc, "'%s' over %lld elements: an index past 2^31 - 1 does not fit its i32 result",
+				 fg_op_info[op].name, (long long)count);
+			return err_val();
+		}
+		dt = FG_DT_I32;
+	}
+	int id = add_node(b, op, dt, &shape, &x, 1, e->loc);
 	node(b, id)->a.red.axes = mask;
 	node(b, id)->a.red.keepdims = keep;
 	return node_val(id);
@@ -1043,7 +1070,7 @@ static Val build_call(Builder *b, const FgExpr *e, const Val *args)
 		return build_ew(b, e, op, args, nargs);
 	if (require_tensors(b, e, args, nargs) != 0)
 		return err_val();
-	if (info->ty == FG_TY_FLOAT || info->ty == FG_TY_NUM || info->ty == FG_TY_BOOL) {
+	if (info->ty == FG_TY_FLOAT || info->ty == FG_TY_NUM || info->ty == FG_TY_BOOL || info->ty == FG_TY_INDEX) {
 		if (check_dtypes(b, e, op, args, nargs, node(b, args[0].node)->dt) != 0)
 			return err_val();
 	}
@@ -1055,6 +1082,8 @@ static Val build_call(Builder *b, const FgExpr *e, const Val *args)
 	case FG_OP_PROD:
 	case FG_OP_ANY:
 	case FG_OP_ALL:
+	case FG_OP_ARGMAX:
+	case FG_OP_ARGMIN:
 		return build_reduce(b, e, op, args[0].node);
 	case FG_OP_TRANSPOSE:
 		return build_transpose(b, e, args[0].node);

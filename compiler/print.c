@@ -114,6 +114,8 @@ static void print_attrs(FILE *f, const FgNode *n)
 	case FG_OP_PROD:
 	case FG_OP_ANY:
 	case FG_OP_ALL:
+	case FG_OP_ARGMAX:
+	case FG_OP_ARGMIN:
 		print_axes(f, n->a.red.axes);
 		if (!n->a.red.keepdims)
 			fputs(", keepdims=false", f);

@@ -54,6 +54,7 @@ enum {
 	HELP_LAYERNORM = 32,
 	HELP_RMSNORM = 64,
 	HELP_PROD = 128,
+	HELP_ARGEXT = 256,
 };
 
 typedef struct Torch {
@@ -309,15 +310,17 @@ static const char *ew_call(Torch *t, const FgNode *n)
 }
 
 /* A reduction over a mask of axes; a reduction over no axis (of a rank-0
- * value) is the value itself, since torch reads dim=() as all.  torch.prod
- * takes one dim (a helper takes several); any and all count in int64. */
+ * value) is the value itself, since torch reads dim=() as all (argmax of
+ * one value: index 0).  torch.prod, argmax and argmin take one dim
+ * (helpers take several); any and all count in int64. */
 static const char *reduce_call(Torch *t, const FgNode *n)
 {
 	const char *x = arg(t, n, 0, 0);
 	const char *dims = py_dims(t->a, n->a.red.axes), *keep = n->a.red.keepdims ? "True" : "False";
 
 	if (!n->a.red.axes)
-		return x;
+		return n->op == FG_OP_ARGMAX || n->op == FG_OP_ARGMIN
+			? fg_arena_printf(t->a, "torch.zeros_like(%s, dtype=torch.int32)", x) : x;
 	switch (n->op) {
 	case FG_OP_PROD:
 		t->helpers |= HELP_PROD;
@@ -327,6 +330,10 @@ static const char *reduce_call(Torch *t, const FgNode *n)
 	case FG_OP_ALL:
 		return fg_arena_printf(t->a, "(torch.sum(torch.logical_not(%s), dim=%s, keepdim=%s) == 0)", x, dims,
 				       keep);
+	case FG_OP_ARGMAX:
+	case FG_OP_ARGMIN:
+		t->helpers |= HELP_ARGEXT;
+		return fg_arena_printf(t->a, "_argext(%s, %s, %s, %s)", fg_op_info[n->op].torch, x, dims, keep);
 	default:
 		return fg_arena_printf(t->a, "%s(%s, dim=%s, keepdim=%s%s)", fg_op_info[n->op].torch, x, dims, keep,
 				       n->op == FG_OP_SUM && n->dt == FG_DT_I32 ? ", dtype=torch.int32" : "");
@@ -633,6 +640,17 @@ static const struct {
 	 "    for d in sorted(dims, reverse=True):\n"
 	 "        x = torch.prod(x, dim=d, keepdim=keepdim)\n"
 	 "    return x\n"},
+	{HELP_ARGEXT,
+	 "def _argext(f, x, dims, keepdim):\n"
+	 "    \"\"\"argmax or argmin (f) over several axes: the index in C order among the\n"
+	 "    reduced elements (the first of equal ones, a NaN's where there is one),\n"
+	 "    as i32.\"\"\"\n"
+	 "    kept = [d for d in range(len(x.shape)) if d not in dims]\n"
+	 "    y = x.permute(*(kept + sorted(dims))).reshape([x.shape[d] for d in kept] + [-1])\n"
+	 "    i = f(y, dim=-1).to(torch.int32)\n"
+	 "    if keepdim:\n"
+	 "        i = i.reshape([1 if d in dims else x.shape[d] for d in range(len(x.shape))])\n"
+	 "    return i\n"},
 };
 
 /* make_inputs and what it needs, in every module. */

@@ -268,9 +268,12 @@ nums
 	| numlist
 	;
 
+/* numbers, or symbolic dims standing for theirs (shape=[T, 64]) */
 numlist
 	: snum                  { $$ = fg_ast_val(&p->ast, NULL, fg_ast_av_num(@1, $1)); }
+	| IDENT                 { $$ = fg_ast_val(&p->ast, NULL, fg_ast_av_ident(@1, $1)); }
 	| numlist "," snum      { $$ = fg_ast_val(&p->ast, $1, fg_ast_av_num(@3, $3)); }
+	| numlist "," IDENT     { $$ = fg_ast_val(&p->ast, $1, fg_ast_av_ident(@3, $3)); }
 	;
 
 snum

@@ -215,6 +215,36 @@ struct FgProd {
 	template <typename T> __device__ T operator()(T a, T b) const { return a * b; }
 };
 
+/* argmax and argmin: a value and its index among the reduced elements;
+ * the larger (smaller) value wins, a NaN above all, and among equal
+ * values, NaNs included, the lower index: the first extreme, in any
+ * order of combination. */
+template <typename T>
+struct FgArg {
+	T v;
+	int i;
+};
+FG_DEV FgArg<float> fg_arg(float v, int i) { return FgArg<float>{v, i}; }
+FG_DEV FgArg<int> fg_arg(int v, int i) { return FgArg<int>{v, i}; }
+FG_DEV bool fg_nan(float v) { return v != v; }
+FG_DEV bool fg_nan(int) { return false; }
+struct FgArgMax {
+	template <typename T> __device__ FgArg<T> operator()(FgArg<T> a, FgArg<T> b) const
+	{
+		const bool na = fg_nan(a.v), nb = fg_nan(b.v);
+		const bool take = na || nb ? nb && (!na || b.i < a.i) : b.v > a.v || (b.v == a.v && b.i < a.i);
+		return take ? b : a;
+	}
+};
+struct FgArgMin {
+	template <typename T> __device__ FgArg<T> operator()(FgArg<T> a, FgArg<T> b) const
+	{
+		const bool na = fg_nan(a.v), nb = fg_nan(b.v);
+		const bool take = na || nb ? nb && (!na || b.i < a.i) : b.v < a.v || (b.v == a.v && b.i < a.i);
+		return take ? b : a;
+	}
+};
+
 /* Two reductions one streamed pass computes together (an online
  * formulation, compiler/cuda/rowreduce.c), each part of a row summarized
  * by a pair and the pairs combined in order:
@@ -270,9 +300,13 @@ FG_DEV FgMoments fg_shfl_xor(FgMoments v, int o)
 }
 FG_DEV FgExpSum fg_shfl_xor(FgExpSum v, int o) { return FgExpSum{fg_shfl_xor(v.m, o), fg_shfl_xor(v.s, o)}; }
 template <typename T>
+FG_DEV FgArg<T> fg_shfl_xor(FgArg<T> v, int o) { return FgArg<T>{fg_shfl_xor(v.v, o), fg_shfl_xor(v.i, o)}; }
+template <typename T>
 FG_DEV T fg_shfl0(T v) { return __shfl_sync(0xffffffffu, v, 0); }
 FG_DEV FgMoments fg_shfl0(FgMoments v) { return FgMoments{fg_shfl0(v.n), fg_shfl0(v.mean), fg_shfl0(v.m2)}; }
 FG_DEV FgExpSum fg_shfl0(FgExpSum v) { return FgExpSum{fg_shfl0(v.m), fg_shfl0(v.s)}; }
+template <typename T>
+FG_DEV FgArg<T> fg_shfl0(FgArg<T> v) { return FgArg<T>{fg_shfl0(v.v), fg_shfl0(v.i)}; }
 
 /* Combines the v of a warp's threads with op and returns lane 0's
  * result to all of them (a butterfly leaves each lane its own rounding). */

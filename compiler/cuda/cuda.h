@@ -341,7 +341,8 @@ void cu_store_lanes(Kern *k, int w, const Ix *xs, const char *const *conds, cons
 
 const char *cu_acc_type(const Kern *k, const FgNode *n);
 const char *cu_red_functor(const FgNode *n);
-const char *cu_red_step(Kern *k, const FgNode *n, const char *acc, const char *v);
+const char *cu_red_step(Kern *k, const FgNode *n, const char *acc, const char *v, const Ix *x);
+const char *cu_red_combine(Kern *k, const FgNode *n, const char *acc, const char *other);
 const char *cu_red_final(Kern *k, const FgNode *n, const char *acc, int64_t count);
 Ix cu_merge_ix(const RedInfo *ri, const Ix *kc, const Ix *rc, const char *lin, int lin_lv);
 Ix cu_result_ix(const Kern *k, const RedInfo *ri, int id, const Ix *kc, const char *lin, int lv);

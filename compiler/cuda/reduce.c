@@ -63,7 +63,7 @@ static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, co
 	cu_kopen(k);       /* 1: the block's combination, in order */
 	cu_kline(k, 1, NULL, "%s = part[0][tx];", rd->acc);
 	cu_kline(k, 1, NULL, "for (int q = 1; q < %d; q++)", SPLIT_ROWS);
-	cu_kline(k, 1, NULL, "	%s", cu_red_step(k, n, rd->acc, "part[q][tx]"));
+	cu_kline(k, 1, NULL, "	%s", cu_red_combine(k, n, rd->acc, "part[q][tx]"));
 	if (nsplit > 1) {
 		cu_kline(k, 1, NULL, "partial[(blockIdx.x / %lld) * %lld + o] = %s;", (long long)nbx, (long long)ri->nkept,
 		      rd->acc);
@@ -103,7 +103,7 @@ static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, co
 	r2->acc = cu_fresh(&k2, 1, cu_fmt(k2.a, "acc_%s", cu_name(&k2, r2->id)));
 	cu_kline(&k2, 1, NULL, "%s %s = partial[o];", acct, r2->acc);
 	cu_kline(&k2, 1, NULL, "for (int s = 1; s < %lld; s++)", (long long)nsplit);
-	cu_kline(&k2, 1, NULL, "	%s", cu_red_step(&k2, n, r2->acc, cu_fmt(k2.a, "partial[s * %lld + o]", (long long)ri->nkept)));
+	cu_kline(&k2, 1, NULL, "	%s", cu_red_combine(&k2, n, r2->acc, cu_fmt(k2.a, "partial[s * %lld + o]", (long long)ri->nkept)));
 	r2->var = cu_fresh(&k2, 1, cu_fmt(k2.a, "v_%s", cu_name(&k2, r2->id)));
 	cu_kline(&k2, 1, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, r2->var, cu_red_final(&k2, n, r2->acc, ri->nred));
 	cu_store_reduced(&k2, first, dep, &r2->at, NULL);
@@ -217,7 +217,7 @@ static void emit_reduce_all(Emit *E, Kern *k, const RedInfo *ri, int first, cons
 	r2->lv = 0;
 	cu_declare_reds(&k2, 0, 0, NULL);
 	cu_kline(&k2, 0, NULL, "for (int b = threadIdx.x; b < %lld; b += blockDim.x)", (long long)nb);
-	cu_kline(&k2, 0, NULL, "\t%s", cu_red_step(&k2, n, r2->acc, "partial[b]"));
+	cu_kline(&k2, 0, NULL, "\t%s", cu_red_combine(&k2, n, r2->acc, "partial[b]"));
 	cu_kline(&k2, 0, NULL, "%s = fg_block_reduce(%s, %s);", r2->acc, r2->acc, cu_red_functor(n));
 	r2->var = cu_fresh(&k2, 0, cu_fmt(k2.a, "v_%s", cu_name(&k2, r2->id)));
 	cu_kline(&k2, 0, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, r2->var, cu_red_final(&k2, n, r2->acc, N));

@@ -9,8 +9,22 @@
 
 #include "cuda.h"
 
+static int is_arg(const FgNode *n)
+{
+	return fg_op_info[n->op].ty == FG_TY_INDEX;
+}
+
+/* The type a reduction's values are computed in: argmax's operand's. */
+static const char *value_type(const Kern *k, const FgNode *n)
+{
+	FgDtype t = is_arg(n) ? k->g->nodes[n->in[0]].dt : n->dt;
+	return t == FG_DT_I32 ? "int" : "float";
+}
+
 const char *cu_acc_type(const Kern *k, const FgNode *n)
 {
+	if (is_arg(n))
+		return cu_fmt(k->a, "FgArg<%s>", value_type(k, n));
 	if (n->dt == FG_DT_I32)
 		return n->op == FG_OP_SUM ? "long long" : "int";
 	/* Column and full sums run long serial chains: f64 keeps them
@@ -20,13 +34,15 @@ const char *cu_acc_type(const Kern *k, const FgNode *n)
 	return "float";
 }
 
-static const char *acc_init(const FgNode *n)
+static const char *acc_init(const Kern *k, const FgNode *n)
 {
-	int i32 = n->dt == FG_DT_I32;
+	int i32 = strcmp(value_type(k, n), "int") == 0;
 	double v = fg_red_info(n->op)->identity;
+	const char *init = v == 1 ? "1" : "0";
 	if (isinf(v))
-		return v < 0 ? (i32 ? "INT_MIN" : "-CUDART_INF_F") : (i32 ? "INT_MAX" : "CUDART_INF_F");
-	return v == 1 ? "1" : "0";
+		init = v < 0 ? (i32 ? "INT_MIN" : "-CUDART_INF_F") : (i32 ? "INT_MAX" : "CUDART_INF_F");
+	/* an index past every element's: the first of equals wins */
+	return is_arg(n) ? cu_fmt(k->a, "%s{%s, INT_MAX}", cu_acc_type(k, n), init) : init;
 }
 
 const char *cu_red_functor(const FgNode *n)
@@ -34,17 +50,48 @@ const char *cu_red_functor(const FgNode *n)
 	return fg_red_info(n->op)->functor;
 }
 
-/* acc = acc (op) v: FG_REDUCTIONS' cuda step */
-const char *cu_red_step(Kern *k, const FgNode *n, const char *acc, const char *v)
+/* The index among the reduced elements, in C order, of the element at
+ * space index x (argmax's). */
+static const char *red_index(Kern *k, const FgNode *n, const Ix *x)
 {
-	const char *ops[] = {acc, cu_fmt(k->a, "(%s)%s", cu_acc_type(k, n), cu_paren(k->a, v))};
+	const FgShape *s = cu_shape_of(k, n->in[0]);
+	const char *e = NULL;
+	int64_t stride = 1;
+	for (int i = s->rank - 1; i >= 0; i--) {
+		if (!(n->a.red.axes >> i & 1) || s->d[i] == 1)
+			continue;
+		const char *t = stride == 1 ? cu_paren(k->a, x->c[i]) : cu_fmt(k->a, "%s * %lld", cu_paren(k->a, x->c[i]),
+										(long long)stride);
+		e = e ? cu_fmt(k->a, "%s + %s", t, e) : t;
+		stride *= s->d[i];
+	}
+	return e ? e : "0";
+}
+
+/* acc = acc (op) v, v at space index x: FG_REDUCTIONS' cuda step */
+const char *cu_red_step(Kern *k, const FgNode *n, const char *acc, const char *v, const Ix *x)
+{
+	const char *ops[] = {acc, cu_fmt(k->a, "(%s)%s", value_type(k, n), cu_paren(k->a, v)),
+			     is_arg(n) ? red_index(k, n, x) : "0"};
+	return fg_op_subst(k->a, fg_red_info(n->op)->cuda_step, ops, 3);
+}
+
+/* acc = acc (op) other, two accumulators: the functor where a step would
+ * not do (argmax's pairs), else the step. */
+const char *cu_red_combine(Kern *k, const FgNode *n, const char *acc, const char *other)
+{
+	if (is_arg(n))
+		return cu_fmt(k->a, "%s = %s(%s, %s);", acc, cu_red_functor(n), acc, other);
+	const char *ops[] = {acc, cu_fmt(k->a, "(%s)%s", cu_acc_type(k, n), cu_paren(k->a, other))};
 	return fg_op_subst(k->a, fg_red_info(n->op)->cuda_step, ops, 2);
 }
 
 /* The reduced value from the final accumulator: a mean divides, an i32
- * sum saturates, a float sum in f64 narrows. */
+ * sum saturates, a float sum in f64 narrows, argmax keeps the index. */
 const char *cu_red_final(Kern *k, const FgNode *n, const char *acc, int64_t count)
 {
+	if (is_arg(n))
+		return cu_fmt(k->a, "%s.i", acc);
 	if (n->dt == FG_DT_I32)
 		return n->op == FG_OP_SUM ? cu_fmt(k->a, "fg_cast_i32(%s)", acc) : acc;
 	if (n->op == FG_OP_MEAN && strcmp(cu_acc_type(k, n), "float") == 0)
@@ -160,7 +207,7 @@ void cu_declare_reds(Kern *k, int lv, int pass, const int *passes)
 			continue;
 		const FgNode *n = &k->g->nodes[r->id];
 		r->acc = cu_fresh(k, lv, cu_fmt(k->a, "acc_%s", cu_name(k, r->id)));
-		cu_kline(k, lv, NULL, "%s %s = %s;", cu_acc_type(k, n), r->acc, acc_init(n));
+		cu_kline(k, lv, NULL, "%s %s = %s;", cu_acc_type(k, n), r->acc, acc_init(k, n));
 	}
 }
 
@@ -174,7 +221,7 @@ void cu_accumulate(Kern *k, const Ix *x, int pass, const int *passes)
 			continue;
 		const FgNode *n = &k->g->nodes[r->id];
 		Val v = cu_gen(k, n->in[0], x);    /* its input is the space */
-		cu_kline(k, k->depth, NULL, "%s", cu_red_step(k, n, r->acc, v.e));
+		cu_kline(k, k->depth, NULL, "%s", cu_red_step(k, n, r->acc, v.e, x));
 	}
 }
 

@@ -126,7 +126,7 @@ static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTe
 				continue;
 			const FgNode *n = &k->g->nodes[rd->id];
 			for (int e = 0; e < U * vw; e++) {
-				const char *step = cu_red_step(k, n, rd->acc, cu_gen(k, n->in[0], &xs[e]).e);
+				const char *step = cu_red_step(k, n, rd->acc, cu_gen(k, n->in[0], &xs[e]).e, &xs[e]);
 				if (in[e / vw])
 					cu_kline(k, 1, NULL, "if (%s)", in[e / vw]), cu_kline(k, 1, NULL, "\t%s", step);
 				else
@@ -197,7 +197,7 @@ static int row_parts(const Kern *k, const RedInfo *ri, int fits, int wide, RowPa
 	 * and each part is still 2,048 elements or more.  A streamed part
 	 * wants two blocks a multiprocessor to keep loads in flight, and
 	 * takes up to 16; a staged row splits only to 8 for this (softmax f32
-	 * at 8 x 131072 ran 5% slower in 16 parts than in 8, H200, session 25;
+	 * at 8 x 131072 ran 10% slower in 16 parts than in 8 on the H200,
 	 * docs/performance.md v9) */
 	int64_t fill = rp->stage ? SMS : 2 * SMS;
 	int most = rp->stage ? (rp->parts > 8 ? rp->parts : 8) : ROW_CLUSTER;
@@ -216,11 +216,12 @@ static int row_parts(const Kern *k, const RedInfo *ri, int fits, int wide, RowPa
 	return 1;
 }
 
-/* Two reductions of a streamed row that one pass computes together,
- * where the second's input needs the first's value (runtime/fg_device.cuh,
- * FgWelford and FgOnlineSoftmax): the deviations' squares from a mean
- * (var, layernorm) and the exps of the distances to a max (softmax).
- * Saves a read of the row from memory. */
+/* Two reductions of a row split into parts that one pass computes
+ * together, where the second's input needs the first's value
+ * (runtime/fg_device.cuh, FgWelford and FgOnlineSoftmax): the deviations'
+ * squares from a mean (var, layernorm) and the exps of the distances to a
+ * max (softmax).  Saves a read of a streamed row from memory, and a pass
+ * over shared memory and a cluster combine of a staged one. */
 typedef enum PairKind { PAIR_NONE, PAIR_MOMENTS, PAIR_EXPSUM } PairKind;
 
 static const struct {
@@ -292,7 +293,7 @@ static void pair_step(Kern *k, Red *a, Red *b, PairKind kind, const char *pacc, 
 	const char *ta = cu_fresh(k, 2, cu_fmt(k->a, "c_%s", cu_name(k, a->id)));
 	cu_kline(k, 2, NULL, "float %s = %s;", ta, kind == PAIR_MOMENTS ? "0" : "-CUDART_INF_F");
 	for (int l = 0; l < vw; l++)
-		cu_kline(k, 2, NULL, "%s", cu_red_step(k, na, ta, cu_gen(k, na->in[0], &xs[l]).e));
+		cu_kline(k, 2, NULL, "%s", cu_red_step(k, na, ta, cu_gen(k, na->in[0], &xs[l]).e, &xs[l]));
 	const char *m = cu_fresh(k, 2, cu_fmt(k->a, "m_%s", cu_name(k, a->id)));
 	cu_kline(k, 2, NULL, "const float %s = %s;", m, kind == PAIR_MOMENTS ? cu_fmt(k->a, "%s * (1.0f / %d)", ta, vw) : ta);
 	a->var = m;
@@ -420,7 +421,7 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 				if (partner[r] >= 0 && passes[r] == p)
 					pair_step(k, &k->reds.v[partner[r]], rd, kinds[r], pacc[r], xs, vw);
 				for (int l = 0; l < vw && declared[r] == p; l++)
-					cu_kline(k, 2, NULL, "%s", cu_red_step(k, n, rd->acc, cu_gen(k, n->in[0], &xs[l]).e));
+					cu_kline(k, 2, NULL, "%s", cu_red_step(k, n, rd->acc, cu_gen(k, n->in[0], &xs[l]).e, &xs[l]));
 			}
 		}
 		k->stage_lin = NULL;

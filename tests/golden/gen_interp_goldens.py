@@ -1509,6 +1509,49 @@ def _(c):
     c.out("aa", "bool", np.zeros((1, 1)))
 
 
+@case("v2-argmax-argmin", "argmax and argmin over the last axis (kept), over axis 0 (dropped), over two "
+      "axes (the index in C order among the reduced elements) and over all; the first of equal values, "
+      "a NaN counting as the extreme (the first NaN wins), a row of -inf giving 0; f32, f16 and i32.",
+      trans="exact")
+def _(c):
+    v = c._draw("f32", (4, 6), "any")
+    v[1, 2] = v[1, 4] = 5.0          # a tie: the first
+    v[2, 1] = np.nan                 # NaN wins, for both
+    v[2, 3] = np.nan
+    v[3, :] = -np.inf                # all -inf: index 0
+    x = c.inp("x", "f32", "4, 6", values=v)
+    h = c.inp("h", "f16", "3, 2, 5")
+    i = c.inp("i", "i32", "5, 4")
+    c.s("am = argmax(x, axis=-1)\nan = argmin(x, axis=-1)\nac = argmax(x, axis=0, keepdims=false)\n"
+        "hm = argmax(h, axis=[1, 2], keepdims=false)\nha = argmin(h)\nim = argmax(i, axis=0)\n"
+        "ii = argmin(i, axis=-1, keepdims=false)")
+
+    def arg(a, axes, f):
+        """NumPy's argmax/argmin over `axes` moved last and flattened."""
+        a = np.asarray(a)
+        kept = [d for d in range(a.ndim) if d not in axes]
+        y = np.transpose(a, kept + sorted(axes)).reshape([a.shape[d] for d in kept] + [-1])
+        return f(y, axis=-1)
+    c.out("am", "i32", arg(x, [1], np.argmax).reshape(4, 1))
+    c.out("an", "i32", arg(x, [1], np.argmin).reshape(4, 1))
+    c.out("ac", "i32", arg(x, [0], np.argmax))
+    c.out("hm", "i32", arg(h, [1, 2], np.argmax))
+    c.out("ha", "i32", arg(h, [0, 1, 2], np.argmin).reshape(1, 1, 1))
+    c.out("im", "i32", arg(i, [0], np.argmax).reshape(1, 4))
+    c.out("ii", "i32", arg(i, [1], np.argmin))
+
+
+@case("v2-dims-in-attributes", "a symbolic dim of the graph standing for its integer in integer "
+      "attributes: reshape's shape, slice's start and end, broadcast_to's shape.")
+def _(c):
+    x = c.inp("x", "f32", "T=6, D=8")
+    c.s("r = reshape(x, shape=[T, 2, 4])\ns = slice(x, axis=1, start=2, end=D)\n"
+        "b = broadcast_to(slice(x, axis=0, end=1), shape=[T, D])")
+    c.out("r", "f32", x.reshape(6, 2, 4))
+    c.out("s", "f32", x[:, 2:8])
+    c.out("b", "f32", np.broadcast_to(x[0:1, :], (6, 8)))
+
+
 # ================================================================= main
 
 

@@ -693,7 +693,8 @@ START_TEST(test_syntax_errors)
 	body_err("  output a b", 1, "t.fg:3:12: error: expected ',' or newline, found 'b'");
 	body_err("  y = f(x, axis=)", 1,
 		 "t.fg:3:17: error: expected an attribute value after '=', found ')'");
-	body_err("  y = f(x, perm=[1, a])", 1, "t.fg:3:21: error: expected a number after ',', found 'a'");
+	/* a name in a list is a symbolic dim (language v2); '(' is nothing */
+	body_err("  y = f(x, perm=[1, (])", 1, "t.fg:3:21: error: expected a dimension after ',', found '('");
 	body_err("  y = f(x, perm=[1 2])", 1,
 		 "t.fg:3:20: error: expected ',' or ']' to close '[' at 3:17, found '2'");
 	body_err("  y = f(x, p=0.1*2)", 1,
@@ -868,7 +869,7 @@ START_TEST(test_deep_calls_and_brackets)
 	puts_(&b, "graph g {\n y = f(k=");
 	repeat(&b, "[", 120000);
 	puts_(&b, "\n z = 1 2\n}\n");
-	parse_err(b.s, 1, "t.fg:2:11: error: expected a number or ']' to close '[' at 2:10, found '['");
+	parse_err(b.s, 1, "t.fg:2:11: error: expected a dimension or ']' to close '[' at 2:10, found '['");
 	free(b.s);
 	b = (Buf){0};
 	puts_(&b, "graph g {\n y = x)");

@@ -257,6 +257,10 @@ def argmin(x, dim, keepdim=False):
     return _t(_np.argmin(x, axis=dim, keepdims=keepdim).astype(_np.int64))
 
 
+def zeros_like(x, dtype=None):
+    return _t(_np.zeros(_np.shape(x), dtype=dtype.storage if dtype else _np.asarray(x).dtype))
+
+
 def amax(x, dim=None, keepdim=False):
     return _t(_np.amax(x, axis=dim, keepdims=keepdim))
 
