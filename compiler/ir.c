@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "fg.h"
 
@@ -1276,10 +1277,27 @@ int fg_ir_build(FgArena *a, FgDiag *d, const FgProgram *prog, FgDefine *defs, in
 	statements(&b, prog->stmts, prog->nstmts);
 	if (!b.outputs.n && d->nerrors == before)
 		fg_error(d, prog->loc, "graph '%s' has no output; add 'output NAME'", prog->name);
-	for (int i = 0; i < ndefs; i++)
-		if (!defs[i].used)
-			fg_warning(d, (FgLoc){0, 0}, "-D %s=%lld names no dimension of graph '%s'", defs[i].name,
-				   (long long)defs[i].value, prog->name);
+	for (int i = 0; i < ndefs; i++) {
+		if (defs[i].used)
+			continue;
+		/* the nearest dim: another case first (t for T), then two edits */
+		const char *near = NULL;
+		int best = 3;
+		for (int j = 0; j < b.dims.n; j++) {
+			int dist = strcasecmp(defs[i].name, b.dims.v[j].name) == 0
+				? 0 : fg_edit_distance(defs[i].name, b.dims.v[j].name, best - 1);
+			if (dist < best && dist < (int)strlen(defs[i].name)) {  /* Q is not T */
+				best = dist;
+				near = b.dims.v[j].name;
+			}
+		}
+		if (near)
+			fg_error(d, (FgLoc){0, 0}, "-D %s=%lld names no dimension of graph '%s'; did you mean '%s'?",
+				 defs[i].name, (long long)defs[i].value, prog->name, near);
+		else
+			fg_error(d, (FgLoc){0, 0}, "-D %s=%lld names no dimension of graph '%s'", defs[i].name,
+				 (long long)defs[i].value, prog->name);
+	}
 	g->inputs = b.inputs.v;
 	g->ninputs = b.inputs.n;
 	g->outputs = b.outputs.v;

@@ -410,6 +410,8 @@ static int parse_args(FgArena *a, int argc, char **argv, Options *o)
 			if (i + 1 >= argc)
 				return usage_error("%s needs a value", arg);
 			v = argv[++i];
+			if (!*v)        /* -o '': no name to write, read or make */
+				return usage_error("%s needs a value, got ''", arg);
 		} else if (f < 0 && arg[0] == '-' && arg[1]) {
 			return usage_error("unknown option '%s'", arg);
 		} else if (f < 0 && !o->command) {

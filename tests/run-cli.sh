@@ -44,7 +44,10 @@ expect 1 "not an identifier" -- check "$good" -D 9B=4
 expect 1 "given twice" -- check "$good" -D B=4 -D B=5
 expect 1 "-D needs a value" -- check "$good" -D
 expect 1 "no such stage" -- check -d nosuch "$good"
-expect 0 "names no dimension" -- check "$good" -D Q=4
+expect 1 "names no dimension" -- check "$good" -D Q=4
+expect 1 "-D b=4 names no dimension of graph 'g'; did you mean 'B'?" -- check "$good" -D b=4
+expect 1 "-o needs a value, got ''" -- compile "$good" -o ''
+expect 1 "no folder '$tmp/missing'" -- compile "$good" -o "$tmp/missing/m"
 expect 1 "needs --outputs" -- run "$good"
 expect 1 "--outputs belongs to 'run' and 'verify', not 'check'" -- check "$good" --outputs "$tmp/o"
 expect 1 "--reg-limit belongs to 'report', 'extract', 'verify' and 'compile', not 'run'" -- run "$good" --reg-limit 40 --outputs "$tmp/o"

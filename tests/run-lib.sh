@@ -30,6 +30,7 @@ check() {       # check NAME WHY-IT-FAILED (empty: it passed)
 models=(softmax_f16 gemm_bias_gelu_bf16 transformer_block)
 for n in "${models[@]}"; do
 	read -ra dims < <(sed -n 's/^# test-dims://p' "$src/samples/$n.fg")
+	mkdir -p "$tmp/$n"
 	"$fgc" compile "$src/samples/$n.fg" "${dims[@]}" --lib -o "$tmp/$n/lib$n.so" >"$tmp/$n.log" 2>&1 &
 done
 wait
@@ -135,6 +136,7 @@ check "the headers compile in C11 with the tensor indices of the .fg, and link" 
 	"$([ $? -eq 0 ] || head -5 "$tmp/both.log")"
 
 # 4. A failed --lib compile leaves nothing.
+mkdir -p "$tmp/bad"
 "$fgc" compile "$src/samples/gemm_bias_gelu_bf16.fg" --lib --gemm fgc --arch sm_80 -o "$tmp/bad/libg.so" >"$tmp/bad.log" 2>&1
 rc=$?
 check "a failed --lib compile: exit 1, one error, no file" \

@@ -27,6 +27,7 @@ $fgc run "$sample" "${dims[@]}" --seed 7 --outputs "$out"
 export PATH=$PATH:/usr/local/cuda/bin
 if nvidia-smi -L >/dev/null 2>&1 && command -v nvcc >/dev/null; then
   echo "== fgc compile $sample ${dims[*]} --build, run on the GPU, check against the interpreter"
+  mkdir -p "$out.gpu"
   $fgc compile "$sample" "${dims[@]}" -o "$out.gpu/model" --build
   "$out.gpu/model" --seed 7 --outputs "$out.gpu" --check "$out"
 else

@@ -12,29 +12,26 @@
 
 #include "cuda.h"
 
-/* mkdir -p of the directory part of path. */
-static int make_parent(FgDiag *d, const char *path)
+/* The folder path goes into exists: compile writes files, never folders
+ * (a mistyped -o is an error, not a new tree). */
+static int check_parent(FgDiag *d, const char *path)
 {
 	char *p = strdup(path);
+	struct stat st;
 	int rc = 0;
 	if (!p)
 		return -1;
 	char *slash = strrchr(p, '/');
-	if (slash && slash != p) {
+	const char *dir = ".";
+	if (slash == p)
+		dir = "/";
+	else if (slash) {
 		*slash = '\0';
-		for (char *q = p + 1; rc == 0; q++) {
-			if (*q != '/' && *q != '\0')
-				continue;
-			char c = *q;
-			*q = '\0';
-			if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-				fg_error(d, (FgLoc){0, 0}, "cannot create directory '%s': %s", p, strerror(errno));
-				rc = -1;
-			}
-			*q = c;
-			if (c == '\0')
-				break;
-		}
+		dir = p;
+	}
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		fg_error(d, (FgLoc){0, 0}, "cannot write '%s': no folder '%s' (create it first)", path, dir);
+		rc = -1;
 	}
 	free(p);
 	return rc;
@@ -178,7 +175,7 @@ static int write_file(const char *path, int (*write)(FILE *f, const void *arg, F
 	}
 	snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
 	int errors = 1;
-	if (make_parent(d, path) != 0) {
+	if (check_parent(d, path) != 0) {
 		free(tmp);
 		return 1;
 	}
