@@ -283,6 +283,19 @@ static inline double fg_ref_minimum(double a, double b)
 {
 	return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
 }
+/* The reference step of reduction op: the accumulator a after value b
+ * (inline: the interpreter's reductions take it per element). */
+static inline double fg_red_step(FgOp op, double a, double b)
+{
+	switch (op) {
+#define X(id, identity, ref, cu, functor) \
+	case FG_OP_##id: return ref;
+		FG_REDUCTIONS(X)
+#undef X
+	default:
+		return NAN;
+	}
+}
 
 
 /* FG_DTYPES' columns, per dtype. */
@@ -315,8 +328,6 @@ static inline double fg_round_f32(double x)
 double fg_round_to(FgDtype dt, double x);
 /* A reduction's row of FG_REDUCTIONS, NULL for other ops. */
 const FgRedInfo *fg_red_info(FgOp op);
-/* The reference step of reduction op: the accumulator a after value b. */
-double fg_red_step(FgOp op, double a, double b);
 /* Looks a callable op up by name; FG_OP_COUNT when there is none. */
 FgOp fg_op_lookup(const char *name);
 /* The callable op name nearest to `name`, or NULL when none is close. */

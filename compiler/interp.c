@@ -481,9 +481,21 @@ static void reduce_row(FgOp op, double *o, double *comp, int64_t so,
 			for (int64_t i = 0; i < len; i++)
 				sum_add(&o[i * so], &comp[i * so], x[i * sx]);
 		}
-	} else {
-		for (int64_t i = 0; i < len; i++)
-			o[i * so] = fg_red_step(op, o[i * so], x[i * sx]);
+		return;
+	}
+	/* one loop per row of FG_REDUCTIONS, the step inlined */
+	switch (op) {
+#define X(id, identity, ref, cu, functor)                              \
+	case FG_OP_##id:                                               \
+		for (int64_t i = 0; i < len; i++) {                    \
+			double a = o[i * so], b = x[i * sx];           \
+			o[i * so] = (ref);                             \
+		}                                                      \
+		break;
+		FG_REDUCTIONS(X)
+#undef X
+	default:
+		fg_die("reduce_row: %s is no reduction", fg_op_info[op].name);
 	}
 }
 

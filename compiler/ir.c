@@ -1075,17 +1075,9 @@ static Val build_call(Builder *b, const FgExpr *e, const Val *args)
 		if (check_dtypes(b, e, op, args, nargs, node(b, args[0].node)->dt) != 0)
 			return err_val();
 	}
-	switch (op) {
-	case FG_OP_SUM:
-	case FG_OP_MEAN:
-	case FG_OP_MAX:
-	case FG_OP_MIN:
-	case FG_OP_PROD:
-	case FG_OP_ANY:
-	case FG_OP_ALL:
-	case FG_OP_ARGMAX:
-	case FG_OP_ARGMIN:
+	if (fg_red_info(op))      /* every row of FG_REDUCTIONS */
 		return build_reduce(b, e, op, args[0].node);
+	switch (op) {
 	case FG_OP_TRANSPOSE:
 		return build_transpose(b, e, args[0].node);
 	case FG_OP_RESHAPE:

@@ -106,20 +106,13 @@ static void print_attrs(FILE *f, const FgNode *n)
 {
 	int64_t v[FG_MAX_RANK];
 
-	switch (fg_op_info[n->op].cls == FG_CLASS_COMPOSITE ? FG_OP_SOFTMAX : n->op) {
-	case FG_OP_SUM:
-	case FG_OP_MEAN:
-	case FG_OP_MAX:
-	case FG_OP_MIN:
-	case FG_OP_PROD:
-	case FG_OP_ANY:
-	case FG_OP_ALL:
-	case FG_OP_ARGMAX:
-	case FG_OP_ARGMIN:
+	if (fg_red_info(n->op)) {       /* every row of FG_REDUCTIONS */
 		print_axes(f, n->a.red.axes);
 		if (!n->a.red.keepdims)
 			fputs(", keepdims=false", f);
-		break;
+		return;
+	}
+	switch (fg_op_info[n->op].cls == FG_CLASS_COMPOSITE ? FG_OP_SOFTMAX : n->op) {
 	case FG_OP_SOFTMAX:
 		print_axes(f, n->a.red.axes);
 		if (n->op == FG_OP_LAYERNORM || n->op == FG_OP_RMSNORM) {

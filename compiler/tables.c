@@ -156,18 +156,6 @@ const FgRedInfo *fg_red_info(FgOp op)
 	return op >= 0 && op < FG_OP_COUNT && info[op].functor ? &info[op] : NULL;
 }
 
-double fg_red_step(FgOp op, double a, double b)
-{
-	switch (op) {
-#define X(id, identity, ref, cu, functor) \
-	case FG_OP_##id: return ref;
-		FG_REDUCTIONS(X)
-#undef X
-	default:
-		return NAN;
-	}
-}
-
 double fg_op_eval_scalar(FgOp op, double a, double b, double c, double k)
 {
 	(void)b;

@@ -228,26 +228,22 @@ FG_DEV FgArg<float> fg_arg(float v, int i) { return FgArg<float>{v, i}; }
 FG_DEV FgArg<int> fg_arg(int v, int i) { return FgArg<int>{v, i}; }
 FG_DEV bool fg_nan(float v) { return v != v; }
 FG_DEV bool fg_nan(int) { return false; }
-struct FgArgMax {
+template <bool Max>
+struct FgArgExtreme {
 	template <typename T> __device__ FgArg<T> operator()(FgArg<T> a, FgArg<T> b) const
 	{
 		const bool na = fg_nan(a.v), nb = fg_nan(b.v);
-		const bool take = na || nb ? nb && (!na || b.i < a.i) : b.v > a.v || (b.v == a.v && b.i < a.i);
+		const bool beyond = Max ? b.v > a.v : b.v < a.v;
+		const bool take = na || nb ? nb && (!na || b.i < a.i) : beyond || (b.v == a.v && b.i < a.i);
 		return take ? b : a;
 	}
 };
-struct FgArgMin {
-	template <typename T> __device__ FgArg<T> operator()(FgArg<T> a, FgArg<T> b) const
-	{
-		const bool na = fg_nan(a.v), nb = fg_nan(b.v);
-		const bool take = na || nb ? nb && (!na || b.i < a.i) : b.v < a.v || (b.v == a.v && b.i < a.i);
-		return take ? b : a;
-	}
-};
+typedef FgArgExtreme<true> FgArgMax;
+typedef FgArgExtreme<false> FgArgMin;
 
-/* Two reductions one streamed pass computes together (an online
- * formulation, compiler/cuda/rowreduce.c), each part of a row summarized
- * by a pair and the pairs combined in order:
+/* Two reductions one pass over a row's parts computes together (an
+ * online formulation, compiler/cuda/rowreduce.c), each part of a row
+ * summarized by a pair and the pairs combined in order:
  * - a mean and the sum of squared deviations from it (var, layernorm):
  *   Chan's combination of counts, means and sums of squares, never the
  *   cancelling sum(x^2) - n mean^2;
@@ -269,11 +265,12 @@ struct FgWelford {
 		return FgMoments{n, a.mean + d * w, a.m2 + b.m2 + d * d * a.n * w};
 	}
 };
-/* A thread's moments after its next part of nc elements (nc > 0) with
- * mean mc and squared deviations c: Chan's combination without branches
- * and with a fast division, so that the loads of later parts need not
- * wait behind a slow path (the IEEE division's). */
-FG_DEV FgMoments fg_moments_add(FgMoments a, float nc, float mc, float c)
+/* A thread's pair after its next part of nc elements (nc > 0): their mean
+ * mc and squared deviations c from it, or their max mc and sum c of
+ * exp(x - mc).  The moments by Chan's combination without branches and
+ * with a fast division, so that the loads of later parts need not wait
+ * behind a slow path (the IEEE division's). */
+FG_DEV FgMoments fg_pair_add(FgMoments a, float nc, float mc, float c)
 {
 	const float n = a.n + nc, d = mc - a.mean, w = __fdividef(nc, n);
 	return FgMoments{n, a.mean + d * w, a.m2 + c + d * d * a.n * w};
@@ -288,25 +285,30 @@ struct FgOnlineSoftmax {
 		return FgExpSum{m, (a.m == m ? a.s : a.s * expf(a.m - m)) + (b.m == m ? b.s : b.s * expf(b.m - m))};
 	}
 };
-/* A part's pair: its max m and sum s of exp(x - m). */
-FG_DEV FgExpSum fg_exp_sum(float m, float s) { return FgExpSum{m, m == -CUDART_INF_F ? 0.0f : s}; }
-
-/* __shfl_xor_sync and __shfl_sync for the accumulators, pairs included. */
-template <typename T>
-FG_DEV T fg_shfl_xor(T v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
-FG_DEV FgMoments fg_shfl_xor(FgMoments v, int o)
+FG_DEV FgExpSum fg_pair_add(FgExpSum a, float, float mc, float c)
 {
-	return FgMoments{fg_shfl_xor(v.n, o), fg_shfl_xor(v.mean, o), fg_shfl_xor(v.m2, o)};
+	return FgOnlineSoftmax()(a, FgExpSum{mc, mc == -CUDART_INF_F ? 0.0f : c});
 }
-FG_DEV FgExpSum fg_shfl_xor(FgExpSum v, int o) { return FgExpSum{fg_shfl_xor(v.m, o), fg_shfl_xor(v.s, o)}; }
+/* A combined pair's two reductions: the mean and the squared deviations;
+ * the max and the sum of exps (NaN where the max is -inf). */
+FG_DEV float fg_pair_first(FgMoments a) { return a.mean; }
+FG_DEV float fg_pair_second(FgMoments a) { return a.m2; }
+FG_DEV float fg_pair_first(FgExpSum a) { return a.m; }
+FG_DEV float fg_pair_second(FgExpSum a) { return a.m == -CUDART_INF_F ? CUDART_NAN_F : a.s; }
+
+/* __shfl_xor_sync (xor) or __shfl_sync from lane 0 of any accumulator,
+ * the pairs and FgArg included: word by word (one SHFL for a float). */
 template <typename T>
-FG_DEV FgArg<T> fg_shfl_xor(FgArg<T> v, int o) { return FgArg<T>{fg_shfl_xor(v.v, o), fg_shfl_xor(v.i, o)}; }
-template <typename T>
-FG_DEV T fg_shfl0(T v) { return __shfl_sync(0xffffffffu, v, 0); }
-FG_DEV FgMoments fg_shfl0(FgMoments v) { return FgMoments{fg_shfl0(v.n), fg_shfl0(v.mean), fg_shfl0(v.m2)}; }
-FG_DEV FgExpSum fg_shfl0(FgExpSum v) { return FgExpSum{fg_shfl0(v.m), fg_shfl0(v.s)}; }
-template <typename T>
-FG_DEV FgArg<T> fg_shfl0(FgArg<T> v) { return FgArg<T>{fg_shfl0(v.v), fg_shfl0(v.i)}; }
+FG_DEV T fg_shfl(T v, int o, bool xor_)
+{
+	static_assert(sizeof(T) % 4 == 0, "an accumulator of whole words");
+	unsigned w[sizeof(T) / 4];
+	memcpy(w, &v, sizeof v);
+	for (unsigned i = 0; i < sizeof(T) / 4; i++)
+		w[i] = xor_ ? __shfl_xor_sync(0xffffffffu, w[i], o) : __shfl_sync(0xffffffffu, w[i], 0);
+	memcpy(&v, w, sizeof v);
+	return v;
+}
 
 /* Combines the v of a warp's threads with op and returns lane 0's
  * result to all of them (a butterfly leaves each lane its own rounding). */
@@ -314,8 +316,8 @@ template <typename T, typename Op>
 static __device__ __forceinline__ T fg_warp_reduce(T v, Op op)
 {
 	for (int o = 16; o > 0; o >>= 1)
-		v = op(v, fg_shfl_xor(v, o));
-	return fg_shfl0(v);
+		v = op(v, fg_shfl(v, o, true));
+	return fg_shfl(v, 0, false);
 }
 
 /* Combines every thread's v with op and returns the result to all of
@@ -330,7 +332,7 @@ static __device__ __forceinline__ T fg_block_reduce(T v, Op op)
 	const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
 
 	for (int o = 16; o > 0; o >>= 1)
-		v = op(v, fg_shfl_xor(v, o));
+		v = op(v, fg_shfl(v, o, true));
 	__syncthreads();
 	if (lane == 0)
 		part[warp] = v;

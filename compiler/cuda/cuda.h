@@ -341,6 +341,8 @@ void cu_store_lanes(Kern *k, int w, const Ix *xs, const char *const *conds, cons
 
 const char *cu_acc_type(const Kern *k, const FgNode *n);
 const char *cu_red_functor(const FgNode *n);
+/* A reduction's accumulator at its start (FG_REDUCTIONS' identity). */
+const char *cu_red_init(const Kern *k, const FgNode *n);
 const char *cu_red_step(Kern *k, const FgNode *n, const char *acc, const char *v, const Ix *x);
 const char *cu_red_combine(Kern *k, const FgNode *n, const char *acc, const char *other);
 const char *cu_red_final(Kern *k, const FgNode *n, const char *acc, int64_t count);

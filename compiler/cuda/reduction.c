@@ -34,7 +34,7 @@ const char *cu_acc_type(const Kern *k, const FgNode *n)
 	return "float";
 }
 
-static const char *acc_init(const Kern *k, const FgNode *n)
+const char *cu_red_init(const Kern *k, const FgNode *n)
 {
 	int i32 = strcmp(value_type(k, n), "int") == 0;
 	double v = fg_red_info(n->op)->identity;
@@ -207,7 +207,7 @@ void cu_declare_reds(Kern *k, int lv, int pass, const int *passes)
 			continue;
 		const FgNode *n = &k->g->nodes[r->id];
 		r->acc = cu_fresh(k, lv, cu_fmt(k->a, "acc_%s", cu_name(k, r->id)));
-		cu_kline(k, lv, NULL, "%s %s = %s;", cu_acc_type(k, n), r->acc, acc_init(k, n));
+		cu_kline(k, lv, NULL, "%s %s = %s;", cu_acc_type(k, n), r->acc, cu_red_init(k, n));
 	}
 }
 

@@ -218,9 +218,9 @@ static int row_parts(const Kern *k, const RedInfo *ri, int fits, int wide, RowPa
 
 /* Two reductions of a row split into parts that one pass computes
  * together, where the second's input needs the first's value
- * (runtime/fg_device.cuh, FgWelford and FgOnlineSoftmax): the deviations'
- * squares from a mean (var, layernorm) and the exps of the distances to a
- * max (softmax).  Saves a read of a streamed row from memory, and a pass
+ * (runtime/fg_device.cuh, FgWelford and FgOnlineSoftmax, fg_pair_*): the
+ * deviations' squares from a mean (var, layernorm) and the exps of the
+ * distances to a max (softmax).  Saves a read of a streamed row from memory, and a pass
  * over shared memory and a cluster combine of a staged one. */
 typedef enum PairKind { PAIR_NONE, PAIR_MOMENTS, PAIR_EXPSUM } PairKind;
 
@@ -284,44 +284,38 @@ static int pair_passes(const Kern *k, int *passes, int npass, int *partner, Pair
 }
 
 /* Pair b (with its partner a) at the vector of lanes xs: the lanes'
- * statistic of a (their mean or max, as a's own step and final compute
- * it), b's input over the lanes with a bound to it, and the part's pair
- * combined into the accumulator pacc. */
-static void pair_step(Kern *k, Red *a, Red *b, PairKind kind, const char *pacc, const Ix *xs, int vw)
+ * statistic of a (their mean or max: a's own step and final), b's
+ * reduction of its input over the lanes with a bound to that statistic,
+ * and the two added to the pair's accumulator pacc (fg_pair_add). */
+static void pair_step(Kern *k, Red *a, Red *b, const char *pacc, const Ix *xs, int vw)
 {
 	const FgNode *na = &k->g->nodes[a->id], *nb = &k->g->nodes[b->id];
 	const char *ta = cu_fresh(k, 2, cu_fmt(k->a, "c_%s", cu_name(k, a->id)));
-	cu_kline(k, 2, NULL, "float %s = %s;", ta, kind == PAIR_MOMENTS ? "0" : "-CUDART_INF_F");
+	cu_kline(k, 2, NULL, "%s %s = %s;", cu_acc_type(k, na), ta, cu_red_init(k, na));
 	for (int l = 0; l < vw; l++)
 		cu_kline(k, 2, NULL, "%s", cu_red_step(k, na, ta, cu_gen(k, na->in[0], &xs[l]).e, &xs[l]));
 	const char *m = cu_fresh(k, 2, cu_fmt(k->a, "m_%s", cu_name(k, a->id)));
-	cu_kline(k, 2, NULL, "const float %s = %s;", m, kind == PAIR_MOMENTS ? cu_fmt(k->a, "%s * (1.0f / %d)", ta, vw) : ta);
+	cu_kline(k, 2, NULL, "const float %s = %s;", m, cu_red_final(k, na, ta, vw));
 	a->var = m;
 	a->lv = 2;
 	const char *tb = cu_fresh(k, 2, cu_fmt(k->a, "c_%s", cu_name(k, b->id)));
-	cu_kline(k, 2, NULL, "float %s = 0;", tb);
+	cu_kline(k, 2, NULL, "%s %s = %s;", cu_acc_type(k, nb), tb, cu_red_init(k, nb));
 	for (int l = 0; l < vw; l++)
-		cu_kline(k, 2, NULL, "%s += %s;", tb, cu_gen(k, nb->in[0], &xs[l]).e);
+		cu_kline(k, 2, NULL, "%s", cu_red_step(k, nb, tb, cu_gen(k, nb->in[0], &xs[l]).e, &xs[l]));
 	a->var = NULL;
-	if (kind == PAIR_MOMENTS)
-		cu_kline(k, 2, NULL, "%s = fg_moments_add(%s, %d.0f, %s, %s);", pacc, pacc, vw, m, tb);
-	else
-		cu_kline(k, 2, NULL, "%s = FgOnlineSoftmax()(%s, fg_exp_sum(%s, %s));", pacc, pacc, m, tb);
+	cu_kline(k, 2, NULL, "%s = fg_pair_add(%s, %d.0f, %s, %s);", pacc, pacc, vw, m, tb);
 }
 
 /* The pair's values once its accumulator is combined over the row. */
 static void pair_values(Kern *k, Red *a, Red *b, PairKind kind, const char *pacc, const char *reduce, int64_t nred)
 {
-	const FgNode *nb = &k->g->nodes[b->id];
 	cu_kline(k, 1, NULL, "%s = %s(%s, %s);", pacc, reduce, pacc, PAIRS[kind].functor);
 	a->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", cu_name(k, a->id)));
-	cu_kline(k, 1, a->var, "const float %s = %s.%s;", a->var, pacc, kind == PAIR_MOMENTS ? "mean" : "m");
+	cu_kline(k, 1, a->var, "const float %s = fg_pair_first(%s);", a->var, pacc);
 	a->lv = 1;
 	b->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", cu_name(k, b->id)));
-	if (kind == PAIR_MOMENTS)
-		cu_kline(k, 1, b->var, "const float %s = %s;", b->var, cu_red_final(k, nb, cu_fmt(k->a, "%s.m2", pacc), nred));
-	else
-		cu_kline(k, 1, b->var, "const float %s = %s.m == -CUDART_INF_F ? CUDART_NAN_F : %s.s;", b->var, pacc, pacc);
+	cu_kline(k, 1, b->var, "const float %s = %s;", b->var,
+		 cu_red_final(k, &k->g->nodes[b->id], cu_fmt(k->a, "fg_pair_second(%s)", pacc), nred));
 	b->lv = 1;
 }
 
@@ -419,7 +413,7 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 				Red *rd = &k->reds.v[r];
 				const FgNode *n = &k->g->nodes[rd->id];
 				if (partner[r] >= 0 && passes[r] == p)
-					pair_step(k, &k->reds.v[partner[r]], rd, kinds[r], pacc[r], xs, vw);
+					pair_step(k, &k->reds.v[partner[r]], rd, pacc[r], xs, vw);
 				for (int l = 0; l < vw && declared[r] == p; l++)
 					cu_kline(k, 2, NULL, "%s", cu_red_step(k, n, rd->acc, cu_gen(k, n->in[0], &xs[l]).e, &xs[l]));
 			}
