@@ -91,7 +91,11 @@ typedef enum FgTypeRule {
  *   (a few ulps), not correctly rounded as + - * / sqrt are, so that
  *   testing.md gives f32 values it feeds the rtol 1e-5, not 1.3e-6
  *   (compiler/gates.c); a composite counts its expansion's exp or rsqrt.
- * Ops of class SOURCE cannot be called by name.
+ * Ops of class SOURCE cannot be called by name.  iota is elementwise with
+ * no operands: a value of its index alone, computed where it is used; gather
+ * and take_along_axis are layout ops whose second operand (i32) says where
+ * along `axis` each element comes from (type rule SOURCE: their builders
+ * check the dtypes).
  */
 #define FG_OPS(X)                                                                                                              \
 	X(INPUT, "input", 0, SOURCE, SOURCE, "", 0, "", "", 0)                                                                 \
@@ -161,7 +165,10 @@ typedef enum FgTypeRule {
 	X(AND, "and", 2, EW, BOOL, "", (double)(a != 0 && b != 0), "(float)(a != 0.0f && b != 0.0f)", "torch.logical_and(a, b)", 0) \
 	X(OR, "or", 2, EW, BOOL, "", (double)(a != 0 || b != 0), "(float)(a != 0.0f || b != 0.0f)", "torch.logical_or(a, b)", 0) \
 	X(XOR, "xor", 2, EW, BOOL, "", (double)((a != 0) != (b != 0)), "(float)((a != 0.0f) != (b != 0.0f))", "torch.logical_xor(a, b)", 0) \
+	X(FLOORDIV, "floordiv", 2, EW, NUM, "", fg_ref_floordiv(a, b), "fg_floordiv(a, b)", "torch.div(a, b, rounding_mode=\"floor\")", 0) \
+	X(MOD, "mod", 2, EW, NUM, "", fg_ref_mod(a, b), "fg_mod(a, b)", "torch.remainder(a, b)", 0)                             \
 	X(CAST, "cast", 1, EW, CAST, "dtype", 0, "", "", 0)                                                                    \
+	X(IOTA, "iota", 0, EW, SOURCE, "shape axis dtype", 0, "", "", 0)                                                       \
 	X(DROPOUT, "dropout", 1, EW, FLOAT, "p seed", 0, "", "", 0)                                                            \
 	X(SUM, "sum", 1, REDUCE, NUM, "axis keepdims", 0, "", "torch.sum", 0)                                                  \
 	X(MEAN, "mean", 1, REDUCE, FLOAT, "axis keepdims", 0, "", "torch.mean", 0)                                             \
@@ -177,6 +184,8 @@ typedef enum FgTypeRule {
 	X(BROADCAST_TO, "broadcast_to", 1, LAYOUT, ANY, "shape", 0, "", "", 0)                                                 \
 	X(SLICE, "slice", 1, LAYOUT, ANY, "axis start end", 0, "", "", 0)                                                      \
 	X(CONCAT, "concat", -1, LAYOUT, ANY, "axis", 0, "", "", 0)                                                             \
+	X(GATHER, "gather", 2, LAYOUT, SOURCE, "axis", 0, "", "", 0)                                                           \
+	X(TAKE_ALONG_AXIS, "take_along_axis", 2, LAYOUT, SOURCE, "axis", 0, "", "", 0)                                         \
 	X(MATMUL, "matmul", 2, MATMUL, NUM, "", 0, "", "", 0)                                                                  \
 	X(SOFTMAX, "softmax", 1, COMPOSITE, FLOAT, "axis", 0, "", "", 1)                                                       \
 	X(LOG_SOFTMAX, "log_softmax", 1, COMPOSITE, FLOAT, "axis", 0, "", "", 1)                                               \
@@ -275,6 +284,32 @@ static inline double fg_ref_sign(double a) { return a > 0 ? 1.0 : a < 0 ? -1.0 :
 static inline double fg_ref_softplus(double a) { return a > 0 ? a + log1p(exp(-a)) : log1p(exp(a)); }
 /* PyTorch's relu6(a + 3) / 6; NaN stays NaN. */
 static inline double fg_ref_hardsigmoid(double a) { return a <= -3 ? 0.0 : a >= 3 ? 1.0 : a / 6 + 0.5; }
+/* Python's and NumPy's floor division and modulo (npy_divmod): the
+ * quotient rounded toward -inf, the remainder with the divisor's sign; a
+ * zero divisor gives what the division gives (inf or NaN; the integer
+ * case is a run-time error, caught before).  Exact on integers held as
+ * doubles. */
+static inline double fg_ref_floordiv(double a, double b)
+{
+	if (b == 0)
+		return a / b;
+	double mod = fmod(a, b), div = (a - mod) / b;
+	if (mod != 0 && (b < 0) != (mod < 0))
+		div -= 1.0;
+	if (div == 0)
+		return copysign(0.0, a / b);
+	double fl = floor(div);
+	return div - fl > 0.5 ? fl + 1.0 : fl;
+}
+static inline double fg_ref_mod(double a, double b)
+{
+	if (b == 0)
+		return fmod(a, b);
+	double mod = fmod(a, b);
+	if (mod != 0 && (b < 0) != (mod < 0))
+		mod += b;
+	return mod != 0 ? mod : copysign(0.0, b);
+}
 static inline double fg_ref_maximum(double a, double b)
 {
 	return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
@@ -600,7 +635,8 @@ typedef struct FgNode {
 			int axis;
 			int64_t start, end;  /* normalized: 0 <= start <= end <= dim */
 		} slice;
-		int axis;               /* concat, normalized to [0, rank) */
+		int axis;               /* concat, gather, take_along_axis, iota:
+					   normalized to [0, rank) */
 		struct {
 			double p;       /* drop probability in [0, 1) */
 			uint64_t seed;
@@ -907,7 +943,9 @@ int fg_torch_emit(const FgGraph *g, const char *out, const char *source, FgDiag 
 /* Evaluates g op by op in double precision.  in[i] holds the elements of
  * input g->inputs[i] (C order).  Returns one buffer per node, malloc'ed,
  * non-NULL exactly where keep[id] is set (keep NULL: every node); the
- * rest is freed as soon as its last consumer ran.  NULL when out of memory (with an error in d). */
+ * rest is freed as soon as its last consumer ran.  NULL when out of memory
+ * or at a run-time error (an index out of range, an integer division by
+ * zero: the first in graph order), with the error in d. */
 double **fg_interp_eval(const FgGraph *g, double *const *in,
 			const unsigned char *keep, FgDiag *d);
 /* The same; in_dtype: in the graph's dtypes instead, the way an op-by-op

@@ -848,6 +848,131 @@ static void eval_matmul(const Eval *e, const FgNode *n, const double *A, const d
 	} while (walk_next(&w));
 }
 
+/* ------------------------------------------- positions and indices */
+
+/* "ids[3, 17]": flat position pos of node id's value, by name (a value
+ * without one is named by its role). */
+static const char *position(char *buf, size_t size, const FgGraph *g, int id, int64_t pos, const char *role)
+{
+	const FgShape *s = &g->nodes[id].shape;
+	int64_t c[FG_MAX_RANK];
+	for (int i = s->rank - 1; i >= 0; i--) {
+		c[i] = pos % s->d[i];
+		pos /= s->d[i];
+	}
+	int n = g->nodes[id].name ? snprintf(buf, size, "%s[", g->nodes[id].name)
+				  : snprintf(buf, size, "position [");
+	for (int i = 0; i < s->rank && n > 0 && (size_t)n < size; i++)
+		n += snprintf(buf + n, size - (size_t)n, "%s%lld", i ? ", " : "", (long long)c[i]);
+	if (n > 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, "]%s", g->nodes[id].name ? "" : role);
+	return buf;
+}
+
+/* The run-time error of an index outside [-len, len): the first in the
+ * indices' C order, as a compiled binary reports it (runtime/fgrt_main.cu). */
+static int index_check(Eval *e, const FgNode *n, int idx, const double *v, int64_t len)
+{
+	int64_t cnt = numel(&e->g->nodes[idx].shape);
+	for (int64_t j = 0; j < cnt; j++)
+		if (v[j] < (double)-len || v[j] >= (double)len) {
+			char at[512];
+			if (e->d)
+				fg_error(e->d, n->loc, "%s index %lld out of range [-%lld, %lld) at %s",
+					 fg_op_info[n->op].name, (long long)v[j], (long long)len, (long long)len,
+					 position(at, sizeof at, e->g, idx, j, " of the indices"));
+			return -1;
+		}
+	return 0;
+}
+
+/* iota: each element its index along the axis. */
+static void eval_iota(const FgNode *n, double *out)
+{
+	int64_t inner = 1, len = n->shape.d[n->a.axis], cnt = numel(&n->shape);
+	for (int i = n->a.axis + 1; i < n->shape.rank; i++)
+		inner *= n->shape.d[i];
+	for (int64_t i = 0; i < cnt; i++)
+		out[i] = (double)(i / inner % len);
+}
+
+/* gather (NumPy's take) and take_along_axis, after index_check. */
+static void eval_gather(const Eval *e, const FgNode *n, const double *x, const double *idx, double *out)
+{
+	const FgShape *xs = &e->g->nodes[n->in[0]].shape, *is = &e->g->nodes[n->in[1]].shape;
+	int ax = n->a.axis;
+	int64_t len = xs->d[ax], xst[FG_MAX_RANK];
+	contig_strides(xs, xst);
+	if (n->op == FG_OP_GATHER) {
+		int64_t outer = 1, inner = xst[ax], ni = numel(is);
+		for (int i = 0; i < ax; i++)
+			outer *= xs->d[i];
+		for (int64_t o = 0; o < outer; o++)
+			for (int64_t j = 0; j < ni; j++) {
+				int64_t t = (int64_t)idx[j];
+				t += t < 0 ? len : 0;
+				memcpy(out + (o * ni + j) * inner, x + (o * len + t) * inner, (size_t)inner * sizeof *out);
+			}
+		return;
+	}
+	/* take_along_axis: walk the result in C order; x and idx broadcast */
+	const FgShape *rs = &n->shape;
+	int64_t ist[FG_MAX_RANK], c[FG_MAX_RANK] = {0}, cnt = numel(rs);
+	bcast_strides(is, rs, ist);
+	for (int i = 0; i < rs->rank; i++)
+		if (xs->d[i] == 1)
+			xst[i] = 0;
+	for (int64_t r = 0; r < cnt; r++) {
+		int64_t ip = 0, xp = 0;
+		for (int i = 0; i < rs->rank; i++) {
+			ip += c[i] * ist[i];
+			xp += i == ax ? 0 : c[i] * xst[i];
+		}
+		int64_t t = (int64_t)idx[ip];
+		t += t < 0 ? len : 0;
+		out[r] = x[xp + t * xst[ax]];
+		for (int i = rs->rank - 1; i >= 0 && ++c[i] == rs->d[i]; i--)
+			c[i] = 0;
+	}
+}
+
+/* Integer floordiv and mod: a zero divisor is a run-time error at the
+ * first element of the result (C order) it would divide; INT_MIN // -1
+ * wraps to INT_MIN, as in two's complement. */
+static int eval_int_division(Eval *e, int id, const double *a, const double *b, double *out)
+{
+	const FgNode *n = &e->g->nodes[id];
+	const FgShape *rs = &n->shape;
+	int64_t ast[FG_MAX_RANK], bst[FG_MAX_RANK], c[FG_MAX_RANK] = {0}, cnt = numel(rs);
+	bcast_strides(&e->g->nodes[n->in[0]].shape, rs, ast);
+	bcast_strides(&e->g->nodes[n->in[1]].shape, rs, bst);
+	for (int64_t r = 0; r < cnt; r++) {
+		int64_t ap = 0, bp = 0;
+		for (int i = 0; i < rs->rank; i++) {
+			ap += c[i] * ast[i];
+			bp += c[i] * bst[i];
+		}
+		int64_t x = (int64_t)a[ap], y = (int64_t)b[bp];
+		if (y == 0) {
+			char at[512];
+			if (e->d)
+				fg_error(e->d, n->loc, "integer division by zero in '%s' at %s", fg_op_info[n->op].name,
+					 position(at, sizeof at, e->g, id, r, " of its result"));
+			return -1;
+		}
+		int64_t q = x / y, m = x % y;
+		if (m != 0 && (m < 0) != (y < 0)) {
+			q -= 1;
+			m += y;
+		}
+		int64_t v = n->op == FG_OP_FLOORDIV ? q : m;
+		out[r] = (double)(int32_t)(uint32_t)(uint64_t)v;
+		for (int i = rs->rank - 1; i >= 0 && ++c[i] == rs->d[i]; i--)
+			c[i] = 0;
+	}
+	return 0;
+}
+
 /* The caller's buffer for input or param node n. */
 static double *input_values(const Eval *e, const FgNode *n)
 {
@@ -869,7 +994,8 @@ static void eval_source(const Eval *e, const FgNode *n, double *out)
 }
 
 /* Evaluates node id into a fresh or inherited buffer.  Returns -1 (with
- * the error reported) when memory runs out. */
+ * the error reported) when memory runs out or the op meets a run-time
+ * error (an index out of range, an integer division by zero). */
 static int eval_node(Eval *e, int id)
 {
 	const FgNode *n = &e->g->nodes[id];
@@ -900,7 +1026,16 @@ static int eval_node(Eval *e, int id)
 		eval_source(e, n, out);
 		break;
 	case FG_CLASS_EW:
-		eval_ew(e, n, src, out);
+		if (n->op == FG_OP_IOTA) {
+			eval_iota(n, out);
+		} else if ((n->op == FG_OP_FLOORDIV || n->op == FG_OP_MOD) && n->dt == FG_DT_I32) {
+			if (eval_int_division(e, id, src[0], src[1], out) != 0) {
+				release_values(e, out, cnt);
+				return -1;
+			}
+		} else {
+			eval_ew(e, n, src, out);
+		}
 		break;
 	case FG_CLASS_REDUCE: {
 		double *comp = NULL;
@@ -951,6 +1086,14 @@ static int eval_node(Eval *e, int id)
 			break;
 		case FG_OP_CONCAT:
 			eval_concat(e, n, out);
+			break;
+		case FG_OP_GATHER:
+		case FG_OP_TAKE_ALONG_AXIS:
+			if (index_check(e, n, n->in[1], src[1], xs->d[n->a.axis]) != 0) {
+				release_values(e, out, cnt);
+				return -1;
+			}
+			eval_gather(e, n, src[0], src[1], out);
 			break;
 		default:
 			fg_die("unknown layout op %s", fg_op_info[n->op].name);

@@ -962,6 +962,125 @@ static Val build_matmul(Builder *b, const FgExpr *e, int x, int y)
 	return node_val(add_node(b, FG_OP_MATMUL, l->dt, &shape, (int[]){x, y}, 2, e->loc));
 }
 
+/* iota(shape=[...], axis=0, dtype=i32): each element its index along axis. */
+static Val build_iota(Builder *b, const FgExpr *e)
+{
+	const FgAttrAst *sa = find_attr(e, "shape"), *aa = find_attr(e, "axis"), *da = find_attr(e, "dtype");
+	int64_t dims[FG_MAX_RANK], axis = 0;
+	int n;
+	char t[256];
+
+	if (!sa) {
+		fg_error(b->d, e->loc, "'iota' needs shape=[...]: iota(shape=[S, S], axis=1)");
+		return err_val();
+	}
+	if (attr_ints(b, sa, 1, dims, &n) != 0 || (aa && attr_int(b, aa, &axis) != 0))
+		return err_val();
+	FgShape shape = {n, {0}};
+	for (int i = 0; i < n; i++) {
+		if (dims[i] <= 0) {
+			fg_error(b->d, sa->val.kind == FG_AV_LIST ? sa->val.items[i].loc : sa->val.loc,
+				 "shape entries must be positive, got %lld", (long long)dims[i]);
+			return err_val();
+		}
+		shape.d[i] = dims[i];
+	}
+	if (n == 0) {
+		fg_error(b->d, sa->val.loc, "'iota' needs a shape of rank 1 or more");
+		return err_val();
+	}
+	if (checked_numel(&shape) < 0) {
+		fg_error(b->d, sa->val.loc, "shape has more than 2^62 elements");
+		return err_val();
+	}
+	FgDtype dt = FG_DT_I32;
+	if (da && da->val.kind != FG_AV_IDENT) {
+		fg_error(b->d, da->val.loc, "'dtype' takes a dtype name: %s", dtype_list());
+		return err_val();
+	}
+	if (da && (dt = lookup_dtype(b, da->val.ident, da->val.loc)) == FG_DT_COUNT)
+		return err_val();
+	if (dt == FG_DT_BOOL) {
+		fg_error(b->d, da->val.loc, "'iota' gives numbers: i32 or a float dtype, not bool");
+		return err_val();
+	}
+	int k = norm_axis(b, aa ? aa->val.loc : e->loc, axis, n, fg_type_str(t, sizeof t, dt, &shape));
+	if (k < 0)
+		return err_val();
+	if (dt == FG_DT_I32 && shape.d[k] - 1 > INT32_MAX) {
+		fg_error(b->d, sa->val.loc, "axis %d has %lld positions; an i32 holds indices up to 2^31 - 1", k,
+			 (long long)shape.d[k]);
+		return err_val();
+	}
+	int id = add_node(b, FG_OP_IOTA, dt, &shape, NULL, 0, e->loc);
+	node(b, id)->a.axis = k;
+	return node_val(id);
+}
+
+/* gather(x, idx, axis=0): NumPy's take, the result x.shape[:axis] +
+ * idx.shape + x.shape[axis+1:]; take_along_axis(x, idx, axis=-1): idx of
+ * x's rank, broadcast with x on the other axes.  idx is i32. */
+static Val build_gather(Builder *b, const FgExpr *e, FgOp op, int x, int idx)
+{
+	const FgNode *xn = node(b, x), *in = node(b, idx);
+	const FgAttrAst *aa = find_attr(e, "axis");
+	int64_t axis = op == FG_OP_GATHER ? 0 : -1;
+	char t1[256], t2[256];
+
+	if (in->dt != FG_DT_I32) {
+		fg_error(b->d, e->args[1]->loc, "'%s' takes i32 indices, got %s; convert with cast(..., dtype=i32)",
+			 e->name, fg_dtype_name[in->dt]);
+		return err_val();
+	}
+	if (xn->shape.rank == 0) {
+		fg_error(b->d, e->args[0]->loc, "'%s' needs a tensor of rank 1 or more to index, got %s", e->name,
+			 type_of(b, x, t1, sizeof t1));
+		return err_val();
+	}
+	if (aa && attr_int(b, aa, &axis) != 0)
+		return err_val();
+	int k = norm_axis(b, aa ? aa->val.loc : e->loc, axis, xn->shape.rank, type_of(b, x, t1, sizeof t1));
+	if (k < 0)
+		return err_val();
+	FgShape shape = {0};
+	if (op == FG_OP_GATHER) {
+		if (xn->shape.rank - 1 + in->shape.rank > FG_MAX_RANK) {
+			fg_error(b->d, e->loc, "gathering %s from %s gives rank %d; the rank limit is %d",
+				 type_of(b, idx, t2, sizeof t2), t1, xn->shape.rank - 1 + in->shape.rank, FG_MAX_RANK);
+			return err_val();
+		}
+		for (int i = 0; i < k; i++)
+			shape.d[shape.rank++] = xn->shape.d[i];
+		for (int i = 0; i < in->shape.rank; i++)
+			shape.d[shape.rank++] = in->shape.d[i];
+		for (int i = k + 1; i < xn->shape.rank; i++)
+			shape.d[shape.rank++] = xn->shape.d[i];
+	} else {
+		if (in->shape.rank != xn->shape.rank) {
+			fg_error(b->d, e->args[1]->loc, "'take_along_axis' needs indices of the rank of %s (%d), got %s",
+				 t1, xn->shape.rank, type_of(b, idx, t2, sizeof t2));
+			return err_val();
+		}
+		shape.rank = xn->shape.rank;
+		for (int i = 0; i < shape.rank; i++) {
+			int64_t a = xn->shape.d[i], c = in->shape.d[i];
+			if (i != k && a != c && a != 1 && c != 1) {
+				fg_error(b->d, e->loc, "take_along_axis: %s and indices %s do not broadcast on axis %d "
+					 "(%lld vs %lld)", t1, type_of(b, idx, t2, sizeof t2), i, (long long)a, (long long)c);
+				return err_val();
+			}
+			shape.d[i] = i == k ? c : a > c ? a : c;
+		}
+	}
+	if (checked_numel(&shape) < 0) {
+		fg_error(b->d, e->loc, "the result of '%s' has more than 2^62 elements", e->name);
+		return err_val();
+	}
+	int id = add_node(b, op, xn->dt, &shape, (int[]){x, idx}, 2, e->loc);
+	node(b, id)->a.axis = k;
+	return node_val(id);
+}
+
 /* logsumexp, var, std (x): reductions over `axis` (default the last) with
  * keepdims (default true), var and std dividing by n - correction (default
  * 0); kept whole here, as the other composites. */
@@ -1067,6 +1186,8 @@ static Val build_call(Builder *b, const FgExpr *e, const Val *args)
 	for (int i = 0; i < nargs; i++)
 		if (args[i].kind == V_ERR)
 			return err_val();
+	if (op == FG_OP_IOTA)
+		return build_iota(b, e);
 	if (info->cls == FG_CLASS_EW)
 		return build_ew(b, e, op, args, nargs);
 	if (require_tensors(b, e, args, nargs) != 0)
@@ -1089,6 +1210,9 @@ static Val build_call(Builder *b, const FgExpr *e, const Val *args)
 		return build_concat(b, e, args, nargs);
 	case FG_OP_MATMUL:
 		return build_matmul(b, e, args[0].node, args[1].node);
+	case FG_OP_GATHER:
+	case FG_OP_TAKE_ALONG_AXIS:
+		return build_gather(b, e, op, args[0].node, args[1].node);
 	default:
 		break;
 	}
@@ -1317,7 +1441,7 @@ void fg_ir_check(const FgGraph *g)
 		for (int k = 0; k < n->nin; k++)
 			if (n->in[k] < 0 || n->in[k] >= i)
 				fg_die("node %d (%s): operand %d is %d, not earlier", i, info->name, k, n->in[k]);
-		if (info->cls == FG_CLASS_EW) {
+		if (info->cls == FG_CLASS_EW && n->op != FG_OP_IOTA) {  /* iota: its own shape */
 			FgShape s = {0};
 			for (int k = 0; k < n->nin; k++)
 				if (fg_shape_broadcast(&s, &g->nodes[n->in[k]].shape, &s) != 0)

@@ -142,6 +142,8 @@ static void print_attrs(FILE *f, const FgNode *n)
 			(long long)n->a.slice.end);
 		break;
 	case FG_OP_CONCAT:
+	case FG_OP_GATHER:
+	case FG_OP_TAKE_ALONG_AXIS:
 		fprintf(f, ", axis=%d", n->a.axis);
 		break;
 	case FG_OP_CAST:
@@ -178,6 +180,12 @@ static void print_node(Printer *p, int id, const char *indent)
 		if (k)
 			fputs(", ", p->f);
 		print_operand(p, n, k);
+	}
+	if (n->op == FG_OP_IOTA) {      /* no operand before its attributes */
+		fputs("shape=[", p->f);
+		for (int i = 0; i < n->shape.rank; i++)
+			fprintf(p->f, "%s%lld", i ? ", " : "", (long long)n->shape.d[i]);
+		fprintf(p->f, "], axis=%d, dtype=%s", n->a.axis, fg_dtype_name[n->dt]);
 	}
 	print_attrs(p->f, n);
 	fputc(')', p->f);

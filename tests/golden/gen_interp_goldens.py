@@ -1552,6 +1552,57 @@ def _(c):
     c.out("b", "f32", np.broadcast_to(x[0:1, :], (6, 8)))
 
 
+@case("v2-iota-gather", "iota along each axis (i32 and f32) and a causal mask from two; gather as NumPy's "
+      "take: an embedding lookup (negative ids count from the end), on axis 1 with 2-D indices, and "
+      "fused with arithmetic on both sides; take_along_axis with indices broadcast on the other axes, "
+      "and the target logit of a cross-entropy.", trans="exact")
+def _(c):
+    ids = c.inp("ids", "i32", "T=5", values=[0, 9, -1, -10, 3])
+    table = c.param("table", "f32", "V=10, D=4")
+    h = c.inp("h", "f16", "2, 6, 3")
+    j = c.inp("j", "i32", "3, 2", values=[5, -6, 0, 2, -1, 4])
+    x = c.inp("x", "bf16", "R=3, C=7")
+    tg = c.inp("tg", "i32", "R, 1", values=[6, -7, 2])
+    k = c.inp("k", "i32", "1, 2", values=[1, -1])
+    c.s("ia = iota(shape=[3, 4], axis=1)\nib = iota(shape=[3, 4], axis=0, dtype=f32)\n"
+        "ic = iota(shape=[T, T], axis=1) <= iota(shape=[T, T], axis=0)\n"
+        "e = gather(table, ids)\ne2 = gather(table * 2, ids) + iota(shape=[T, D], axis=0, dtype=f32)\n"
+        "g = gather(h, j, axis=1)\n"
+        "t = take_along_axis(x, tg)\nt2 = take_along_axis(x, k, axis=-1)\n"
+        "t3 = take_along_axis(h, cast(iota(shape=[1, 1, 3], axis=2), dtype=i32), axis=1)")
+    idx = np.array([0, 9, -1, -10, 3])
+    c.out("ia", "i32", np.broadcast_to(np.arange(4), (3, 4)))
+    c.out("ib", "f32", np.broadcast_to(np.arange(3)[:, None], (3, 4)))
+    c.out("ic", "bool", (np.arange(5)[None, :] <= np.arange(5)[:, None]).astype(F64))
+    c.out("e", "f32", np.take(table, idx, axis=0))
+    c.out("e2", "f32", np.take(table * 2, idx, axis=0) + np.arange(5)[:, None])
+    c.out("g", "f16", np.take(h, np.array(j, dtype=np.int64), axis=1))
+    c.out("t", "bf16", np.take_along_axis(x, np.array(tg, dtype=np.int64) % 7, axis=-1))
+    c.out("t2", "bf16", np.take_along_axis(x, np.broadcast_to(np.array(k, dtype=np.int64) % 7, (3, 2)),
+                                           axis=-1))
+    c.out("t3", "f16", np.take_along_axis(h, np.broadcast_to(np.arange(3)[None, None, :], (2, 1, 3)), axis=1))
+
+
+@case("v2-floordiv-mod", "floordiv and mod as Python's // and %: the quotient rounded toward -inf, the "
+      "remainder with the divisor's sign (also for floats, with exact zeros signed by the divisor); "
+      "i32 with every sign pairing and INT_MIN // -1 wrapping to INT_MIN.", trans="exact")
+def _(c):
+    a = c.inp("a", "f32", "8", values=[7.5, -7.5, 7.5, -7.5, 6.0, -6.0, 0.25, -1e-8])
+    b = c.inp("b", "f32", "8", values=[2.0, 2.0, -2.0, -2.0, 3.0, -3.0, -0.5, 3.0])
+    i = c.inp("i", "i32", "9", values=[7, -7, 7, -7, 6, -6, 0, -2147483648, 2147483647])
+    j = c.inp("j", "i32", "9", values=[2, 2, -2, -2, 3, 3, -5, -1, -2147483648])
+    c.s("q = floordiv(a, b)\nr = mod(a, b)\nqi = floordiv(i, j)\nri = mod(i, j)\n"
+        "qn = floordiv(i, 4)\nrn = mod(a, 1.5)")
+    c.out("q", "f32", np.floor_divide(a, b))
+    c.out("r", "f32", np.mod(a, b))
+    ii, jj = np.array(i, dtype=np.int64), np.array(j, dtype=np.int64)
+    wrap = lambda v: ((v + 2**31) % 2**32) - 2**31
+    c.out("qi", "i32", wrap(ii // jj))
+    c.out("ri", "i32", wrap(ii % jj))
+    c.out("qn", "i32", ii // 4)
+    c.out("rn", "f32", np.mod(a, 1.5))
+
+
 # ================================================================= main
 
 
