@@ -55,6 +55,9 @@ enum {
 	HELP_RMSNORM = 64,
 	HELP_PROD = 128,
 	HELP_ARGEXT = 256,
+	HELP_IOTA = 512,
+	HELP_GATHER = 1024,
+	HELP_TAKE = 2048,
 };
 
 typedef struct Torch {
@@ -300,6 +303,10 @@ static const char *ew_call(Torch *t, const FgNode *n)
 	case FG_OP_CAST:
 		t->helpers |= HELP_CAST;
 		return fg_arena_printf(t->a, "_cast(%s, %s, reference)", arg(t, n, 0, 0), torch_dtype(n->dt));
+	case FG_OP_IOTA:
+		t->helpers |= HELP_IOTA;
+		return fg_arena_printf(t->a, "_iota(%s, %d, %s, reference)", py_shape(t->a, &n->shape), n->a.axis,
+				       torch_dtype(n->dt));
 	case FG_OP_DROPOUT:
 		t->helpers |= HELP_DROPOUT;
 		return fg_arena_printf(t->a, "_dropout(%s, %s, %llu)", arg(t, n, 0, 0),
@@ -356,6 +363,12 @@ static const char *layout_call(Torch *t, const FgNode *n)
 	case FG_OP_SLICE:
 		return fg_arena_printf(t->a, "torch.narrow(%s, %d, %lld, %lld)", x, n->a.slice.axis,
 				       (long long)n->a.slice.start, (long long)(n->a.slice.end - n->a.slice.start));
+	case FG_OP_GATHER:
+		t->helpers |= HELP_GATHER;
+		return fg_arena_printf(t->a, "_gather(%s, %s, %d)", x, arg(t, n, 1, 0), n->a.axis);
+	case FG_OP_TAKE_ALONG_AXIS:
+		t->helpers |= HELP_TAKE;
+		return fg_arena_printf(t->a, "_take_along_axis(%s, %s, %d)", x, arg(t, n, 1, 0), n->a.axis);
 	default: /* concat */
 		for (int k = 0; k < n->nin; k++)
 			s = fg_arena_printf(t->a, "%s%s%s", s, k ? ", " : "", arg(t, n, k, 0));
@@ -640,6 +653,28 @@ static const struct {
 	 "    for d in sorted(dims, reverse=True):\n"
 	 "        x = torch.prod(x, dim=d, keepdim=keepdim)\n"
 	 "    return x\n"},
+	{HELP_IOTA,
+	 "def _iota(shape, axis, dtype, reference):\n"
+	 "    \"\"\"iota(shape, axis, dtype): each element its index along axis (float64\n"
+	 "    in a reference run, for a float dtype).\"\"\"\n"
+	 "    if reference and dtype.is_floating_point:\n"
+	 "        dtype = torch.float64\n"
+	 "    r = torch.arange(shape[axis], dtype=torch.int64)\n"
+	 "    r = r.reshape([shape[axis] if d == axis else 1 for d in range(len(shape))])\n"
+	 "    return torch.broadcast_to(r, shape).to(dtype)\n"},
+	{HELP_GATHER,
+	 "def _gather(x, idx, axis):\n"
+	 "    \"\"\"gather(x, idx, axis): NumPy's take, negative indices from the end;\n"
+	 "    torch raises on an index out of range.\"\"\"\n"
+	 "    i = torch.where(idx < 0, idx + x.shape[axis], idx).to(torch.int64)\n"
+	 "    y = torch.index_select(x, axis, i.reshape(-1))\n"
+	 "    return y.reshape(tuple(x.shape[:axis]) + tuple(idx.shape) + tuple(x.shape[axis + 1:]))\n"},
+	{HELP_TAKE,
+	 "def _take_along_axis(x, idx, axis):\n"
+	 "    \"\"\"take_along_axis(x, idx, axis): NumPy's, negative indices from the end,\n"
+	 "    idx and x broadcast on the other axes.\"\"\"\n"
+	 "    i = torch.where(idx < 0, idx + x.shape[axis], idx).to(torch.int64)\n"
+	 "    return torch.take_along_dim(x, i, dim=axis)\n"},
 	{HELP_ARGEXT,
 	 "def _argext(f, x, dims, keepdim):\n"
 	 "    \"\"\"argmax or argmin (f) over several axes: the index in C order among the\n"

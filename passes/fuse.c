@@ -351,6 +351,27 @@ static void operand_axes(const Fuser *f, int v, int o, const signed char *mv, si
 		mo[n->a.axis] = AX_OTHER;
 		*moved = 1;
 		break;
+	case FG_OP_GATHER:
+		/* x at a loaded position along the axis, the other axes
+		 * around the indices' own; the indices at those */
+		if (o == n->in[1] && o != n->in[0]) {
+			for (int i = 0; i < os->rank; i++)
+				mo[i] = mv[n->a.axis + i];
+			*moved = n->a.axis != 0 || vs->rank != os->rank;
+			break;
+		}
+		for (int i = 0; i < os->rank; i++)
+			mo[i] = i < n->a.axis ? mv[i] : i > n->a.axis ? mv[i + vs->rank - os->rank] : AX_OTHER;
+		*moved = 1;
+		break;
+	case FG_OP_TAKE_ALONG_AXIS:
+		/* broadcast, x at a loaded position along the axis */
+		ax_align(mo, os, mv, vs->rank);
+		if (o == n->in[0]) {
+			mo[n->a.axis] = AX_OTHER;
+			*moved = 1;
+		}
+		break;
 	case FG_OP_RESHAPE:
 		/* Only axes of 1 come or go: the others keep their
 		 * coordinates; else the index goes through a flat one. */

@@ -127,6 +127,89 @@ FG_DEV long long fg_minimum(long long a, long long b) { return a < b ? a : b; }
 FG_DEV float fg_clampv(float a, float lo, float hi) { return fg_minimum(fg_maximum(a, lo), hi); }
 FG_DEV int fg_clampv(int a, int lo, int hi) { return fg_minimum(fg_maximum(a, lo), hi); }
 
+/* floordiv and mod as Python's // and % (the interpreter's fg_ref_floordiv
+ * and fg_ref_mod, NumPy's npy_divmod): the quotient rounded toward -inf,
+ * the remainder with the divisor's sign.  An integer zero divisor is the
+ * caller's to catch (a run-time error, fg_fault); here it gives 0, and
+ * INT_MIN // -1 wraps to INT_MIN. */
+FG_DEV float fg_floordiv(float a, float b)
+{
+	if (b == 0.0f)
+		return a / b;
+	float mod = fmodf(a, b), div = (a - mod) / b;
+	if (mod != 0.0f && (b < 0.0f) != (mod < 0.0f))
+		div -= 1.0f;
+	if (div == 0.0f)
+		return copysignf(0.0f, a / b);
+	float fl = floorf(div);
+	return div - fl > 0.5f ? fl + 1.0f : fl;
+}
+FG_DEV float fg_mod(float a, float b)
+{
+	float mod = fmodf(a, b);
+	if (b == 0.0f)
+		return mod;
+	if (mod != 0.0f && (b < 0.0f) != (mod < 0.0f))
+		mod += b;
+	return mod != 0.0f ? mod : copysignf(0.0f, b);
+}
+FG_DEV int fg_floordiv(int a, int b)
+{
+	if (b == 0)
+		return 0;
+	if (b == -1)
+		return (int)(0u - (unsigned)a);
+	int q = a / b;
+	return a % b != 0 && (a < 0) != (b < 0) ? q - 1 : q;
+}
+FG_DEV int fg_mod(int a, int b)
+{
+	if (b == 0 || b == -1)
+		return 0;
+	int m = a % b;
+	return m != 0 && (m < 0) != (b < 0) ? m + b : m;
+}
+
+/* Run-time errors (an index out of range, an integer zero divisor): the
+ * thread that meets one records it at its check's FgrtFaultRecord
+ * (runtime/fgrt_program.h), keeping the lowest position and the value
+ * found there; the host reads the records after the run.  A record is
+ * taken under its lock only by a thread that lowered its position, so a
+ * grid full of bad indices serializes on few of them. */
+FG_DEV void fg_fault(FgrtFaultRecord *f, unsigned long long pos, long long value)
+{
+	if (atomicMin(&f->pos, pos) < pos)
+		return;
+	while (atomicCAS(&f->lock, 0xffffffffu, 0u) != 0xffffffffu)
+		;
+	if (*(volatile unsigned long long *)&f->pos == pos)
+		*(volatile long long *)&f->value = value;
+	__threadfence();
+	atomicExch(&f->lock, 0xffffffffu);
+}
+/* An index into an axis of n: negative counts from the end; out of
+ * [-n, n) it is recorded at f (pos: its place among the indices) and
+ * replaced by 0, so that the load stays inside the tensor. */
+FG_DEV long long fg_index(int i, long long n, FgrtFaultRecord *f, unsigned long long pos)
+{
+	long long j = i < 0 ? (long long)i + n : (long long)i;
+	if (j < 0 || j >= n) {
+		fg_fault(f, pos, i);
+		return 0;
+	}
+	return j;
+}
+/* An integer divisor: 0 is recorded at f (pos: the result element it
+ * would divide) and replaced by 1. */
+FG_DEV int fg_divisor(int b, FgrtFaultRecord *f, unsigned long long pos)
+{
+	if (b == 0) {
+		fg_fault(f, pos, 0);
+		return 1;
+	}
+	return b;
+}
+
 /* cast(x, dtype=...): rounded the way a store to that dtype rounds. */
 FG_DEV float fg_round_f16(float a) { return __half2float(__float2half_rn(a)); }
 FG_DEV float fg_round_bf16(float a) { return __bfloat162float(__float2bfloat16_rn(a)); }

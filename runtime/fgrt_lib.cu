@@ -385,6 +385,57 @@ void fgrt_tmap(void *map, const void *base, FgrtDtype dt, const uint64_t dims[3]
 		    (unsigned long long)pitch[1], box[0], box[1], (int)r);
 }
 
+int fgrt_faults(FgrtContext *ctx, char *msg, size_t n)
+{
+	const FgrtProgram *p = ctx->prog;
+	if (p->nfaults == 0)
+		return 0;
+	FgrtFaultRecord *rec = (FgrtFaultRecord *)malloc(sizeof *rec * (size_t)p->nfaults);
+	if (!rec)
+		fgrt_fail("out of memory");
+	CUDA(cudaStreamSynchronize(ctx->stream));
+	CUDA(cudaMemcpy(rec, p->fault_records(), sizeof *rec * (size_t)p->nfaults, cudaMemcpyDeviceToHost));
+	int k = 0;
+	while (k < p->nfaults && rec[k].pos == ~0ull)
+		k++;
+	if (k == p->nfaults) {
+		free(rec);
+		return 0;
+	}
+	const FgrtFault *f = &p->faults[k];
+	unsigned long long pos = rec[k].pos;
+	long long value = rec[k].value;
+	free(rec);
+	/* the position's coordinates, as the interpreter names them */
+	char at[512];
+	long long c[FGRT_PROGRAM_MAX_RANK];
+	for (int i = f->rank - 1; i >= 0; i--) {
+		c[i] = (long long)(pos % (unsigned long long)f->shape[i]);
+		pos /= (unsigned long long)f->shape[i];
+	}
+	int m = snprintf(at, sizeof at, f->tensor ? "%s[" : "position [", f->tensor);
+	for (int i = 0; i < f->rank && m > 0 && (size_t)m < sizeof at; i++)
+		m += snprintf(at + m, sizeof at - (size_t)m, "%s%lld", i ? ", " : "", c[i]);
+	if (m > 0 && (size_t)m < sizeof at)
+		snprintf(at + m, sizeof at - (size_t)m, "]%s",
+			 f->tensor ? "" : f->kind == FGRT_FAULT_INDEX ? " of the indices" : " of its result");
+	if (f->kind == FGRT_FAULT_INDEX)
+		m = snprintf(msg, n, "%s: error: %s index %lld out of range [-%lld, %lld) at %s\n", f->where, f->op,
+			     value, (long long)f->len, (long long)f->len, at);
+	else
+		m = snprintf(msg, n, "%s: error: integer division by zero in '%s' at %s\n", f->where, f->op, at);
+	/* the source line, then a caret under the column (tabs kept) */
+	if (m > 0 && (size_t)m < n)
+		m += snprintf(msg + m, n - (size_t)m, "  %s\n  ", f->line);
+	for (int i = 0; i + 1 < f->col && f->line[i] && m > 0 && (size_t)m + 2 < n; i++)
+		msg[m++] = f->line[i] == '\t' ? '\t' : ' ';
+	if (m > 0 && (size_t)m + 2 < n) {
+		msg[m++] = '^';
+		msg[m] = 0;
+	}
+	return 1;
+}
+
 void fgrt_launched(FgrtContext *ctx, int i)
 {
 	const FgrtLaunch *l = &ctx->prog->launches[i];

@@ -631,6 +631,13 @@ static int run_main(int argc, char **argv)
 	fgrt_model_run(m, ptrs, stream);
 	CUDA(cudaStreamSynchronize(stream));
 	CUDA(cudaGetLastError());
+	/* a run-time error (an index out of range, a zero divisor): the
+	 * interpreter's message, and no output file */
+	char fault[2048];
+	if (fgrt_faults(ctx, fault, sizeof fault)) {
+		fprintf(stderr, "%s\n", fault);
+		return 1;
+	}
 	if (!o.no_graph && p->nlaunches > 0) {
 		exec = capture(ctx);
 		CUDA(cudaMemsetAsync(ctx->arena, 0xff, (size_t)p->arena_bytes, stream));

@@ -79,6 +79,32 @@ typedef struct FgrtLaunch {
 	unsigned grid, block;           /* 0 for cuBLASLt calls */
 } FgrtLaunch;
 
+/* A run-time check of the program (an index out of range, an integer
+ * zero divisor), for the host's message: `where: error: OP index V out of
+ * range [-len, len) at NAME[i, j]` (kind FGRT_FAULT_INDEX, the position
+ * among the indices) or `where: error: integer division by zero in 'OP' at
+ * NAME[i, j]` (FGRT_FAULT_DIVISOR, the position in the result), then the
+ * source line and a caret under column col.  The device keeps one
+ * FgrtFaultRecord per check (fg_fault, runtime/fg_device.cuh): all 0xff
+ * bytes is "nothing found", which fg_program_run sets before its work. */
+enum { FGRT_FAULT_INDEX, FGRT_FAULT_DIVISOR };
+typedef struct FgrtFault {
+	int kind;                       /* FGRT_FAULT_* */
+	const char *where;              /* "model.fg:7:9" */
+	const char *line;               /* source line `where` points into */
+	int col;
+	const char *op;                 /* "gather" */
+	const char *tensor;             /* the position's tensor, or NULL */
+	int rank;
+	int64_t shape[FGRT_PROGRAM_MAX_RANK];   /* ... its shape */
+	int64_t len;                    /* FGRT_FAULT_INDEX: the axis's length */
+} FgrtFault;
+typedef struct FgrtFaultRecord {
+	unsigned long long pos;         /* the lowest position found, or ~0 */
+	long long value;                /* the value found there */
+	unsigned lock, pad;             /* 0xffffffff: free */
+} FgrtFaultRecord;
+
 typedef struct FgrtProgram {
 	const char *graph;              /* graph NAME */
 	const char *source;             /* the .fg it came from */
@@ -92,6 +118,9 @@ typedef struct FgrtProgram {
 	int64_t scratch_bytes;
 	const int *outputs;             /* the outputs' tensors, in `output` order */
 	int noutputs;
+	const FgrtFault *faults;        /* the run-time checks, in graph order */
+	int nfaults;
+	FgrtFaultRecord *(*fault_records)(void);        /* their device records */
 } FgrtProgram;
 
 /* cuBLASLt's fused epilogues, applied to the f32 accumulator before D is
@@ -178,6 +207,11 @@ void fgrt_gemm(FgrtContext *ctx, int slot, const FgrtGemm *g, const void *a,
 void fgrt_gemm_ep(FgrtContext *ctx, int slot, const FgrtGemm *g, const void *a,
 		  const void *b, void *d, const void *bias, void *aux);
 void fgrt_launched(FgrtContext *ctx, int i);
+/* After a run (synchronizes ctx->stream): 0 when no run-time check of the
+ * program failed; else 1, with the first failure in graph order written
+ * into msg (n bytes) as the interpreter reports it: `file:line:col: error:
+ * ...`, the source line, a caret. */
+int fgrt_faults(FgrtContext *ctx, char *msg, size_t n);
 
 /* For the generated matmul (fg_gemm_sm90.cuh): a CUDA call's failure as
  * the runtime reports one, and a tensor map (CUtensorMap, 64 bytes at

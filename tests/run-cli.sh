@@ -169,5 +169,34 @@ if "$fgc" run "$good" --outputs "$tmp/d1" --seed 5 --in-dtype && cmp -s "$tmp/d1
 else
   fail=$((fail + 1)); echo "FAIL run --in-dtype"
 fi
+# Run-time errors (language.md): an index out of range and an integer
+# zero divisor stop fgc run with the op, the value and the position, exit
+# status 1, and no output written.
+npy_i32() {     # npy_i32 FILE V...: a 1-d i32 .npy of the values
+  python3 -c 'import struct, sys
+v = [int(a) for a in sys.argv[2:]]
+h = "{\x27descr\x27: \x27<i4\x27, \x27fortran_order\x27: False, \x27shape\x27: (%d,), }" % len(v)
+h += " " * (63 - (10 + len(h)) % 64) + "\n"
+open(sys.argv[1], "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + struct.pack("<%di" % len(v), *v))' "$@"
+}
+ix=$tmp/ix.fg
+printf 'graph e {\n  input ids : i32[4]\n  param table : f32[10, 3]\n  input d : i32[4]\n  y = gather(table, ids)\n  q = floordiv(ids, d)\n  output y, q\n}\n' >"$ix"
+mkdir -p "$tmp/ix_in" "$tmp/dz_in" "$tmp/ok_in"
+npy_i32 "$tmp/ix_in/ids.npy" 3 -10 10 -11 && npy_i32 "$tmp/ix_in/d.npy" 1 1 1 1
+npy_i32 "$tmp/dz_in/ids.npy" 3 -10 9 0 && npy_i32 "$tmp/dz_in/d.npy" 1 2 0 0
+npy_i32 "$tmp/ok_in/ids.npy" 9 -10 0 -1 && npy_i32 "$tmp/ok_in/d.npy" -3 2 5 -1
+expect 1 "ix.fg:5:7: error: gather index 10 out of range [-10, 10) at ids[2]" -- run "$ix" --inputs "$tmp/ix_in" --outputs "$tmp/ix_out"
+expect 1 "ix.fg:6:7: error: integer division by zero in 'floordiv' at q[2]" -- run "$ix" --inputs "$tmp/dz_in" --outputs "$tmp/dz_out"
+if [ ! -e "$tmp/ix_out" ] && [ ! -e "$tmp/dz_out" ] && grep -qxF "    q = floordiv(ids, d)" "$tmp/err" &&
+   [ "$(grep -c error: "$tmp/err")" -eq 1 ]; then
+  pass=$((pass + 1)); echo "PASS run-time errors: no output written, the source line quoted"
+else
+  fail=$((fail + 1)); echo "FAIL run-time errors wrote an output or quoted no line"; cat "$tmp/err"
+fi
+if "$fgc" run "$ix" --inputs "$tmp/ok_in" --outputs "$tmp/ok_out" 2>"$tmp/err" && [ -f "$tmp/ok_out/q.npy" ]; then
+  pass=$((pass + 1)); echo "PASS run: indices at both ends of [-n, n) and nonzero divisors run"
+else
+  fail=$((fail + 1)); echo "FAIL run with valid indices:"; head -5 "$tmp/err"
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

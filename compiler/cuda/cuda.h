@@ -252,6 +252,12 @@ struct Emit {
 	int *sharers;           /* per group: how many groups run its kernels */
 	int *kernels;           /* per group: whether it writes kernels */
 	FG_VEC(int) step_tensors;       /* the steps' tensor indices (program.c) */
+	/* Run-time checks (gather and take_along_axis indices, integer
+	 * divisors): per node, its check's record in fg_faults[], or -1;
+	 * numbered in node order (program.c). */
+	int *fault;
+	FG_VEC(int) faults;             /* the checked nodes, in that order */
+	const FgSource *src;            /* the .fg text, for their messages */
 	uint64_t paths;                 /* CU_PATH_* bits the program took */
 	uint64_t *group_paths;          /* ... per group */
 };

@@ -234,11 +234,23 @@ static const char *reciprocal(Kern *k, Val d)
 	return r;
 }
 
+/* The device record of node id's run-time check (fg_fault). */
+static const char *fault_record(Kern *k, int id)
+{
+	FG_ASSERT(k->E->fault[id] >= 0);
+	return cu_fmt(k->a, "&fg_faults[%d]", k->E->fault[id]);
+}
+
 static Val gen_ew(Kern *k, int id, const Ix *x)
 {
 	const FgNode *n = &k->g->nodes[id];
 	Val ops[3];
 	int lv = 0;
+	if (n->op == FG_OP_IOTA) {      /* the coordinate itself */
+		const char *c = x->c[n->a.axis];
+		int clv = strcmp(c, "0") == 0 ? 0 : x->lv[n->a.axis];
+		return define(k, id, clv, cu_fmt(k->a, "(%s)%s", fg_dtype_info[n->dt].cuda, cu_paren(k->a, c)));
+	}
 	FG_ASSERT(n->nin >= 1 && n->nin <= 3);
 	for (int j = 0; j < n->nin; j++) {
 		Ix y = cu_ix_bcast(x, &n->shape, cu_shape_of(k, n->in[j]));
@@ -269,6 +281,17 @@ static Val gen_ew(Kern *k, int id, const Ix *x)
 		if (n->dt != FG_DT_I32 && uniform_divisor(k, ops, lv)) {
 			e = cu_fmt(k->a, "%s * %s", cu_paren(k->a, ops[0].e), reciprocal(k, ops[1]));
 			break;
+		}
+		e = subst(k->a, fg_op_info[n->op].cuda, n, ops);
+		break;
+	case FG_OP_FLOORDIV:
+	case FG_OP_MOD:
+		if (n->dt == FG_DT_I32 && !(k->g->nodes[n->in[1]].op == FG_OP_CONST &&
+					     k->g->nodes[n->in[1]].a.value != 0)) {  /* a zero divisor: a run-time error */
+			int ilv = cu_ix_level(x, &n->shape);
+			lv = ilv > lv ? ilv : lv;
+			ops[1].e = cu_fmt(k->a, "fg_divisor(%s, %s, (unsigned long long)%s)", ops[1].e,
+					  fault_record(k, id), cu_paren(k->a, cu_ix_linear(k, x, &n->shape)));
 		}
 		e = subst(k->a, fg_op_info[n->op].cuda, n, ops);
 		break;
@@ -327,6 +350,80 @@ static Val gen_concat(Kern *k, int id, const Ix *x)
 	return define(k, id, lv, e);
 }
 
+/* x's lanes, as they are, into an operand's index y (whose vd the caller
+ * maps). */
+static void lanes_to(Ix *y, const Ix *x)
+{
+	y->vw = x->vw;
+	y->lane = x->lane;
+	y->vmis = x->vmis;
+	y->vbase = x->vbase;
+	y->vd = x->vd;
+}
+
+/* gather (NumPy's take) and take_along_axis: the index at the element's
+ * place among the indices, checked (fg_index: out of [-n, n) is a run-time
+ * error, then 0), then x at that position along the axis.  Lanes along
+ * another axis of x stay lanes: an embedding row is vector loads. */
+static Val gen_gather(Kern *k, int id, const Ix *x)
+{
+	const FgNode *n = &k->g->nodes[id];
+	const FgShape *xs = cu_shape_of(k, n->in[0]), *is = cu_shape_of(k, n->in[1]);
+	int ax = n->a.axis, r = is->rank, vd = x->vw > 1 ? x->vd : -1;
+	Ix iy, y;
+	if (n->op == FG_OP_GATHER) {
+		memset(&iy, 0, sizeof iy);
+		memset(&y, 0, sizeof y);
+		iy.rank = r;
+		lanes_to(&iy, x);
+		for (int j = 0; j < r; j++) {
+			iy.c[j] = is->d[j] == 1 ? "0" : x->c[ax + j];
+			iy.lv[j] = is->d[j] == 1 ? 0 : x->lv[ax + j];
+		}
+		if (vd >= 0)
+			iy.vd = vd >= ax && vd < ax + r && is->d[vd - ax] != 1 ? vd - ax : LANES_SAME;
+		y.rank = xs->rank;
+		lanes_to(&y, x);
+		for (int i = 0; i < xs->rank; i++) {
+			int from = i < ax ? i : i + r - 1;
+			y.c[i] = i == ax || xs->d[i] == 1 ? "0" : x->c[from];
+			y.lv[i] = i == ax || xs->d[i] == 1 ? 0 : x->lv[from];
+		}
+		if (vd >= 0)
+			y.vd = vd < ax ? vd : vd >= ax + r ? vd - r + 1 : LANES_APART;
+	} else {
+		iy = cu_ix_bcast(x, &n->shape, is);
+		y = cu_ix_bcast(x, &n->shape, xs);
+		y.lin = y.vlin = NULL;
+		if (vd == ax)
+			y.vd = LANES_APART;
+	}
+	if (y.vw > 1 && y.vd >= 0 && xs->d[y.vd] == 1)
+		y.vd = LANES_SAME;
+	Val iv = cu_gen(k, n->in[1], &iy);
+	int plv = cu_ix_level(&iy, is), lv = iv.lv > plv ? iv.lv : plv;
+	/* one checked index per index value: lanes that share it share
+	 * the position, and their load is one vector */
+	const char *key = cu_fmt(k->a, "I%d:%s", id, iv.e);
+	const char *t = NULL;
+	for (int i = k->memo.n - 1; i >= 0 && !t; i--)
+		if (k->memo.v[i].id == -1 && strcmp(k->memo.v[i].key, key) == 0)
+			t = k->memo.v[i].v.e;
+	if (!t) {
+		t = cu_fresh(k, lv, "ix");
+		cu_kline(k, lv, NULL, "const %s %s = (%s)fg_index(%s, %lldLL, %s, (unsigned long long)%s);", k->idx, t,
+			 k->idx, iv.e, (long long)xs->d[ax], fault_record(k, id),
+			 cu_paren(k->a, cu_ix_linear(k, &iy, is)));
+		Memo m = {-1, key, {t, lv}};
+		fg_vec_push(k->a, &k->memo, m);
+	}
+	if (xs->d[ax] > 1) {
+		y.c[ax] = t;
+		y.lv[ax] = lv;
+	}
+	return cu_gen(k, n->in[0], &y);
+}
+
 static Val gen_layout(Kern *k, int id, const Ix *x)
 {
 	const FgNode *n = &k->g->nodes[id];
@@ -377,6 +474,9 @@ static Val gen_layout(Kern *k, int id, const Ix *x)
 		break;
 	case FG_OP_CONCAT:
 		return gen_concat(k, id, x);
+	case FG_OP_GATHER:
+	case FG_OP_TAKE_ALONG_AXIS:
+		return gen_gather(k, id, x);
 	default:
 		fg_die("gen_layout: %s", fg_op_info[n->op].name);
 	}

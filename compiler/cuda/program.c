@@ -213,6 +213,58 @@ static void emit_tensors(Emit *E)
 	fprintf(E->f, "};\n\n");
 }
 
+/* Line `line` of the source (at most 240 bytes of it, unprintable bytes
+ * as '?'), for a run-time error's caret; "" when there is none. */
+static const char *source_line(Emit *E, int line)
+{
+	const FgSource *src = E->src;
+	if (!src || !src->text || line < 1)
+		return "";
+	size_t i = 0;
+	for (int l = 1; l < line && i < src->len; i++)
+		l += src->text[i] == '\n';
+	size_t j = i;
+	while (j < src->len && src->text[j] != '\n' && j - i < 240)
+		j++;
+	char *s = fg_arena_alloc(E->a, j - i + 1);
+	for (size_t k = i; k < j; k++) {
+		unsigned char c = (unsigned char)src->text[k];
+		s[k - i] = c == '\t' || (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+	}
+	s[j - i] = 0;
+	return s;
+}
+
+/* The run-time checks' table (FgrtFault) and their records' address. */
+static void emit_faults(Emit *E)
+{
+	if (!E->faults.n)
+		return;
+	fprintf(E->f, "/* run-time checks: kind, where, source line, column, op, position's tensor, rank, shape, "
+		"axis length */\nstatic const FgrtFault fg_faults_info[] = {\n");
+	for (int i = 0; i < E->faults.n; i++) {
+		const FgNode *n = &E->g->nodes[E->faults.v[i]];
+		int index = n->op == FG_OP_GATHER || n->op == FG_OP_TAKE_ALONG_AXIS;
+		const FgNode *at = index ? &E->g->nodes[n->in[1]] : n;
+		char where[1024];
+		snprintf(where, sizeof where, "%s:%d:%d", E->src ? E->src->name : "?", n->loc.line, n->loc.col);
+		const char *dims = "";
+		for (int j = 0; j < at->shape.rank; j++)
+			dims = cu_fmt(E->a, "%s%s%lld", dims, j ? ", " : "", (long long)at->shape.d[j]);
+		fprintf(E->f, "\t{%s, \"%s\", \"%s\", %d, \"%s\", %s%s%s, %d, {%s}, %lld},\n",
+			index ? "FGRT_FAULT_INDEX" : "FGRT_FAULT_DIVISOR", cu_c_string(E->a, where),
+			cu_c_string(E->a, source_line(E, n->loc.line)), n->loc.col, fg_op_info[n->op].name,
+			at->name ? "\"" : "", at->name ? cu_c_string(E->a, at->name) : "NULL", at->name ? "\"" : "",
+			at->shape.rank, dims,
+			index ? (long long)E->g->nodes[n->in[0]].shape.d[n->a.axis] : 0LL);
+	}
+	fprintf(E->f, "};\n\n");
+	fprintf(E->f, "/* the address of fg_faults, found once (the first run is never inside a graph capture) */\n"
+		"static FgrtFaultRecord *fg_fault_records(void)\n{\n\tstatic void *p;\n"
+		"\tif (!p)\n\t\tfgrt_cuda(cudaGetSymbolAddress(&p, fg_faults), \"cudaGetSymbolAddress(fg_faults)\");\n"
+		"\treturn (FgrtFaultRecord *)p;\n}\n\n");
+}
+
 static void emit_program(Emit *E, const char *source)
 {
 	const FgPlan *plan = E->plan;
@@ -239,13 +291,18 @@ static void emit_program(Emit *E, const char *source)
 	for (int k = 0; k < E->g->noutputs; k++)
 		fprintf(E->f, "%s%d", k ? ", " : "", E->tensor[E->g->outputs[k]]);
 	fprintf(E->f, "};\n\n");
+	emit_faults(E);
 	fprintf(E->f, "extern const FgrtProgram fg_program = {\n");
 	fprintf(E->f, "\t\"%s\", \"%s\",\n", E->g->name, cu_c_string(E->a, source));
 	fprintf(E->f, "\tfg_tensors, %d, %d,\n", E->tensors.n, E->g->ninputs);
 	fprintf(E->f, "\tfg_launches, %d, %d, %d,\n", E->launches.n, plan->ngroups, E->gemms.n);
 	fprintf(E->f, "\t%lld, %lld,\t/* arena and scratch bytes */\n", (long long)plan->planned_bytes,
 		(long long)E->scratch);
-	fprintf(E->f, "\tfg_outputs, %d,\n};\n\n", E->g->noutputs);
+	fprintf(E->f, "\tfg_outputs, %d,\n", E->g->noutputs);
+	if (E->faults.n)
+		fprintf(E->f, "\tfg_faults_info, %d, fg_fault_records,\n};\n\n", E->faults.n);
+	else
+		fprintf(E->f, "\tNULL, 0, NULL,\t/* no run-time checks */\n};\n\n");
 	/* the steps: a function per distinct group, run on each group's tensors */
 	fprintf(E->f, "/* Each group's launches: a function per distinct group, on the tensors t[] (indices into\n"
 		" * fg_tensors) of the group it runs for, its plan slot and its first launch. */\n");
@@ -268,6 +325,9 @@ static void emit_program(Emit *E, const char *source)
 		fprintf(E->f, "\t{NULL, 0, -1, 0},\n");
 	fprintf(E->f, "};\n\n");
 	fprintf(E->f, "void fg_program_run(FgrtContext *ctx)\n{\n");
+	if (E->faults.n)
+		fprintf(E->f, "\tfgrt_cuda(cudaMemsetAsync(fg_fault_records(), 0xff, sizeof fg_faults, ctx->stream), "
+			"\"cudaMemsetAsync(fg_faults)\");\n");
 	fprintf(E->f, "\tfor (int i = 0; i < %d; i++)\n", plan->ngroups);
 	fprintf(E->f, "\t\tfg_steps[i].run(ctx, fg_step_tensors + fg_steps[i].tensors, fg_steps[i].slot, "
 		"fg_steps[i].launch);\n");
@@ -300,6 +360,9 @@ static void emit_header(Emit *E, const char *source, int owners)
 			owners, kernels, kernels - owners);
 	fprintf(E->f, " */\n");
 	fprintf(E->f, "#include \"fg_device.cuh\"\n#include \"fg_gemm_sm90.cuh\"\n\n");
+	if (E->faults.n)
+		fprintf(E->f, "/* the run-time checks' records (fg_fault), fg_faults_info's order */\n"
+			"__device__ FgrtFaultRecord fg_faults[%d];\n\n", E->faults.n);
 }
 
 static void emit_init(Emit *E, const FgPlan *plan, FgGemmChoice gemm, FgDiag *d, FILE *f)
@@ -326,6 +389,16 @@ static void emit_init(Emit *E, const FgPlan *plan, FgGemmChoice gemm, FgDiag *d,
 			continue;
 		E->tensor[id] = E->tensors.n;
 		fg_vec_push(E->a, &E->tensors, id);
+	}
+	E->src = d ? d->src : NULL;
+	E->fault = fg_arena_array(E->a, (size_t)g->nnodes + 1, sizeof(int));
+	for (int id = 0; id < g->nnodes; id++) {
+		const FgNode *n = &g->nodes[id];
+		int checked = n->op == FG_OP_GATHER || n->op == FG_OP_TAKE_ALONG_AXIS ||
+			      ((n->op == FG_OP_FLOORDIV || n->op == FG_OP_MOD) && n->dt == FG_DT_I32);
+		E->fault[id] = checked ? E->faults.n : -1;
+		if (checked)
+			fg_vec_push(E->a, &E->faults, id);
 	}
 }
 

@@ -297,6 +297,26 @@ def log_softmax(x, dim):
     return _t(s - _np.log(_np.sum(_np.exp(s), axis=dim, keepdims=True)))
 
 
+def div(a, b, rounding_mode=None):
+    assert rounding_mode == "floor"
+    return _t(_np.floor_divide(a, b))
+
+
+def remainder(a, b):
+    return _t(_np.mod(a, b))
+
+
+def index_select(x, dim, index):
+    return _t(_np.take(_np.asarray(x), _np.asarray(index), axis=dim))
+
+
+def take_along_dim(x, idx, dim):
+    x, idx = _np.asarray(x), _np.asarray(idx)
+    shape = [max(a, b) if d != dim else b for d, (a, b) in enumerate(zip(x.shape, idx.shape))]
+    xs = [s if d != dim else x.shape[d] for d, s in enumerate(shape)]
+    return _t(_np.take_along_axis(_np.broadcast_to(x, xs), _np.broadcast_to(idx, shape), axis=dim))
+
+
 def broadcast_to(x, shape):
     return _t(_np.broadcast_to(x, shape))
 
