@@ -17,6 +17,10 @@
 #   lt-unsupported   a type mix cuBLASLt has no kernel for (f32 x f32 -> f16)
 #   aux-ld, bias-missing   epilogue arguments the runtime refuses itself
 #   graph-check, no-graph-check, graph-bench(-eager-line), no-graph-bench
+#   fault-index, fault-index-no-graph, fault-divisor   run-time errors: the
+#                    first bad gather index and the first zero divisor (in
+#                    C order), reported as the interpreter does, no output;
+#   fault-free       the same model with every valid index, against fgc run
 #
 # FGC defaults to build/fgc, DIR to /tmp/fgrt-failures; GEMM_TEST is the
 # binary Makefile.gpu builds from tests/runtime/gemm_epilogue.cu (built
@@ -64,9 +68,14 @@ dims=$(sed -n 's/^# test-dims://p' samples/gemm_bias_gelu_bf16.fg)
 "$fgc" compile samples/ew4_f32.fg -D R=200000 -D C=262144 -o "$dir/ew4_huge" || exit 1
 # shellcheck disable=SC2086
 "$fgc" compile samples/gemm_bias_gelu_bf16.fg $dims -o "$dir/gbg" || exit 1
+# run-time errors: gather indices and integer divisors (language.md)
+printf '%s\n' 'graph faults {' '  input ids : i32[T=3000]' '  param table : f32[V=1000, D=256]' \
+	'  input d : i32[T, D]' '  param g : f32[D]' '  y = layernorm(gather(table, ids), g, g)' \
+	'  q = floordiv(cast(y * 8, dtype=i32), d)' '  output y, q' '}' >"$dir/faults.fg"
+"$fgc" compile "$dir/faults.fg" -o "$dir/faults" || exit 1
 sed '0,/<<<\([0-9]*\), [0-9]*, /s//<<<\1, 2048, /' "$dir/ew4.cu" >"$dir/ew4_bad.cu"
 grep -q '<<<[0-9]*, 2048, ' "$dir/ew4_bad.cu" || { echo "FAIL bad-launch: could not edit a launch in ew4.cu"; exit 1; }
-for m in ew4 ew4_huge ew4_bad gbg; do build "$dir/$m" & done
+for m in ew4 ew4_huge ew4_bad gbg faults; do build "$dir/$m" & done
 if [ -z "$gemm" ]; then
 	gemm=$dir/gemm_epilogue
 	"$nvcc" -O3 "${arch[@]}" -lineinfo -Iruntime -D_POSIX_C_SOURCE=200809L -o "$gemm" \
@@ -74,7 +83,7 @@ if [ -z "$gemm" ]; then
 		>"$gemm.build.log" 2>&1 || { echo "FAIL build gemm_epilogue"; sed 's/^/    /' "$gemm.build.log" | head; exit 1; }
 fi
 wait
-for m in ew4 ew4_huge ew4_bad gbg; do [ -x "$dir/$m" ] || exit 1; done
+for m in ew4 ew4_huge ew4_bad gbg faults; do [ -x "$dir/$m" ] || exit 1; done
 # shellcheck disable=SC2086
 "$fgc" run samples/gemm_bias_gelu_bf16.fg $dims --seed 7 --outputs "$dir/gbg.ref" >/dev/null || exit 1
 
@@ -125,6 +134,44 @@ else
 	fail=$((fail + 1)) failed="$failed graph-bench-eager-line"
 fi
 expect no-graph-bench 0 '^  total [0-9.]+ ms \(eager launches, --no-graph\)' "$dir/gbg" --bench 5 --no-graph
+
+# fault NAME INPUTS REGEX ARGS...: the faults binary on inputs DIR/INPUTS
+# (written by python3 below): exit status 1, its first line REGEX (the
+# interpreter's message), then the source line and a caret; no output.
+fault() {
+	local name=$1 in=$2 re=$3 rc
+	shift 3
+	rm -rf "$dir/$name.out"
+	"$dir/faults" --inputs "$dir/$in" --outputs "$dir/$name.out" "$@" >"$dir/$name.log" 2>&1
+	rc=$?
+	if [ $rc -eq 1 ] && head -1 "$dir/$name.log" | grep -Eq -- "$re" && [ "$(grep -c . "$dir/$name.log")" -eq 3 ] &&
+	   sed -n 3p "$dir/$name.log" | grep -Eq '^ +\^$' && [ ! -e "$dir/$name.out" ]; then
+		echo "PASS $name: $(head -1 "$dir/$name.log" | cut -c1-300)"
+		pass=$((pass + 1))
+	else
+		echo "FAIL $name: exit status $rc (want 1); wanted 3 lines, the first matching: $re, and no output"
+		sed 's/^/    /' "$dir/$name.log" | head -12
+		fail=$((fail + 1)) failed="$failed $name"
+	fi
+}
+python3 -c '
+import os, sys
+import numpy as np
+d = sys.argv[1]
+ids = (np.arange(3000) % 2000 - 1000).astype(np.int32)      # every index of [-1000, 1000)
+div = np.where(np.arange(3000 * 256).reshape(3000, 256) % 7 == 3, -1, 3).astype(np.int32)
+bad = ids.copy(); bad[2999] = 1000; bad[1717] = -1001      # the first in C order: 1717
+zero = div.copy(); zero[2500, 17] = 0; zero[2999, 255] = 0; zero[1234, 200] = 0
+for name, (i, v) in {"ok": (ids, div), "index": (bad, div), "divisor": (ids, zero)}.items():
+    os.makedirs(os.path.join(d, "faults-" + name), exist_ok=True)
+    np.save(os.path.join(d, "faults-" + name, "ids.npy"), i)
+    np.save(os.path.join(d, "faults-" + name, "d.npy"), v)
+' "$dir" || exit 1
+fault fault-index faults-index '^.*faults\.fg:6:17: error: gather index -1001 out of range \[-1000, 1000\) at ids\[1717\]$'
+fault fault-index-no-graph faults-index '^.*faults\.fg:6:17: error: gather index -1001 out of range \[-1000, 1000\) at ids\[1717\]$' --no-graph
+fault fault-divisor faults-divisor "^.*faults\\.fg:7:7: error: integer division by zero in 'floordiv' at q\\[1234, 200\\]\$"
+"$fgc" run "$dir/faults.fg" --inputs "$dir/faults-ok" --outputs "$dir/faults-ok.ref" >/dev/null || exit 1
+expect fault-free 0 '^ok faults: 2 of 2 values match' "$dir/faults" --inputs "$dir/faults-ok" --check "$dir/faults-ok.ref"
 
 echo "$pass passed, $fail failed${failed:+:$failed}"
 [ "$fail" -eq 0 ]
