@@ -193,7 +193,8 @@ typedef enum FgTypeRule {
 	X(RMSNORM, "rmsnorm", 2, COMPOSITE, FLOAT, "axis eps", 0, "", "", 1)                                                   \
 	X(LOGSUMEXP, "logsumexp", 1, COMPOSITE, FLOAT, "axis keepdims", 0, "", "", 1)                                          \
 	X(VAR, "var", 1, COMPOSITE, FLOAT, "axis keepdims correction", 0, "", "", 0)                                           \
-	X(STD, "std", 1, COMPOSITE, FLOAT, "axis keepdims correction", 0, "", "", 0)
+	X(STD, "std", 1, COMPOSITE, FLOAT, "axis keepdims correction", 0, "", "", 0)                                           \
+	X(CROSS_ENTROPY, "cross_entropy", 2, COMPOSITE, SOURCE, "axis", 0, "", "", 1)
 
 typedef enum FgOp {
 #define X(id, name, ar, cl, ty, at, ref, cu, py, tr) FG_OP_##id,

@@ -1105,6 +1105,54 @@ static Val build_reduction_composite(Builder *b, const FgExpr *e, FgOp op, int x
 	return v;
 }
 
+/* cross_entropy(logits, target, axis=-1): per row, logsumexp(logits) -
+ * take_along_axis(logits, target); target is i32 of the logits' rank, 1
+ * (or k targets) on the axis, broadcast on the others. */
+static Val build_cross_entropy(Builder *b, const FgExpr *e, int x, int t)
+{
+	const FgNode *xn = node(b, x), *tn = node(b, t);
+	const FgAttrAst *aa = find_attr(e, "axis");
+	uint32_t mask;
+	char t1[256], t2[256];
+
+	if (!fg_dtype_is_float(xn->dt)) {
+		fg_error(b->d, e->args[0]->loc, "'cross_entropy' needs float logits, got %s", type_of(b, x, t1, sizeof t1));
+		return err_val();
+	}
+	if (tn->dt != FG_DT_I32) {
+		fg_error(b->d, e->args[1]->loc, "'cross_entropy' takes i32 targets, got %s; convert with cast(..., dtype=i32)",
+			 fg_dtype_name[tn->dt]);
+		return err_val();
+	}
+	if (xn->shape.rank == 0 || tn->shape.rank != xn->shape.rank) {
+		fg_error(b->d, e->args[1]->loc, "'cross_entropy' needs targets of the rank of the logits %s, got %s "
+			 "(one target per row: [N, 1] for logits [N, C])", type_of(b, x, t1, sizeof t1),
+			 type_of(b, t, t2, sizeof t2));
+		return err_val();
+	}
+	mask = 1u << (xn->shape.rank - 1);
+	if (aa && attr_axes(b, aa, xn->shape.rank, type_of(b, x, t1, sizeof t1), &mask) != 0)
+		return err_val();
+	if (mask & (mask - 1)) {
+		fg_error(b->d, aa->val.loc, "'cross_entropy' takes one axis, the classes'");
+		return err_val();
+	}
+	FgShape shape = xn->shape;
+	for (int i = 0; i < shape.rank; i++) {
+		int64_t a = xn->shape.d[i], c = tn->shape.d[i];
+		if (!(mask & (1u << i)) && a != c && a != 1 && c != 1) {
+			fg_error(b->d, e->loc, "cross_entropy: logits %s and targets %s do not broadcast on axis %d",
+				 type_of(b, x, t1, sizeof t1), type_of(b, t, t2, sizeof t2), i);
+			return err_val();
+		}
+		shape.d[i] = mask & (1u << i) ? c : a > c ? a : c;
+	}
+	int id = add_node(b, FG_OP_CROSS_ENTROPY, xn->dt, &shape, (int[]){x, t}, 2, e->loc);
+	node(b, id)->a.red.axes = mask;
+	node(b, id)->a.red.keepdims = 1;
+	return node_val(id);
+}
+
 /* softmax, log_softmax (x), layernorm (x, gamma, beta), rmsnorm (x, w):
  * kept whole here; passes/expand.c writes them out in primitives. */
 static Val build_composite(Builder *b, const FgExpr *e, FgOp op, const Val *args, int nargs)
@@ -1219,6 +1267,8 @@ static Val build_call(Builder *b, const FgExpr *e, const Val *args)
 	FG_ASSERT(info->cls == FG_CLASS_COMPOSITE);
 	if (op == FG_OP_LOGSUMEXP || op == FG_OP_VAR || op == FG_OP_STD)
 		return build_reduction_composite(b, e, op, args[0].node);
+	if (op == FG_OP_CROSS_ENTROPY)
+		return build_cross_entropy(b, e, args[0].node, args[1].node);
 	return build_composite(b, e, op, args, nargs);
 }
 

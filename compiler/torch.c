@@ -418,6 +418,10 @@ static const char *composite_call(Torch *t, const FgNode *n)
 	case FG_OP_LOGSUMEXP:   /* torch's keeps -inf rows at -inf, as the expansion does */
 		return fg_arena_printf(a, "torch.logsumexp(%s, dim=%s, keepdim=%s)", x, dims,
 				       n->a.red.keepdims ? "True" : "False");
+	case FG_OP_CROSS_ENTROPY:
+		t->helpers |= HELP_TAKE;
+		return fg_arena_printf(a, "torch.logsumexp(%s, dim=%d, keepdim=True) - _take_along_axis(%s, %s, %d)", x,
+				       axis, x, arg(t, n, 1, 0), axis);
 	case FG_OP_VAR:
 	case FG_OP_STD:
 		return fg_arena_printf(a, "torch.%s(%s, dim=%s, correction=%s, keepdim=%s)", fg_op_info[n->op].name, x,

@@ -16,6 +16,7 @@
  *                     y = log(sum(exp(x - f))) + f
  *   var(x)            d = x - mean(x); y = sum(d*d) / (n - correction)
  *   std(x)            sqrt(var(x))
+ *   cross_entropy(x, t)  logsumexp(x) - take_along_axis(x, t)
  *
  * All reductions run over the composite's axes with keepdims, so the
  * reduced values broadcast back over the row; a reduction composite
@@ -113,12 +114,23 @@ static int kept(Expander *x, int y)
 	return x->c->a.red.keepdims ? y : emit(x, FG_OP_RESHAPE, &x->c->shape, y, -1);
 }
 
+/* logsumexp of a over c's axes, kept dims: a row of -inf gives -inf, a
+ * row holding +inf gives +inf (f: the max, or 0 where it is infinite). */
+static int logsumexp(Expander *x, int a)
+{
+	int m = reduce(x, FG_OP_MAX, a);
+	FgShape one = x->g->nodes[m].shape;
+	int f = emit3(x, FG_OP_WHERE, x->c->dt, &one, emit3(x, FG_OP_ISINF, FG_DT_BOOL, &one, m, -1, -1),
+		      constant(x, 0.0), m);
+	int s = reduce(x, FG_OP_SUM, unary(x, FG_OP_EXP, binary(x, FG_OP_SUB, a, f)));
+	return binary(x, FG_OP_ADD, unary(x, FG_OP_LOG, s), f);
+}
+
 /* Emits the primitives of composite c over operands in[]; returns the id
  * of the node that stands for c. */
 static int expand(Expander *x, const int *in)
 {
 	int m, s, e, d, r;
-	FgShape one;
 
 	switch (x->c->op) {
 	case FG_OP_SOFTMAX:
@@ -140,12 +152,16 @@ static int expand(Expander *x, const int *in)
 		r = unary(x, FG_OP_RSQRT, binary(x, FG_OP_ADD, r, constant(x, x->c->a.red.eps)));
 		return binary(x, FG_OP_MUL, binary(x, FG_OP_MUL, in[0], r), in[1]);
 	case FG_OP_LOGSUMEXP:
-		m = reduce(x, FG_OP_MAX, in[0]);
-		one = x->g->nodes[m].shape;
-		m = emit3(x, FG_OP_WHERE, x->c->dt, &one, emit3(x, FG_OP_ISINF, FG_DT_BOOL, &one, m, -1, -1),
-			  constant(x, 0.0), m);
-		s = reduce(x, FG_OP_SUM, unary(x, FG_OP_EXP, binary(x, FG_OP_SUB, in[0], m)));
-		return kept(x, binary(x, FG_OP_ADD, unary(x, FG_OP_LOG, s), m));
+		return kept(x, logsumexp(x, in[0]));
+	case FG_OP_CROSS_ENTROPY: {
+		int axis = 0, lse = logsumexp(x, in[0]);
+		while (!(x->c->a.red.axes & (1u << axis)))
+			axis++;
+		/* the targets' logits: c's shape */
+		int t = emit(x, FG_OP_TAKE_ALONG_AXIS, &x->c->shape, in[0], in[1]);
+		x->g->nodes[t].a.axis = axis;
+		return binary(x, FG_OP_SUB, lse, t);
+	}
 	case FG_OP_VAR:
 	case FG_OP_STD:
 		d = binary(x, FG_OP_SUB, in[0], reduce(x, FG_OP_MEAN, in[0]));

@@ -1559,10 +1559,10 @@ def _(c):
 def _(c):
     ids = c.inp("ids", "i32", "T=5", values=[0, 9, -1, -10, 3])
     table = c.param("table", "f32", "V=10, D=4")
-    h = c.inp("h", "f16", "2, 6, 3")
+    h = c.inp("h", "f16", "2, 9, 3")
     j = c.inp("j", "i32", "3, 2", values=[5, -6, 0, 2, -1, 4])
-    x = c.inp("x", "bf16", "R=3, C=7")
-    tg = c.inp("tg", "i32", "R, 1", values=[6, -7, 2])
+    x = c.inp("x", "bf16", "R=3, C=9")
+    tg = c.inp("tg", "i32", "R, 1", values=[8, -9, 2])
     k = c.inp("k", "i32", "1, 2", values=[1, -1])
     c.s("ia = iota(shape=[3, 4], axis=1)\nib = iota(shape=[3, 4], axis=0, dtype=f32)\n"
         "ic = iota(shape=[T, T], axis=1) <= iota(shape=[T, T], axis=0)\n"
@@ -1577,21 +1577,22 @@ def _(c):
     c.out("e", "f32", np.take(table, idx, axis=0))
     c.out("e2", "f32", np.take(table * 2, idx, axis=0) + np.arange(5)[:, None])
     c.out("g", "f16", np.take(h, np.array(j, dtype=np.int64), axis=1))
-    c.out("t", "bf16", np.take_along_axis(x, np.array(tg, dtype=np.int64) % 7, axis=-1))
-    c.out("t2", "bf16", np.take_along_axis(x, np.broadcast_to(np.array(k, dtype=np.int64) % 7, (3, 2)),
+    c.out("t", "bf16", np.take_along_axis(x, np.array(tg, dtype=np.int64) % 9, axis=-1))
+    c.out("t2", "bf16", np.take_along_axis(x, np.broadcast_to(np.array(k, dtype=np.int64) % 9, (3, 2)),
                                            axis=-1))
     c.out("t3", "f16", np.take_along_axis(h, np.broadcast_to(np.arange(3)[None, None, :], (2, 1, 3)), axis=1))
 
 
 @case("v2-floordiv-mod", "floordiv and mod as Python's // and %: the quotient rounded toward -inf, the "
       "remainder with the divisor's sign (also for floats, with exact zeros signed by the divisor); "
-      "i32 with every sign pairing and INT_MIN // -1 wrapping to INT_MIN.", trans="exact")
+      "i32 with every sign pairing and INT_MIN // -1 wrapping to INT_MIN (the divisor kept from 0, "
+      "so that drawn inputs divide too).", trans="exact")
 def _(c):
     a = c.inp("a", "f32", "8", values=[7.5, -7.5, 7.5, -7.5, 6.0, -6.0, 0.25, -1e-8])
     b = c.inp("b", "f32", "8", values=[2.0, 2.0, -2.0, -2.0, 3.0, -3.0, -0.5, 3.0])
     i = c.inp("i", "i32", "9", values=[7, -7, 7, -7, 6, -6, 0, -2147483648, 2147483647])
     j = c.inp("j", "i32", "9", values=[2, 2, -2, -2, 3, 3, -5, -1, -2147483648])
-    c.s("q = floordiv(a, b)\nr = mod(a, b)\nqi = floordiv(i, j)\nri = mod(i, j)\n"
+    c.s("jj = where(j == 0, 1, j)\nq = floordiv(a, b)\nr = mod(a, b)\nqi = floordiv(i, jj)\nri = mod(i, jj)\n"
         "qn = floordiv(i, 4)\nrn = mod(a, 1.5)")
     c.out("q", "f32", np.floor_divide(a, b))
     c.out("r", "f32", np.mod(a, b))
@@ -1601,6 +1602,26 @@ def _(c):
     c.out("ri", "i32", wrap(ii % jj))
     c.out("qn", "i32", ii // 4)
     c.out("rn", "f32", np.mod(a, 1.5))
+
+
+@case("v2-cross-entropy", "cross_entropy as logsumexp of each row less the logit its target picks "
+      "(negative targets from the end): over the last axis of f32 logits, and over axis 0 of f16 "
+      "with targets broadcast.",
+      trans=True)
+def _(c):
+    v = c._draw("f32", (4, 10), "wide")
+    lg = c.inp("lg", "f32", "4, 10", values=v)
+    tg = c.inp("tg", "i32", "4, 1", values=[3, -1, 0, 9])
+    h = c.inp("h", "f16", "9, 3", dom="wide")
+    th = c.inp("th", "i32", "1, 3", values=[4, -9, 8])
+    c.s("l = cross_entropy(lg, tg)\nl0 = cross_entropy(h, th, axis=0)")
+
+    def lse(x, axis):
+        m = rmax(x, axis)
+        return m + log(rsum(exp(x - m), axis))
+    t = np.array(tg, dtype=np.int64) % 10
+    c.out("l", "f32", lse(lg, -1) - np.take_along_axis(lg, t, axis=-1))
+    c.out("l0", "f16", lse(h, 0) - np.take_along_axis(h, np.array(th, dtype=np.int64) % 9, axis=0))
 
 
 # ================================================================= main

@@ -104,7 +104,8 @@ static const char *attr_value(FgOp op, const char *key)
 
 /* op(operands, every attribute it takes) over x, y : f32[4, 6] (a bool
  * condition first for where, bools for and, or, xor, not, a [6, 4] right side for matmul, [6]-wide
- * gamma and beta for the norms). */
+ * gamma and beta for the norms, i32 indices in range for gather, take_along_axis and
+ * cross_entropy). */
 START_TEST(every_op)
 {
 	int tested = 0;
@@ -126,16 +127,20 @@ START_TEST(every_op)
 				operand = "w";
 			else if ((op == FG_OP_LAYERNORM || op == FG_OP_RMSNORM) && k > 0)
 				operand = k == 1 ? "gamma" : "beta";
+			else if (k == 1 && (op == FG_OP_GATHER || op == FG_OP_TAKE_ALONG_AXIS || op == FG_OP_CROSS_ENTROPY))
+				operand = "ki";
 			n += snprintf(call + n, sizeof call - (size_t)n, "%s%s", k ? ", " : "", operand);
 		}
 		char keys[128];
 		snprintf(keys, sizeof keys, "%s", in->attrs);
 		for (char *save = NULL, *key = strtok_r(keys, " ", &save); key; key = strtok_r(NULL, " ", &save))
-			n += snprintf(call + n, sizeof call - (size_t)n, ", %s=%s", key, attr_value((FgOp)op, key));
+			n += snprintf(call + n, sizeof call - (size_t)n, "%s%s=%s", call[n - 1] == '(' ? "" : ", ", key,
+				      attr_value((FgOp)op, key));
 		snprintf(call + n, sizeof call - (size_t)n, ")");
 		snprintf(text, sizeof text,
 			 "graph every_op {\n  input x : f32[4, 6]\n  input y : f32[4, 6]\n  param w : f32[6, 4]\n"
-			 "  param gamma : f32[6]\n  param beta : f32[6]\n  c = x > y\n  z = %s\n  output z\n}\n", call);
+			 "  param gamma : f32[6]\n  param beta : f32[6]\n  c = x > y\n  ki = iota(shape=[4, 1], axis=0)\n"
+			 "  z = %s\n  output z\n}\n", call);
 		through_backends(text);
 		tested++;
 	}
