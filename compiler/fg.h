@@ -25,18 +25,24 @@
 /* X(ID, name, bytes of storage, is float, compute type, storage type,
  *   torch, npy)
  *
- * compute type: the CUDA type a kernel computes the dtype's values in;
+ * compute type: the CUDA type a kernel computes the dtype's values in
+ * (int for every integer dtype: i8 and u8 arithmetic wraps to 8 bits where
+ * each op's result is taken, compiler/cuda/gen.c);
  * storage type: the CUDA type it stores them as (a kernel converts with
  * fg_to_NAME, runtime/fg_device.cuh; the program table names the dtype
  * FGRT_ID, runtime/fgrt_program.h); torch: PyTorch's dtype; npy: the .npy
- * type fgc run writes (FGRT_NPY_npy, runtime/fgrt.h: bf16 travels as f4).
+ * type fgc run writes (FGRT_NPY_npy, runtime/fgrt.h: bf16 travels as f4;
+ * i8 and u8 as NumPy's |i1 and |u1).  u8 is stored as FgU8, a struct of
+ * one byte, so that no overload takes it for bool's unsigned char.
  */
 #define FG_DTYPES(X)                                                                   \
 	X(F32, "f32", 4, 1, "float", "float", "torch.float32", F4)                     \
 	X(F16, "f16", 2, 1, "float", "__half", "torch.float16", F2)                    \
 	X(BF16, "bf16", 2, 1, "float", "__nv_bfloat16", "torch.bfloat16", F4)          \
 	X(I32, "i32", 4, 0, "int", "int", "torch.int32", I4)                           \
-	X(BOOL, "bool", 1, 0, "float", "unsigned char", "torch.bool", B1)
+	X(BOOL, "bool", 1, 0, "float", "unsigned char", "torch.bool", B1)              \
+	X(I8, "i8", 1, 0, "int", "signed char", "torch.int8", I1)                      \
+	X(U8, "u8", 1, 0, "int", "FgU8", "torch.uint8", U1)
 
 typedef enum FgDtype {
 #define X(id, name, size, isf, ct, st, py, npy) FG_DT_##id,
@@ -348,6 +354,12 @@ extern const FgDtypeInfo fg_dtype_info[FG_DT_COUNT];
 extern const char *const fg_dtype_name[FG_DT_COUNT];
 extern const int fg_dtype_size[FG_DT_COUNT];
 int fg_dtype_is_float(FgDtype t);
+/* i32, i8, u8: integers computed as int, whose arithmetic wraps. */
+int fg_dtype_is_int(FgDtype t);
+/* The range of integer dtype t. */
+void fg_dtype_int_range(FgDtype t, double *lo, double *hi);
+/* v wrapped into integer dtype t's range, two's complement (v an integer). */
+double fg_wrap_int(FgDtype t, double v);
 /* Rounds to float the way the hardware does (RNE), without the undefined
  * out-of-range conversion: from the midpoint between FLT_MAX and 2^128 up,
  * the nearest float is infinity. */
@@ -358,9 +370,9 @@ static inline double fg_round_f32(double x)
 		return copysign(INFINITY, x);
 	return (double)(float)x;
 }
-/* Rounds x to the nearest value of dtype dt (round to nearest even; i32
- * truncates toward zero and saturates; bool is x != 0): what a cast, a
- * store and a folded constant do. */
+/* Rounds x to the nearest value of dtype dt (round to nearest even; the
+ * integer dtypes truncate toward zero and saturate, NaN giving 0; bool is
+ * x != 0): what a cast, a store and a folded constant do. */
 double fg_round_to(FgDtype dt, double x);
 /* A reduction's row of FG_REDUCTIONS, NULL for other ops. */
 const FgRedInfo *fg_red_info(FgOp op);

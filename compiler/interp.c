@@ -937,8 +937,8 @@ static void eval_gather(const Eval *e, const FgNode *n, const double *x, const d
 }
 
 /* Integer floordiv and mod: a zero divisor is a run-time error at the
- * first element of the result (C order) it would divide; INT_MIN // -1
- * wraps to INT_MIN, as in two's complement. */
+ * first element of the result (C order) it would divide; the dtype's
+ * minimum // -1 wraps to itself, as in two's complement. */
 static int eval_int_division(Eval *e, int id, const double *a, const double *b, double *out)
 {
 	const FgNode *n = &e->g->nodes[id];
@@ -966,7 +966,7 @@ static int eval_int_division(Eval *e, int id, const double *a, const double *b, 
 			m += y;
 		}
 		int64_t v = n->op == FG_OP_FLOORDIV ? q : m;
-		out[r] = (double)(int32_t)(uint32_t)(uint64_t)v;
+		out[r] = fg_wrap_int(n->dt, (double)v);
 		for (int i = rs->rank - 1; i >= 0 && ++c[i] == rs->d[i]; i--)
 			c[i] = 0;
 	}
@@ -1028,7 +1028,7 @@ static int eval_node(Eval *e, int id)
 	case FG_CLASS_EW:
 		if (n->op == FG_OP_IOTA) {
 			eval_iota(n, out);
-		} else if ((n->op == FG_OP_FLOORDIV || n->op == FG_OP_MOD) && n->dt == FG_DT_I32) {
+		} else if ((n->op == FG_OP_FLOORDIV || n->op == FG_OP_MOD) && fg_dtype_is_int(n->dt)) {
 			if (eval_int_division(e, id, src[0], src[1], out) != 0) {
 				release_values(e, out, cnt);
 				return -1;
@@ -1109,6 +1109,10 @@ static int eval_node(Eval *e, int id)
 	FgDtype rd = in_dtype_of(e, id);
 	for (int64_t i = 0; rd != FG_DT_COUNT && i < cnt; i++)
 		out[i] = fg_round_to(rd, out[i]);
+	/* integer arithmetic wraps in two's complement (a cast saturates) */
+	if (cls == FG_CLASS_EW && fg_dtype_is_int(n->dt) && n->op != FG_OP_CAST)
+		for (int64_t i = 0; i < cnt; i++)
+			out[i] = fg_wrap_int(n->dt, out[i]);
 	e->vals[id] = out;
 	return 0;
 }

@@ -549,7 +549,11 @@ static int check_dtypes(Builder *b, const FgExpr *e, FgOp op, const Val *args, i
 				 fg_dtype_name[node(b, args[i].node)->dt], fg_dtype_name[dt]);
 			return -1;
 		}
-		if (args[i].kind == V_NUM && !fg_dtype_is_float(dt) && args[i].num != floor(args[i].num)) {
+		double lo = -INFINITY, hi = INFINITY;
+		if (fg_dtype_is_int(dt))
+			fg_dtype_int_range(dt, &lo, &hi);
+		if (args[i].kind == V_NUM && !fg_dtype_is_float(dt) &&
+		    (args[i].num != floor(args[i].num) || args[i].num < lo || args[i].num > hi)) {
 			fg_error(b->d, e->args[i]->loc, "the number %g does not fit the %s operand", args[i].num,
 				 fg_dtype_name[dt]);
 			return -1;
@@ -934,6 +938,11 @@ static Val build_matmul(Builder *b, const FgExpr *e, int x, int y)
 	const FgNode *l = node(b, x), *r = node(b, y);
 	char t1[256], t2[256];
 
+	if (l->dt == FG_DT_I8 || l->dt == FG_DT_U8) {
+		fg_error(b->d, e->loc, "matmul of %s operands is not in the language; cast them to i32, f16 or bf16",
+			 fg_dtype_name[l->dt]);
+		return err_val();
+	}
 	if (l->shape.rank < 2 || r->shape.rank < 2) {
 		fg_error(b->d, e->loc, "matmul needs operands of rank 2 or more, got %s and %s",
 			 type_of(b, x, t1, sizeof t1), type_of(b, y, t2, sizeof t2));

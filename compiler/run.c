@@ -63,7 +63,7 @@ static int64_t numel_doubles(const FgShape *s)
 }
 
 /* The k-th input's values from the seed: uniform in [-1, 1) rounded to
- * the dtype, integers in [-8, 8], or fair bools.  A float param of rank 2
+ * the dtype, i32 and i8 in [-8, 8], u8 in [0, 16], or fair bools.  A float param of rank 2
  * or more is a weight: it is scaled by 1/sqrt(fan-in), its second-to-last
  * dim, as initializers do, so that deep graphs keep activations near 1
  * and stay well conditioned in f16 and bf16. */
@@ -77,7 +77,11 @@ static void draw_input(const FgNode *n, int k, uint64_t seed, double *v, int64_t
 		double u = fgrt_input_uniform(seed, (uint32_t)k, (uint64_t)i);
 		switch (n->dt) {
 		case FG_DT_I32:
+		case FG_DT_I8:
 			v[i] = floor(17.0 * u) - 8.0;
+			break;
+		case FG_DT_U8:
+			v[i] = floor(17.0 * u);
 			break;
 		case FG_DT_BOOL:
 			v[i] = u < 0.5 ? 1.0 : 0.0;
@@ -128,6 +132,12 @@ static void widen(FgDiag *d, const char *path, const FgNode *n, const FgrtNpy *t
 			break;
 		case FGRT_NPY_B1:
 			v[i] = ((const unsigned char *)t->data)[i] != 0;
+			break;
+		case FGRT_NPY_I1:
+			v[i] = ((const int8_t *)t->data)[i];
+			break;
+		case FGRT_NPY_U1:
+			v[i] = ((const uint8_t *)t->data)[i];
 			break;
 		case FGRT_NPY_F8:       /* no dtype is stored as f8: check_file refused it */
 			v[i] = ((const double *)t->data)[i];
@@ -312,6 +322,12 @@ static int write_value(FgDiag *d, const char *path, const FgNode *n, const doubl
 			break;
 		case FGRT_NPY_B1:
 			((unsigned char *)t.data)[i] = v[i] != 0;
+			break;
+		case FGRT_NPY_I1:
+			((int8_t *)t.data)[i] = (int8_t)v[i];
+			break;
+		case FGRT_NPY_U1:
+			((uint8_t *)t.data)[i] = (uint8_t)v[i];
 			break;
 		case FGRT_NPY_F8:
 			((double *)t.data)[i] = v[i];

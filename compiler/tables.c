@@ -47,14 +47,38 @@ int fg_dtype_is_float(FgDtype t)
 	return dtype_is_float[t];
 }
 
-static double round_i32(double x)
+int fg_dtype_is_int(FgDtype t)
 {
+	return t == FG_DT_I32 || t == FG_DT_I8 || t == FG_DT_U8;
+}
+
+void fg_dtype_int_range(FgDtype t, double *lo, double *hi)
+{
+	*lo = t == FG_DT_I8 ? -128.0 : t == FG_DT_U8 ? 0.0 : -2147483648.0;
+	*hi = t == FG_DT_I8 ? 127.0 : t == FG_DT_U8 ? 255.0 : 2147483647.0;
+}
+
+double fg_wrap_int(FgDtype t, double v)
+{
+	double lo, hi;
+	fg_dtype_int_range(t, &lo, &hi);
+	if (v >= lo && v <= hi)
+		return v;
+	double span = hi - lo + 1, r = fmod(v - lo, span);
+	return (r < 0 ? r + span : r) + lo;
+}
+
+/* Toward zero, saturating at the dtype's range; NaN gives 0. */
+static double round_int(FgDtype t, double x)
+{
+	double lo, hi;
+	fg_dtype_int_range(t, &lo, &hi);
 	if (isnan(x))
 		return 0.0;
-	if (x >= 2147483647.0)
-		return 2147483647.0;
-	if (x <= -2147483648.0)
-		return -2147483648.0;
+	if (x >= hi)
+		return hi;
+	if (x <= lo)
+		return lo;
 	return trunc(x) + 0.0; /* -0.0 is no integer */
 }
 
@@ -68,7 +92,9 @@ double fg_round_to(FgDtype dt, double x)
 	case FG_DT_BF16:
 		return fgrt_bf16_to_f64(fgrt_f64_to_bf16(x));
 	case FG_DT_I32:
-		return round_i32(x);
+	case FG_DT_I8:
+	case FG_DT_U8:
+		return round_int(dt, x);
 	case FG_DT_BOOL:
 		return x != 0 ? 1.0 : 0.0;
 	case FG_DT_COUNT:

@@ -174,7 +174,7 @@ static const char *py_number(FgArena *a, double v, FgDtype dt)
 		return "math.nan";
 	if (isinf(v))
 		return v < 0 ? "-math.inf" : "math.inf";
-	if (dt == FG_DT_I32 && fabs(v) < 9.2e18)
+	if (fg_dtype_is_int(dt) && fabs(v) < 9.2e18)
 		return fg_arena_printf(a, "%lld", (long long)v);
 	/* the fewest digits that read back as v, positional between 1e-4 and
 	 * 1e16 as Python's repr writes them */
@@ -342,6 +342,11 @@ static const char *reduce_call(Torch *t, const FgNode *n)
 		t->helpers |= HELP_ARGEXT;
 		return fg_arena_printf(t->a, "_argext(%s, %s, %s, %s)", fg_op_info[n->op].torch, x, dims, keep);
 	default:
+		if (n->op == FG_OP_SUM && (n->dt == FG_DT_I8 || n->dt == FG_DT_U8)) {     /* saturates */
+			t->helpers |= HELP_CAST;
+			return fg_arena_printf(t->a, "_cast(torch.sum(%s, dim=%s, keepdim=%s), %s, reference)", x, dims,
+					       keep, torch_dtype(n->dt));
+		}
 		return fg_arena_printf(t->a, "%s(%s, dim=%s, keepdim=%s%s)", fg_op_info[n->op].torch, x, dims, keep,
 				       n->op == FG_OP_SUM && n->dt == FG_DT_I32 ? ", dtype=torch.int32" : "");
 	}
@@ -608,9 +613,11 @@ static const struct {
 	 "    reference run a float result stays in float64.\"\"\"\n"
 	 "    if dtype == torch.bool:\n"
 	 "        return x != 0\n"
-	 "    if dtype == torch.int32 and x.is_floating_point():\n"
+	 "    if dtype in (torch.int32, torch.int8, torch.uint8) and dtype != x.dtype:\n"
 	 "        x = torch.nan_to_num(x.to(torch.float64), nan=0.0)\n"
-	 "        return torch.clamp(x, -2147483648.0, 2147483647.0).trunc().to(torch.int32)\n"
+	 "        lo, hi = {torch.int32: (-2147483648.0, 2147483647.0), torch.int8: (-128.0, 127.0),\n"
+	 "                  torch.uint8: (0.0, 255.0)}[dtype]\n"
+	 "        return torch.clamp(x, lo, hi).trunc().to(dtype)\n"
 	 "    if reference and dtype.is_floating_point:\n"
 	 "        return _round(x.to(torch.float64), dtype)\n"
 	 "    return x.to(dtype)\n"},
@@ -701,7 +708,8 @@ static const char inputs_text[] =
 	"    u = (w >> 8) / 2^24, w the first Philox-4x32-10 word of key seed and\n"
 	"    counter (i, k, 0x46474331); floats get 2u - 1, times 1/sqrt(K) for a\n"
 	"    float param of rank >= 2 with second-to-last dim K, rounded once to\n"
-	"    the dtype; i32 gets floor(17u) - 8; bool gets u < 0.5.\"\"\"\n"
+	"    the dtype; i32 and i8 get floor(17u) - 8, u8 floor(17u); bool gets\n"
+	"    u < 0.5.\"\"\"\n"
 	"    return {name: _draw(seed, k, role, dtype, shape, device)\n"
 	"            for k, (name, (role, dtype, shape)) in enumerate(INPUTS.items())}\n"
 	"\n\n"
@@ -719,7 +727,9 @@ static const char inputs_text[] =
 	"        u = (_philox_word(seed, idx, k, 0x46474331) >> 8).to(torch.float64) * 2.0**-24\n"
 	"        if dtype.is_floating_point:\n"
 	"            out[lo:hi] = _round((2.0 * u - 1.0) * scale, dtype)\n"
-	"        elif dtype == torch.int32:\n"
+	"        elif dtype == torch.uint8:\n"
+	"            out[lo:hi] = torch.floor(17.0 * u)\n"
+	"        elif dtype in (torch.int32, torch.int8):\n"
 	"            out[lo:hi] = torch.floor(17.0 * u) - 8.0\n"
 	"        else:\n"
 	"            out[lo:hi] = u < 0.5\n"

@@ -228,6 +228,18 @@ FG_DEV int fg_cast_i32(long long a)
 {
 	return a > 2147483647LL ? 2147483647 : a < -2147483648LL ? (int)(-2147483647 - 1) : (int)a;
 }
+/* The same into i8 and u8: from a float (NaN to 0) or an integer. */
+FG_DEV int fg_saturate(float a, int lo, int hi)
+{
+	return a != a ? 0 : a >= (float)hi ? hi : a <= (float)lo ? lo : (int)a;
+}
+FG_DEV int fg_saturate(long long a, int lo, int hi) { return a > hi ? hi : a < lo ? lo : (int)a; }
+FG_DEV int fg_cast_i8(float a) { return fg_saturate(a, -128, 127); }
+FG_DEV int fg_cast_i8(long long a) { return fg_saturate(a, -128, 127); }
+FG_DEV int fg_cast_i8(int a) { return fg_saturate((long long)a, -128, 127); }
+FG_DEV int fg_cast_u8(float a) { return fg_saturate(a, 0, 255); }
+FG_DEV int fg_cast_u8(long long a) { return fg_saturate(a, 0, 255); }
+FG_DEV int fg_cast_u8(int a) { return fg_saturate((long long)a, 0, 255); }
 
 /* ----------------------------------------------- loads and stores */
 
@@ -237,6 +249,17 @@ FG_DEV float fg_read(__half x) { return __half2float(x); }
 FG_DEV float fg_read(__nv_bfloat16 x) { return __bfloat162float(x); }
 FG_DEV float fg_read(unsigned char x) { return x ? 1.0f : 0.0f; }
 FG_DEV int fg_read(int x) { return x; }
+FG_DEV int fg_read(signed char x) { return x; }
+/* u8 is stored as FgU8, a byte of its own type: bool owns unsigned char's
+ * overloads (nonzero reads as 1). */
+struct FgU8 {
+	unsigned char v;
+};
+FG_DEV int fg_read(FgU8 x) { return x.v; }
+/* One element through the read-only path, any storage type. */
+template <typename T>
+FG_DEV T fg_ldg(const T *p) { return __ldg(p); }
+FG_DEV FgU8 fg_ldg(const FgU8 *p) { return FgU8{__ldg(&p->v)}; }
 
 /* A computed value as the element its dtype stores: rounded once. */
 FG_DEV float fg_to_f32(float v) { return v; }
@@ -244,6 +267,10 @@ FG_DEV __half fg_to_f16(float v) { return __float2half_rn(v); }
 FG_DEV __nv_bfloat16 fg_to_bf16(float v) { return __float2bfloat16_rn(v); }
 FG_DEV int fg_to_i32(int v) { return v; }
 FG_DEV unsigned char fg_to_bool(float v) { return v != 0.0f; }
+/* i8 and u8 values are already in range (arithmetic wraps where it is
+ * computed, compiler/cuda/gen.c; casts saturate) */
+FG_DEV signed char fg_to_i8(int v) { return (signed char)v; }
+FG_DEV FgU8 fg_to_u8(int v) { return FgU8{(unsigned char)v}; }
 
 /* vw neighbouring elements, moved by one access (two for 32 bytes): a
  * vectorized kernel's loads and stores, at addresses aligned to the

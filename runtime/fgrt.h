@@ -31,9 +31,11 @@ extern "C" {
 	X(F16, "f16", 2, F2)                                                   \
 	X(BF16, "bf16", 2, F4)                                                 \
 	X(I32, "i32", 4, I4)                                                   \
-	X(BOOL, "bool", 1, B1)
+	X(BOOL, "bool", 1, B1)                                                 \
+	X(I8, "i8", 1, I1)                                                     \
+	X(U8, "u8", 1, U1)
 
-/* The element types a .npy file may hold: little-endian f4 f2 i4 b1, and
+/* The element types a .npy file may hold: little-endian f4 f2 i4 b1 i1 u1, and
  * f8 for the f64 reference that --check's RMSE gate measures against
  * (`fgc run --in-dtype` writes it under FGRT_F64_DIR; no tensor is f8). */
 typedef enum FgrtNpyType {
@@ -42,6 +44,8 @@ typedef enum FgrtNpyType {
 	FGRT_NPY_I4,
 	FGRT_NPY_B1,
 	FGRT_NPY_F8,
+	FGRT_NPY_I1,
+	FGRT_NPY_U1,
 } FgrtNpyType;
 
 typedef struct FgrtNpy {

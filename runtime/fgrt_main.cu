@@ -75,6 +75,10 @@ static double element(const FgrtTensor *t, const void *data, int64_t i)
 		return fgrt_bf16_to_f64(((const uint16_t *)data)[i]);
 	case FGRT_I32:
 		return ((const int32_t *)data)[i];
+	case FGRT_I8:
+		return ((const int8_t *)data)[i];
+	case FGRT_U8:
+		return ((const uint8_t *)data)[i];
 	default:
 		return ((const unsigned char *)data)[i] != 0;
 	}
@@ -181,6 +185,12 @@ static void *draw_range(void *arg)
 			break;
 		case FGRT_I32:
 			((int32_t *)d->out)[i] = (int32_t)(floor(17.0 * u) - 8.0);
+			break;
+		case FGRT_I8:
+			((int8_t *)d->out)[i] = (int8_t)(floor(17.0 * u) - 8.0);
+			break;
+		case FGRT_U8:
+			((uint8_t *)d->out)[i] = (uint8_t)floor(17.0 * u);
 			break;
 		case FGRT_BOOL:
 			((unsigned char *)d->out)[i] = u < 0.5;
@@ -295,6 +305,12 @@ static int read_golden(const char *path, const char *label, const FgrtTensor *t,
 		case FGRT_NPY_B1:
 			e[i] = ((const unsigned char *)f.data)[i] != 0;
 			break;
+		case FGRT_NPY_I1:
+			e[i] = ((const int8_t *)f.data)[i];
+			break;
+		case FGRT_NPY_U1:
+			e[i] = ((const uint8_t *)f.data)[i];
+			break;
 		case FGRT_NPY_F8:
 			e[i] = ((const double *)f.data)[i];
 			break;
@@ -338,7 +354,8 @@ static int check_one(const char *dir, const char *prefix, const FgrtTensor *t, c
 	if (!bad) {
 		for (int64_t i = 0; i < n; i++)
 			a[i] = element(t, data, i);
-		fgrt_plant(plant, a, t->rank, t->shape, t->dtype != FGRT_I32 && t->dtype != FGRT_BOOL,
+		fgrt_plant(plant, a, t->rank, t->shape,
+			   t->dtype != FGRT_I32 && t->dtype != FGRT_I8 && t->dtype != FGRT_U8 && t->dtype != FGRT_BOOL,
 			   t->dtype == FGRT_BOOL);
 		FgrtCheck c;
 		fgrt_check_base(a, f64 ? r : e, f64 ? e : NULL, base ? b : NULL, n, &tol, &c);

@@ -12,8 +12,9 @@
  *             k-th declared input or param; u = (out[0] >> 8) * 2^-24;
  *             floats get 2u - 1 (uniform in [-1, 1)), times 1/sqrt(K)
  *             for a param of rank >= 2 whose second-to-last dim is K (a
- *             weight's fan-in), then rounded to the dtype; i32 gets
- *             floor(17u) - 8 (uniform in [-8, 8]), bool gets u < 0.5.
+ *             weight's fan-in), then rounded to the dtype; i32 and i8
+ *             get floor(17u) - 8 (uniform in [-8, 8]), u8 floor(17u)
+ *             ([0, 16]), bool gets u < 0.5.
  */
 #ifndef FGRT_PHILOX_H
 #define FGRT_PHILOX_H

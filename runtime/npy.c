@@ -48,10 +48,10 @@
 #define NPY_MAGIC "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
 
-static const char *const npy_descrs[] = {"<f4", "<f2", "<i4", "|b1", "<f8"};
-static const size_t npy_sizes[] = {4, 2, 4, 1, 8};
-#define NPY_NTYPES 5
-#define NPY_ACCEPTED "'<f4', '<f2', '<i4', '|b1', '<f8'"
+static const char *const npy_descrs[] = {"<f4", "<f2", "<i4", "|b1", "<f8", "|i1", "|u1"};
+static const size_t npy_sizes[] = {4, 2, 4, 1, 8, 1, 1};
+#define NPY_NTYPES 7
+#define NPY_ACCEPTED "'<f4', '<f2', '<i4', '|b1', '<f8', '|i1', '|u1'"
 
 size_t fgrt_npy_type_size(FgrtNpyType t)
 {

@@ -68,10 +68,14 @@ static const char *op_form(const Kern *k, const FgNode *n)
 	return fg_op_info[n->op].cuda;
 }
 
-/* A new variable of node id's compute type holding expr, in scope lv. */
+/* A new variable of node id's compute type holding expr, in scope lv; an
+ * i8 or u8 result wraps to 8 bits, as the interpreter's (fg_wrap_int). */
 static Val define(Kern *k, int id, int lv, const char *expr)
 {
 	const FgNode *n = &k->g->nodes[id];
+	if ((n->dt == FG_DT_I8 || n->dt == FG_DT_U8) && n->op != FG_OP_CAST)
+		expr = cu_fmt(k->a, "(int)(%s)%s", n->dt == FG_DT_I8 ? "signed char" : "unsigned char",
+			      cu_paren(k->a, expr));
 	const char *v = cu_fresh(k, lv, cu_fmt(k->a, "v_%s", cu_name(k, id)));
 	cu_kline(k, lv, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, v, expr);
 	return (Val){v, lv};
@@ -166,7 +170,7 @@ Val cu_load(Kern *k, int id, const Ix *x)
 	int lv = cu_ix_level(x, s);
 	const char *v = cu_fresh(k, lv, cu_fmt(k->a, "v_%s", cu_name(k, id)));
 	if (k->nc)
-		cu_kline(k, lv, NULL, "const %s %s = fg_read(__ldg(%s + %s));", fg_dtype_info[n->dt].cuda, v, p,
+		cu_kline(k, lv, NULL, "const %s %s = fg_read(fg_ldg(%s + %s));", fg_dtype_info[n->dt].cuda, v, p,
 		      cu_paren(k->a, cu_ix_linear(k, x, s)));
 	else
 		cu_kline(k, lv, NULL, "const %s %s = fg_read(%s[%s]);", fg_dtype_info[n->dt].cuda, v, p, cu_ix_linear(k, x, s));
@@ -186,7 +190,7 @@ static const char *subst(FgArena *a, const char *t, const FgNode *n, const Val *
 
 static const char *cast_expr(Kern *k, FgDtype to, FgDtype from, const char *a)
 {
-	int fromint = from == FG_DT_I32;
+	int fromint = fg_dtype_is_int(from);
 	a = cu_paren(k->a, a);
 	switch (to) {
 	case FG_DT_F32:
@@ -197,6 +201,9 @@ static const char *cast_expr(Kern *k, FgDtype to, FgDtype from, const char *a)
 		return cu_fmt(k->a, fromint ? "fg_round_bf16((float)%s)" : "fg_round_bf16(%s)", a);
 	case FG_DT_I32:
 		return fromint ? a : cu_fmt(k->a, "fg_cast_i32(%s)", a);
+	case FG_DT_I8:  /* saturating, from an int as from a float */
+	case FG_DT_U8:
+		return to == from ? a : cu_fmt(k->a, "fg_cast_%s(%s)", fg_dtype_name[to], a);
 	default:
 		return cu_fmt(k->a, fromint ? "(%s != 0 ? 1.0f : 0.0f)" : "(%s != 0.0f ? 1.0f : 0.0f)", a);
 	}
@@ -278,7 +285,7 @@ static Val gen_ew(Kern *k, int id, const Ix *x)
 		break;
 	}
 	case FG_OP_DIV:
-		if (n->dt != FG_DT_I32 && uniform_divisor(k, ops, lv)) {
+		if (!fg_dtype_is_int(n->dt) && uniform_divisor(k, ops, lv)) {
 			e = cu_fmt(k->a, "%s * %s", cu_paren(k->a, ops[0].e), reciprocal(k, ops[1]));
 			break;
 		}
@@ -286,7 +293,7 @@ static Val gen_ew(Kern *k, int id, const Ix *x)
 		break;
 	case FG_OP_FLOORDIV:
 	case FG_OP_MOD:
-		if (n->dt == FG_DT_I32 && !(k->g->nodes[n->in[1]].op == FG_OP_CONST &&
+		if (fg_dtype_is_int(n->dt) && !(k->g->nodes[n->in[1]].op == FG_OP_CONST &&
 					     k->g->nodes[n->in[1]].a.value != 0)) {  /* a zero divisor: a run-time error */
 			int ilv = cu_ix_level(x, &n->shape);
 			lv = ilv > lv ? ilv : lv;
@@ -296,7 +303,7 @@ static Val gen_ew(Kern *k, int id, const Ix *x)
 		e = subst(k->a, fg_op_info[n->op].cuda, n, ops);
 		break;
 	case FG_OP_ABS:
-		if (n->dt == FG_DT_I32) {
+		if (fg_dtype_is_int(n->dt)) {
 			e = cu_fmt(k->a, "abs(%s)", ops[0].e);
 			break;
 		}

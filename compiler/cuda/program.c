@@ -395,7 +395,7 @@ static void emit_init(Emit *E, const FgPlan *plan, FgGemmChoice gemm, FgDiag *d,
 	for (int id = 0; id < g->nnodes; id++) {
 		const FgNode *n = &g->nodes[id];
 		int checked = n->op == FG_OP_GATHER || n->op == FG_OP_TAKE_ALONG_AXIS ||
-			      ((n->op == FG_OP_FLOORDIV || n->op == FG_OP_MOD) && n->dt == FG_DT_I32);
+			      ((n->op == FG_OP_FLOORDIV || n->op == FG_OP_MOD) && fg_dtype_is_int(n->dt));
 		E->fault[id] = checked ? E->faults.n : -1;
 		if (checked)
 			fg_vec_push(E->a, &E->faults, id);

@@ -18,14 +18,14 @@ static int is_arg(const FgNode *n)
 static const char *value_type(const Kern *k, const FgNode *n)
 {
 	FgDtype t = is_arg(n) ? k->g->nodes[n->in[0]].dt : n->dt;
-	return t == FG_DT_I32 ? "int" : "float";
+	return fg_dtype_is_int(t) ? "int" : "float";
 }
 
 const char *cu_acc_type(const Kern *k, const FgNode *n)
 {
 	if (is_arg(n))
 		return cu_fmt(k->a, "FgArg<%s>", value_type(k, n));
-	if (n->dt == FG_DT_I32)
+	if (fg_dtype_is_int(n->dt))
 		return n->op == FG_OP_SUM ? "long long" : "int";
 	/* Column and full sums run long serial chains: f64 keeps them
 	 * within the RMSE gate whatever the length. */
@@ -86,14 +86,15 @@ const char *cu_red_combine(Kern *k, const FgNode *n, const char *acc, const char
 	return fg_op_subst(k->a, fg_red_info(n->op)->cuda_step, ops, 2);
 }
 
-/* The reduced value from the final accumulator: a mean divides, an i32
- * sum saturates, a float sum in f64 narrows, argmax keeps the index. */
+/* The reduced value from the final accumulator: a mean divides, an
+ * integer sum saturates, a float sum in f64 narrows, argmax keeps the
+ * index. */
 const char *cu_red_final(Kern *k, const FgNode *n, const char *acc, int64_t count)
 {
 	if (is_arg(n))
 		return cu_fmt(k->a, "%s.i", acc);
-	if (n->dt == FG_DT_I32)
-		return n->op == FG_OP_SUM ? cu_fmt(k->a, "fg_cast_i32(%s)", acc) : acc;
+	if (fg_dtype_is_int(n->dt))
+		return n->op == FG_OP_SUM ? cu_fmt(k->a, "fg_cast_%s(%s)", fg_dtype_name[n->dt], acc) : acc;
 	if (n->op == FG_OP_MEAN && strcmp(cu_acc_type(k, n), "float") == 0)
 		return cu_fmt(k->a, "%s / %lld.0f", acc, (long long)count);
 	if (n->op == FG_OP_MEAN)

@@ -117,7 +117,7 @@ const char *cu_literal(FgArena *a, FgDtype dt, double v)
 		return v > 0 ? "CUDART_INF_F" : "(-CUDART_INF_F)";
 	if (dt == FG_DT_BOOL)
 		return v != 0 ? "1.0f" : "0.0f";
-	if (dt == FG_DT_I32 && v == floor(v) && fabs(v) < 2147483648.0) {
+	if (fg_dtype_is_int(dt) && v == floor(v) && fabs(v) < 2147483648.0) {
 		long long i = (long long)v;
 		return i < 0 ? cu_fmt(a, "(%lld)", i) : cu_fmt(a, "%lld", i);
 	}

@@ -13,7 +13,7 @@ so that the values are correctly rounded sums and libm results, the same
 on every machine: the committed files are byte-for-byte reproducible.
 
 Storage: f32 '<f4', f16 '<f2', bf16 '<f4' holding the bf16 value, i32
-'<i4', bool '|b1'.  Inputs are random, non-zero, drawn from a seed made of
+'<i4', i8 '|i1', u8 '|u1', bool '|b1'.  Inputs are random, non-zero, drawn from a seed made of
 the case's name (adding a case changes no other), in valid domains.
 
 A case whose outputs need a looser gate than the per-dtype default of
@@ -92,11 +92,26 @@ def to_i32(x):
     return np.clip(r, -2.0**31, 2.0**31 - 1)
 
 
+def to_int(lo, hi):
+    """i8, u8: toward zero, saturating at [lo, hi]; NaN becomes 0."""
+    def f(x):
+        x = np.asarray(x, F64)
+        return np.clip(np.trunc(np.nan_to_num(x, nan=0.0, posinf=hi, neginf=lo)), lo, hi)
+    return f
+
+
+def wrap(v, bits, signed):
+    """Two's complement wrap-around of integers v to `bits` bits."""
+    v = np.asarray(v, np.int64) % (1 << bits)
+    return np.where(signed & (v >= 1 << (bits - 1)), v - (1 << bits), v).astype(F64)
+
+
 def to_bool(x):
     return (np.asarray(x, F64) != 0).astype(F64)
 
 
-ROUND = {"f32": to_f32, "f16": to_f16, "bf16": to_bf16, "i32": to_i32, "bool": to_bool}
+ROUND = {"f32": to_f32, "f16": to_f16, "bf16": to_bf16, "i32": to_i32, "bool": to_bool,
+         "i8": to_int(-128, 127), "u8": to_int(0, 255)}
 
 
 def storage(dt, v):
@@ -108,6 +123,8 @@ def storage(dt, v):
         a = v.astype("<f4")
     elif dt == "i32":
         a = v.astype("<i4")
+    elif dt in ("i8", "u8"):
+        a = v.astype("|i1" if dt == "i8" else "|u1")
     else:
         a = v != 0
     assert np.array_equal(a.astype(F64), v, equal_nan=True)
@@ -1622,6 +1639,37 @@ def _(c):
     t = np.array(tg, dtype=np.int64) % 10
     c.out("l", "f32", lse(lg, -1) - np.take_along_axis(lg, t, axis=-1))
     c.out("l0", "f16", lse(h, 0) - np.take_along_axis(h, np.array(th, dtype=np.int64) % 9, axis=0))
+
+
+@case("v2-int8", "i8 and u8: one byte a value in memory; add, sub, mul, neg and abs wrap in two's "
+      "complement (127 + 1 is -128, abs(-128) is -128, 0 - 1 in u8 is 255); casts from floats and "
+      "from i32 truncate toward zero and saturate (NaN gives 0); floordiv, mod, comparisons, max; a "
+      "sum saturates where it is written.", trans="exact")
+def _(c):
+    a = c.inp("a", "i8", "8", values=[127, -128, 100, -100, 5, -7, 0, 64])
+    b = c.inp("b", "i8", "8", values=[1, -1, 100, -100, -3, 2, 9, 2])
+    u = c.inp("u", "u8", "8", values=[255, 0, 200, 1, 17, 128, 3, 250])
+    x = c.inp("x", "f32", "8", values=[300.7, -300.2, 1.9, -1.9, np.nan, 127.5, -128.9, 0.4])
+    c.s("s = a + b\nm = a * b - 1\nn = neg(a)\nab = abs(a)\nus = u + u\nud = u - 1\n"
+        "ci = cast(x, dtype=i8)\ncu = cast(x, dtype=u8)\nc8 = cast(cast(a, dtype=i32) * 1000, dtype=i8)\n"
+        "q = floordiv(a, where(b == 0, 1, b))\nr = mod(u, 7)\nsm = sum(u, axis=0)\nmx = max(a, axis=0)\n"
+        "lt = a < b\nf = cast(u, dtype=f32) * 0.5")
+    ai, bi, ui = (np.array(v, dtype=np.int64) for v in (a, b, u))
+    c.out("s", "i8", wrap(ai + bi, 8, True))
+    c.out("m", "i8", wrap(wrap(ai * bi, 8, True) - 1, 8, True))
+    c.out("n", "i8", wrap(-ai, 8, True))
+    c.out("ab", "i8", wrap(np.abs(ai), 8, True))
+    c.out("us", "u8", wrap(ui + ui, 8, False))
+    c.out("ud", "u8", wrap(ui - 1, 8, False))
+    c.out("ci", "i8", ROUND["i8"](x))
+    c.out("cu", "u8", ROUND["u8"](x))
+    c.out("c8", "i8", np.clip(ai * 1000, -128, 127))
+    c.out("q", "i8", wrap(ai // bi, 8, True))
+    c.out("r", "u8", ui % 7)
+    c.out("sm", "u8", [min(255, int(ui.sum()))])
+    c.out("mx", "i8", [ai.max()])
+    c.out("lt", "bool", (ai < bi).astype(F64))
+    c.out("f", "f32", ui * 0.5)
 
 
 # ================================================================= main

@@ -206,7 +206,7 @@ static void roundtrip(FgrtNpyType type, int rank, const int64_t *shape)
 START_TEST(roundtrip_all_types_and_ranks)
 {
 	static const int64_t dims[FGRT_MAX_RANK] = {3, 1, 2, 4, 1, 2, 3, 2};
-	for (int type = 0; type <= FGRT_NPY_F8; type++)
+	for (int type = 0; type <= FGRT_NPY_U1; type++)
 		for (int rank = 0; rank <= FGRT_MAX_RANK; rank++)
 			roundtrip((FgrtNpyType)type, rank, dims);
 }
@@ -217,7 +217,7 @@ START_TEST(roundtrip_zero_elements)
 	static const int64_t zero1[1] = {0};
 	static const int64_t zero3[3] = {3, 0, 2};
 	static const int64_t big0[2] = {INT64_C(1) << 40, 0};
-	for (int type = 0; type <= FGRT_NPY_F8; type++) {
+	for (int type = 0; type <= FGRT_NPY_U1; type++) {
 		roundtrip((FgrtNpyType)type, 1, zero1);
 		roundtrip((FgrtNpyType)type, 3, zero3);
 		roundtrip((FgrtNpyType)type, 2, big0);
@@ -441,7 +441,7 @@ END_TEST
 START_TEST(reject_dtypes)
 {
 	static const char *const bad[] = {
-		">f4", "|O", "<i8", "|u1", "<b1", "<c8", ">i4", "f4",
+		">f4", "|O", "<i8", "|u2", "<b1", "<c8", ">i4", "f4", "<u1x",
 		"<U3", "", "<f4 ",
 	};
 	char dict[128];
@@ -696,6 +696,10 @@ START_TEST(helpers)
 	ck_assert_str_eq(fgrt_npy_type_descr(FGRT_NPY_B1), "|b1");
 	ck_assert_uint_eq(fgrt_npy_type_size(FGRT_NPY_F8), 8);
 	ck_assert_str_eq(fgrt_npy_type_descr(FGRT_NPY_F8), "<f8");
+	ck_assert_uint_eq(fgrt_npy_type_size(FGRT_NPY_I1), 1);
+	ck_assert_uint_eq(fgrt_npy_type_size(FGRT_NPY_U1), 1);
+	ck_assert_str_eq(fgrt_npy_type_descr(FGRT_NPY_I1), "|i1");
+	ck_assert_str_eq(fgrt_npy_type_descr(FGRT_NPY_U1), "|u1");
 	FgrtNpy t = {FGRT_NPY_F4, 0, {0}, 1, 4, NULL};
 	fgrt_npy_free(&t);
 	fgrt_npy_free(NULL);

@@ -34,6 +34,8 @@ float16 = dtype("float16", _np.float16, True)
 bfloat16 = dtype("bfloat16", _np.float64, True)  # see the module's docstring
 int64 = dtype("int64", _np.int64, False)
 int32 = dtype("int32", _np.int32, False)
+int8 = dtype("int8", _np.int8, False)
+uint8 = dtype("uint8", _np.uint8, False)
 bool = dtype("bool", _np.bool_, False)  # noqa: A001 - torch's own name
 
 
