@@ -160,9 +160,9 @@ def build():
     reject('fortran-order-lowercase', 'fortran_order must be True or False', npy(dict_text(fortran='false'), DATA))
     # ---- dtypes
     for name, descr in [('big-endian-f4', '>f4'), ('object', '|O'), ('c8', '<c8'),
-                        ('u1', '|u1'), ('i8', '<i8'), ('unicode', '<U3'), ('no-byte-order', 'f4'),
+                        ('u2', '|u2'), ('i8', '<i8'), ('unicode', '<U3'), ('no-byte-order', 'f4'),
                         ('big-endian-i4', '>i4'), ('padded', '<f4 ')]:
-        reject('dtype-' + name, "unsupported dtype '%s' (accepted: '<f4', '<f2', '<i4', '|b1', '<f8')" % descr,
+        reject('dtype-' + name, "unsupported dtype '%s' (accepted: '<f4', '<f2', '<i4', '|b1', '<f8', '|i1', '|u1')" % descr,
                npy(dict_text(descr="'%s'" % descr), DATA))
     reject('dtype-structured', 'unsupported dtype: structured dtypes are not accepted',
            npy(dict_text(descr="[('a', '<f4'), ('b', '<f4')]", shape='(4, 3)'), DATA * 2))
