@@ -63,6 +63,9 @@ TOLERANCE = {
     torch.float16: (1e-3, 1e-5, 3.0, 2.0**-11),
     torch.bfloat16: (1.6e-2, 1e-5, 3.0, 2.0**-8),
 }
+if hasattr(torch, "float8_e4m3fn"):     # runtime/check.c's
+    TOLERANCE[torch.float8_e4m3fn] = (0.125, 2.0**-10, 3.0, 2.0**-4)
+    TOLERANCE[torch.float8_e5m2] = (0.25, 2.0**-17, 3.0, 2.0**-3)
 
 
 # A floor under this is no floor: one kernel launch alone costs 3-4 us

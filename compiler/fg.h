@@ -31,7 +31,8 @@
  * storage type: the CUDA type it stores them as (a kernel converts with
  * fg_to_NAME, runtime/fg_device.cuh; the program table names the dtype
  * FGRT_ID, runtime/fgrt_program.h); torch: PyTorch's dtype; npy: the .npy
- * type fgc run writes (FGRT_NPY_npy, runtime/fgrt.h: bf16 travels as f4;
+ * type fgc run writes (FGRT_NPY_npy, runtime/fgrt.h: bf16 and the 8-bit
+ * floats travel as f4;
  * i8 and u8 as NumPy's |i1 and |u1).  u8 is stored as FgU8, a struct of
  * one byte, so that no overload takes it for bool's unsigned char.
  */
@@ -42,7 +43,9 @@
 	X(I32, "i32", 4, 0, "int", "int", "torch.int32", I4)                           \
 	X(BOOL, "bool", 1, 0, "float", "unsigned char", "torch.bool", B1)              \
 	X(I8, "i8", 1, 0, "int", "signed char", "torch.int8", I1)                      \
-	X(U8, "u8", 1, 0, "int", "FgU8", "torch.uint8", U1)
+	X(U8, "u8", 1, 0, "int", "FgU8", "torch.uint8", U1)                           \
+	X(F8E4M3, "f8e4m3", 1, 1, "float", "__nv_fp8_e4m3", "torch.float8_e4m3fn", F4) \
+	X(F8E5M2, "f8e5m2", 1, 1, "float", "__nv_fp8_e5m2", "torch.float8_e5m2", F4)
 
 typedef enum FgDtype {
 #define X(id, name, size, isf, ct, st, py, npy) FG_DT_##id,

@@ -968,7 +968,9 @@ static Val build_matmul(Builder *b, const FgExpr *e, int x, int y)
 		fg_error(b->d, e->loc, "the matmul result has more than 2^62 elements");
 		return err_val();
 	}
-	return node_val(add_node(b, FG_OP_MATMUL, l->dt, &shape, (int[]){x, y}, 2, e->loc));
+	/* f8 operands accumulate in f32 and give f32 (language.md) */
+	FgDtype dt = l->dt == FG_DT_F8E4M3 || l->dt == FG_DT_F8E5M2 ? FG_DT_F32 : l->dt;
+	return node_val(add_node(b, FG_OP_MATMUL, dt, &shape, (int[]){x, y}, 2, e->loc));
 }
 
 /* iota(shape=[...], axis=0, dtype=i32): each element its index along axis. */
@@ -1434,6 +1436,25 @@ static void statements(Builder *b, const FgStmt *st, int n)
 	}
 }
 
+/* A named tensor past 2^40 bytes (1 TiB, seven times an H200) is legal
+ * but almost surely a dim set wrong (-D T=10000000): a warning each, at
+ * most FG_HUGE_WARNINGS. */
+#define FG_HUGE_WARNINGS 8
+static void warn_huge(FgDiag *d, const FgGraph *g)
+{
+	int n = 0;
+	for (int id = 0; id < g->nnodes && n < FG_HUGE_WARNINGS; id++) {
+		const FgNode *nd = &g->nodes[id];
+		int64_t bytes = fg_value_bytes(g, id);
+		if (!nd->name || bytes <= (int64_t)1 << 40)
+			continue;
+		char t[256];
+		fg_warning(d, nd->loc, "'%s' %s holds %.3g TiB, past 2^40 bytes: is a dim set too large?", nd->name,
+			   fg_type_str(t, sizeof t, nd->dt, &nd->shape), (double)bytes / 1099511627776.0);
+		n++;
+	}
+}
+
 int fg_ir_build(FgArena *a, FgDiag *d, const FgProgram *prog, FgDefine *defs, int ndefs, FgGraph *g)
 {
 	Builder b;
@@ -1479,8 +1500,10 @@ int fg_ir_build(FgArena *a, FgDiag *d, const FgProgram *prog, FgDefine *defs, in
 	g->noutputs = b.outputs.n;
 	g->syms = b.dims.v;
 	g->nsyms = b.dims.n;
-	if (d->nerrors == before)
+	if (d->nerrors == before) {
 		fg_ir_check(g);
+		warn_huge(d, g);
+	}
 	return d->nerrors - before;
 }
 

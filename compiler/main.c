@@ -53,7 +53,7 @@ static const char usage[] =
 	"usage: fgc COMMAND [options] model.fg\n"
 	"\n"
 	"commands:\n"
-	"  check   model.fg                             parse and type-check; diagnostics only\n"
+	"  check   model.fg                             parse, type-check and partition; diagnostics only\n"
 	"  run     model.fg --outputs DIR [--inputs DIR] run the reference interpreter (f64)\n"
 	"  report  model.fg [--format text|json|dot]    the fusion plan and why\n"
 	"  extract model.fg --group N                   group N as a standalone .fg\n"
@@ -169,7 +169,9 @@ typedef struct Command {
 	const char *name;
 	int expanded;           /* runs on the expanded graph (else as built:
 				   emit-torch writes composites as torch calls) */
-	int planned;            /* needs the fusion plan and the memory plan */
+	int planned;            /* needs the fusion plan and the memory plan:
+				   1 always, 2 when the graph has fuse { }
+				   blocks (check: whether each is one kernel) */
 	int (*run)(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d);
 } Command;
 
@@ -178,7 +180,8 @@ enum { C_CHECK = 1, C_RUN = 2, C_REPORT = 4, C_EXTRACT = 8, C_VERIFY = 16, C_COM
 #define C_ALL 127u
 #define C_PLAN (C_REPORT | C_EXTRACT | C_VERIFY | C_COMPILE)
 static const Command commands[] = {
-	{"check", 1, 0, cmd_check},
+	{"check", 1, 2, cmd_check},     /* a fuse { } block that cannot be
+					   one kernel is an error */
 	{"run", 1, 0, cmd_run},
 	{"report", 1, 1, cmd_report},
 	{"extract", 1, 1, cmd_extract},
@@ -550,12 +553,13 @@ int main(int argc, char **argv)
 	const Command *cmd = &commands[c];
 	if (front_end(&arena, &o, &d, &src, &g, cmd->expanded ? NPASSES : 0) != 0)
 		goto out;
-	if (cmd->planned) {
+	int planned = cmd->planned == 1 || (cmd->planned == 2 && g.nfuse > 0);
+	if (planned) {
 		if (fg_pass_fuse(&g, &o.fuse, &plan, &d) != 0)
 			goto out;
 		fg_pass_memplan(&plan);
 	}
-	status = cmd->run(&o, &g, cmd->planned ? &plan : NULL, &d);
+	status = cmd->run(&o, &g, planned ? &plan : NULL, &d);
 out:
 	fflush(stdout);
 	fg_arena_free(&arena);

@@ -93,6 +93,12 @@ static void draw_input(const FgNode *n, int k, uint64_t seed, double *v, int64_t
 	}
 }
 
+/* bf16 and the 8-bit floats: .npy files hold them as float32 values. */
+static int travels_f4(FgDtype dt)
+{
+	return dt == FG_DT_BF16 || dt == FG_DT_F8E4M3 || dt == FG_DT_F8E5M2;
+}
+
 /* Whether file t can stand for node n: same shape, the dtype's storage
  * type.  Reports the mismatch otherwise. */
 static int check_file(FgDiag *d, const char *path, const FgNode *n, const FgrtNpy *t)
@@ -107,10 +113,12 @@ static int check_file(FgDiag *d, const char *path, const FgNode *n, const FgrtNp
 	fg_type_str(ty, sizeof ty, n->dt, &n->shape);
 	fgrt_shape_str(got, sizeof got, t->rank, t->shape);
 	fgrt_shape_str(need, sizeof need, n->shape.rank, n->shape.d);
+	char note[64] = "";
+	if (travels_f4(n->dt))
+		snprintf(note, sizeof note, " (%s travels as float32 values)", fg_dtype_name[n->dt]);
 	fg_error(d, no_loc, "'%s' holds %s %s, but %s '%s' is declared %s and needs %s %s%s",
 		 path, fgrt_npy_type_descr(t->type), got, role(n), n->name, ty,
-		 fgrt_npy_type_descr(want), need,
-		 n->dt == FG_DT_BF16 ? " (bf16 travels as float32 values)" : "");
+		 fgrt_npy_type_descr(want), need, note);
 	return -1;
 }
 
@@ -143,16 +151,16 @@ static void widen(FgDiag *d, const char *path, const FgNode *n, const FgrtNpy *t
 			v[i] = ((const double *)t->data)[i];
 			break;
 		}
-		if (n->dt == FG_DT_BF16) {
-			double r = fg_round_to(FG_DT_BF16, v[i]);
+		if (travels_f4(n->dt)) {
+			double r = fg_round_to(n->dt, v[i]);
 			rounded += r != v[i] && !isnan(v[i]);
 			v[i] = r;
 		}
 	}
 	if (rounded > 0)
-		fg_warning(d, no_loc, "'%s': %lld of the %lld values of %s '%s' are not bf16 values; "
-			   "rounded to the nearest bf16 (ties to even)",
-			   path, (long long)rounded, (long long)t->numel, role(n), n->name);
+		fg_warning(d, no_loc, "'%s': %lld of the %lld values of %s '%s' are not %s values; "
+			   "rounded to the nearest %s (ties to even)", path, (long long)rounded, (long long)t->numel,
+			   role(n), n->name, fg_dtype_name[n->dt], fg_dtype_name[n->dt]);
 }
 
 /* Reads input n from path into v (its declared element count). */

@@ -95,6 +95,10 @@ double fg_round_to(FgDtype dt, double x)
 	case FG_DT_I8:
 	case FG_DT_U8:
 		return round_int(dt, x);
+	case FG_DT_F8E4M3:      /* saturates at +-448, NaN stays NaN */
+		return fgrt_f8e4m3_to_f64(fgrt_f64_to_f8e4m3(x));
+	case FG_DT_F8E5M2:      /* overflow gives infinity */
+		return fgrt_f8e5m2_to_f64(fgrt_f64_to_f8e5m2(x));
 	case FG_DT_BOOL:
 		return x != 0 ? 1.0 : 0.0;
 	case FG_DT_COUNT:

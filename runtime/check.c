@@ -298,6 +298,12 @@ FgrtTol fgrt_tolerance(const char *dtype, int gate)
 		t = (FgrtTol){1e-3, 1e-5, 3, 0x1p-11, FGRT_OUTLIER_K};
 	else if (strcmp(dtype, "bf16") == 0)
 		t = (FgrtTol){1.6e-2, 1e-5, 3, 0x1p-8, FGRT_OUTLIER_K};
+	/* the 8-bit floats: two units of roundoff (one rounding either way of
+	 * a tie), and half the smallest subnormal below */
+	else if (strcmp(dtype, "f8e4m3") == 0)
+		t = (FgrtTol){0.125, 0x1p-10, 3, 0x1p-4, FGRT_OUTLIER_K};
+	else if (strcmp(dtype, "f8e5m2") == 0)
+		t = (FgrtTol){0.25, 0x1p-17, 3, 0x1p-3, FGRT_OUTLIER_K};
 	/* fed by a matmul that multiplied f32 as tf32 (10 bits kept of each
 	 * operand's 23, rounded or truncated): a 16-bit type's gate with
 	 * tf32's unit, 2^-10, where the dtype's own is finer */

@@ -22,6 +22,7 @@
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 #include <math_constants.h>
 #include <stdint.h>
 #include <cooperative_groups.h>
@@ -256,10 +257,21 @@ struct FgU8 {
 	unsigned char v;
 };
 FG_DEV int fg_read(FgU8 x) { return x.v; }
+FG_DEV float fg_read(__nv_fp8_e4m3 x) { return (float)x; }
+FG_DEV float fg_read(__nv_fp8_e5m2 x) { return (float)x; }
 /* One element through the read-only path, any storage type. */
 template <typename T>
 FG_DEV T fg_ldg(const T *p) { return __ldg(p); }
 FG_DEV FgU8 fg_ldg(const FgU8 *p) { return FgU8{__ldg(&p->v)}; }
+template <typename T>
+FG_DEV T fg_ldg_byte(const T *p)
+{
+	T r;
+	r.__x = __ldg((const unsigned char *)p);
+	return r;
+}
+FG_DEV __nv_fp8_e4m3 fg_ldg(const __nv_fp8_e4m3 *p) { return fg_ldg_byte(p); }
+FG_DEV __nv_fp8_e5m2 fg_ldg(const __nv_fp8_e5m2 *p) { return fg_ldg_byte(p); }
 
 /* A computed value as the element its dtype stores: rounded once. */
 FG_DEV float fg_to_f32(float v) { return v; }
@@ -271,6 +283,23 @@ FG_DEV unsigned char fg_to_bool(float v) { return v != 0.0f; }
  * computed, compiler/cuda/gen.c; casts saturate) */
 FG_DEV signed char fg_to_i8(int v) { return (signed char)v; }
 FG_DEV FgU8 fg_to_u8(int v) { return FgU8{(unsigned char)v}; }
+/* The 8-bit floats, rounded to nearest even: e4m3 saturates at +-448 (it
+ * has no infinity; NaN stays NaN), e5m2 overflows to infinity (language.md;
+ * the host's fgrt_f64_to_f8e4m3 and _f8e5m2 round alike). */
+FG_DEV __nv_fp8_e4m3 fg_to_f8e4m3(float v)
+{
+	__nv_fp8_e4m3 r;
+	r.__x = __nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
+	return r;
+}
+FG_DEV __nv_fp8_e5m2 fg_to_f8e5m2(float v)
+{
+	__nv_fp8_e5m2 r;
+	r.__x = __nv_cvt_float_to_fp8(v, __NV_NOSAT, __NV_E5M2);
+	return r;
+}
+FG_DEV float fg_round_f8e4m3(float a) { return (float)fg_to_f8e4m3(a); }
+FG_DEV float fg_round_f8e5m2(float a) { return (float)fg_to_f8e5m2(a); }
 
 /* vw neighbouring elements, moved by one access (two for 32 bytes): a
  * vectorized kernel's loads and stores, at addresses aligned to the

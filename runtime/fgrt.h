@@ -33,7 +33,9 @@ extern "C" {
 	X(I32, "i32", 4, I4)                                                   \
 	X(BOOL, "bool", 1, B1)                                                 \
 	X(I8, "i8", 1, I1)                                                     \
-	X(U8, "u8", 1, U1)
+	X(U8, "u8", 1, U1)                                                     \
+	X(F8E4M3, "f8e4m3", 1, F4)                                             \
+	X(F8E5M2, "f8e5m2", 1, F4)
 
 /* The element types a .npy file may hold: little-endian f4 f2 i4 b1 i1 u1, and
  * f8 for the f64 reference that --check's RMSE gate measures against
@@ -90,6 +92,12 @@ uint16_t fgrt_f64_to_f16(double x);
 double fgrt_f16_to_f64(uint16_t h);
 uint16_t fgrt_f64_to_bf16(double x);
 double fgrt_bf16_to_f64(uint16_t h);
+/* The OCP 8-bit floats: f8e4m3 saturates at +-448 (no infinity; NaN stays
+ * NaN), f8e5m2 overflows to infinity; both round to nearest even, once. */
+uint8_t fgrt_f64_to_f8e4m3(double x);
+double fgrt_f8e4m3_to_f64(uint8_t b);
+uint8_t fgrt_f64_to_f8e5m2(double x);
+double fgrt_f8e5m2_to_f64(uint8_t b);
 uint16_t fgrt_f32_to_f16(float x);
 float fgrt_f16_to_f32(uint16_t h);
 uint16_t fgrt_f32_to_bf16(float x);

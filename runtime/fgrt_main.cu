@@ -52,6 +52,18 @@
 #include "fgrt_philox.h"
 
 /* The .npy type each dtype travels as (bf16 as float values). */
+/* bf16 and the 8-bit floats: .npy files hold them as float32 values. */
+static int travels_f4(FgrtDtype t)
+{
+	return t == FGRT_BF16 || t == FGRT_F8E4M3 || t == FGRT_F8E5M2;
+}
+
+/* The float dtypes: a param of rank >= 2 of one is a weight. */
+static int travels_float(FgrtDtype t)
+{
+	return t == FGRT_F32 || t == FGRT_F16 || t == FGRT_BF16 || t == FGRT_F8E4M3 || t == FGRT_F8E5M2;
+}
+
 static const FgrtNpyType storage[] = {
 #define X(id, name, size, npy) FGRT_NPY_##npy,
 	FGRT_DTYPES(X)
@@ -75,6 +87,10 @@ static double element(const FgrtTensor *t, const void *data, int64_t i)
 		return fgrt_bf16_to_f64(((const uint16_t *)data)[i]);
 	case FGRT_I32:
 		return ((const int32_t *)data)[i];
+	case FGRT_F8E4M3:
+		return fgrt_f8e4m3_to_f64(((const uint8_t *)data)[i]);
+	case FGRT_F8E5M2:
+		return fgrt_f8e5m2_to_f64(((const uint8_t *)data)[i]);
 	case FGRT_I8:
 		return ((const int8_t *)data)[i];
 	case FGRT_U8:
@@ -137,20 +153,30 @@ static void load_file(const char *path, const FgrtTensor *t, void *out)
 		fgrt_fail("'%s' holds %s %s, but %s '%s' is declared %s and needs %s %s%s", path,
 		    fgrt_npy_type_descr(f.type), got, role_name(t), t->name, fgrt_type_str(ty, sizeof ty, t),
 		    fgrt_npy_type_descr(storage[t->dtype]), need,
-		    t->dtype == FGRT_BF16 ? " (bf16 travels as float32 values)" : "");
+		    travels_f4(t->dtype) ? " (bf16 and the 8-bit floats travel as float32 values)" : "");
 	}
-	if (t->dtype == FGRT_BF16) {
+	if (travels_f4(t->dtype)) {
 		int64_t rounded = 0;
 		for (int64_t i = 0; i < f.numel; i++) {
 			float x = ((const float *)f.data)[i];
-			uint16_t h = fgrt_f32_to_bf16(x);
-			rounded += fgrt_bf16_to_f32(h) != x && x == x;
-			((uint16_t *)out)[i] = h;
+			double r;
+			if (t->dtype == FGRT_BF16) {
+				uint16_t h = fgrt_f32_to_bf16(x);
+				((uint16_t *)out)[i] = h;
+				r = fgrt_bf16_to_f32(h);
+			} else {
+				int e4 = t->dtype == FGRT_F8E4M3;
+				uint8_t b = e4 ? fgrt_f64_to_f8e4m3(x) : fgrt_f64_to_f8e5m2(x);
+				((uint8_t *)out)[i] = b;
+				r = e4 ? fgrt_f8e4m3_to_f64(b) : fgrt_f8e5m2_to_f64(b);
+			}
+			rounded += r != x && x == x;
 		}
 		if (rounded)
-			fprintf(stderr, "%s: warning: '%s': %lld of the %lld values of %s '%s' are not bf16 values; "
-				"rounded to the nearest bf16 (ties to even)\n", fg_program.graph, path,
-				(long long)rounded, (long long)f.numel, role_name(t), t->name);
+			fprintf(stderr, "%s: warning: '%s': %lld of the %lld values of %s '%s' are not %s values; "
+				"rounded to the nearest %s (ties to even)\n", fg_program.graph, path,
+				(long long)rounded, (long long)f.numel, role_name(t), t->name,
+				fgrt_dtype_name[t->dtype], fgrt_dtype_name[t->dtype]);
 	} else {
 		memcpy(out, f.data, f.nbytes);
 	}
@@ -189,6 +215,12 @@ static void *draw_range(void *arg)
 		case FGRT_I8:
 			((int8_t *)d->out)[i] = (int8_t)(floor(17.0 * u) - 8.0);
 			break;
+		case FGRT_F8E4M3:
+			((uint8_t *)d->out)[i] = fgrt_f64_to_f8e4m3(x);
+			break;
+		case FGRT_F8E5M2:
+			((uint8_t *)d->out)[i] = fgrt_f64_to_f8e5m2(x);
+			break;
 		case FGRT_U8:
 			((uint8_t *)d->out)[i] = (uint8_t)floor(17.0 * u);
 			break;
@@ -212,7 +244,7 @@ static void draw(const FgrtTensor *t, int k, uint64_t seed, void *out)
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	int nt = n < (1 << 20) ? 1 : cores < 1 ? 1 : cores > MAXT ? MAXT : (int)cores;
 	double scale = 1.0;
-	if ((t->role & FGRT_PARAM) && t->rank >= 2 && t->dtype <= FGRT_BF16)
+	if ((t->role & FGRT_PARAM) && t->rank >= 2 && travels_float(t->dtype))
 		scale = 1.0 / sqrt((double)t->shape[t->rank - 2]);
 	for (int i = 0; i < nt; i++) {
 		d[i] = (Draw){t, k, seed, scale, out, n * i / nt, n * (i + 1) / nt};
@@ -255,9 +287,9 @@ static void write_npy(const char *path, const FgrtTensor *t, const void *data)
 	f.data = malloc(f.nbytes ? f.nbytes : 1);
 	if (!f.data)
 		fgrt_fail("out of memory writing '%s'", path);
-	if (t->dtype == FGRT_BF16) {
+	if (travels_f4(t->dtype)) {
 		for (int64_t i = 0; i < f.numel; i++)
-			((float *)f.data)[i] = fgrt_bf16_to_f32(((const uint16_t *)data)[i]);
+			((float *)f.data)[i] = (float)element(t, data, i);
 	} else {
 		memcpy(f.data, data, f.nbytes);
 	}

@@ -42,7 +42,10 @@ extern "C" {
 #define FG_MODEL_MAX_RANK 8
 
 /* dtypes, as FgrtDtype numbers them (FGRT_DTYPES, runtime/fgrt.h) */
-enum { FG_MODEL_F32, FG_MODEL_F16, FG_MODEL_BF16, FG_MODEL_I32, FG_MODEL_BOOL, FG_MODEL_I8, FG_MODEL_U8 };
+enum {
+	FG_MODEL_F32, FG_MODEL_F16, FG_MODEL_BF16, FG_MODEL_I32, FG_MODEL_BOOL, FG_MODEL_I8, FG_MODEL_U8,
+	FG_MODEL_F8E4M3, FG_MODEL_F8E5M2
+};
 
 /* roles, a bit set: a value may be an output and saved */
 enum { FG_MODEL_INPUT = 1, FG_MODEL_PARAM = 2, FG_MODEL_OUTPUT = 4, FG_MODEL_SAVED = 8 };

@@ -1,6 +1,10 @@
 /*
  * half.c - IEEE binary16 (f16) and bfloat16 (bf16), the storage dtypes,
- * converted to and from f32 and f64 on the host.
+ * converted to and from f32 and f64 on the host; and the OCP 8-bit floats
+ * f8e4m3 (no infinity: a value past 448 saturates to 448, NaN is 0x7f)
+ * and f8e5m2 (IEEE-like: past 57344 plus half an ulp is infinity), each
+ * rounded once to nearest even as CUDA's __nv_cvt_double_to_fp8 does
+ * (__NV_SATFINITE for e4m3, __NV_NOSAT for e5m2).
  *
  * Narrowing works on the bits of a double and rounds exactly once, to
  * nearest with ties to even, straight from the double's 53-bit significand
@@ -132,6 +136,82 @@ uint16_t fgrt_f64_to_bf16(double x)
 double fgrt_bf16_to_f64(uint16_t h)
 {
 	return widen(h, BF16);
+}
+
+/* An 8-bit float: 1 sign bit, 7 - mbits exponent bits, mbits mantissa
+ * bits. */
+typedef struct F8Format {
+	int mbits, bias;
+	double maxfin;          /* the largest finite value */
+	uint8_t over;           /* the code past it: e4m3 saturates (0x7e),
+				   e5m2 is infinite (0x7c) */
+	uint8_t nan;            /* NaN's code */
+	int ieee;               /* the top exponent holds inf and NaN (e5m2);
+				   else only all ones is NaN (e4m3) */
+} F8Format;
+
+static const F8Format E4M3 = {3, 7, 448.0, 0x7e, 0x7f, 0};
+static const F8Format E5M2 = {2, 15, 57344.0, 0x7c, 0x7e, 1};
+
+static uint8_t narrow8(double x, F8Format f)
+{
+	uint8_t s = signbit(x) ? 0x80 : 0;
+	if (isnan(x))
+		return (uint8_t)(s | f.nan);
+	double a = fabs(x);
+	int emin = 1 - f.bias, e;
+	if (a == 0)
+		return s;
+	/* the quantum at a: 2^(e - mbits) for a in [2^e, 2^(e+1)), e >= emin */
+	frexp(a, &e);
+	e = e - 1 < emin ? emin : e - 1;
+	double q = ldexp(1.0, e - f.mbits);
+	double r = isinf(a) ? a : nearbyint(a / q) * q;     /* a / q is exact */
+	if (r > f.maxfin)
+		return (uint8_t)(s | f.over);
+	if (r == 0)
+		return s;
+	frexp(r, &e);
+	e -= 1;
+	if (e < emin)   /* subnormal: r / 2^(emin - mbits) */
+		return (uint8_t)(s | (uint8_t)ldexp(r, f.mbits - emin));
+	return (uint8_t)(s | (uint8_t)((e + f.bias) << f.mbits) | (uint8_t)(ldexp(r, f.mbits - e) - (1 << f.mbits)));
+}
+
+static double widen8(uint8_t b, F8Format f)
+{
+	int ebits = 7 - f.mbits;
+	int e = (b >> f.mbits) & ((1 << ebits) - 1), m = b & ((1 << f.mbits) - 1);
+	double v;
+	if (!f.ieee && e == (1 << ebits) - 1 && m == (1 << f.mbits) - 1)
+		v = NAN;
+	else if (f.ieee && e == (1 << ebits) - 1)
+		v = m ? NAN : INFINITY;
+	else if (e == 0)
+		v = ldexp((double)m, 1 - f.bias - f.mbits);
+	else
+		v = ldexp(1.0 + ldexp((double)m, -f.mbits), e - f.bias);
+	return b & 0x80 ? -v : v;
+}
+
+uint8_t fgrt_f64_to_f8e4m3(double x)
+{
+	return narrow8(x, E4M3);
+}
+
+double fgrt_f8e4m3_to_f64(uint8_t b)
+{
+	return widen8(b, E4M3);
+}
+
+uint8_t fgrt_f64_to_f8e5m2(double x)
+{
+	return narrow8(x, E5M2);
+}
+
+double fgrt_f8e5m2_to_f64(uint8_t b)
+{
+	return widen8(b, E5M2);
 }
 
 uint16_t fgrt_f32_to_f16(float x)

@@ -5,8 +5,9 @@
 #   # expect: LINE:COL: error: TEXT          `fgc check FILE`
 #   # expect-report: LINE:COL: error: TEXT   `fgc report FILE` (a fuse { }
 #                                            block that cannot be one kernel:
-#                                            only the partitioner knows, so
-#                                            `fgc check` must accept the file)
+#                                            the partitioner says so, and
+#                                            `fgc check`, which runs it too,
+#                                            must say the same)
 # and the command must exit with status 1, print nothing on stdout, and
 # print on stderr exactly one error line, `FILE:LINE:COL: error: ...TEXT...`,
 # followed by a caret line.
@@ -95,7 +96,8 @@ for f in "$src"/tests/diag/*.fg; do
 		if [ "${BASH_REMATCH[1]}" = expect-report ]; then
 			cmd=report
 			run "$src/tests/diag" check "$name"
-			[ "$rc" -eq 0 ] || why="'fgc check' rejects it (status $rc); only 'report' may"
+			located "$name" "$pos" "$text"
+			[ -z "$why" ] || why="fgc check: $why"
 		fi
 	else
 		why="first line is not '# expect: LINE:COL: error: TEXT' (or expect-report)"

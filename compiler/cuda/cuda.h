@@ -68,6 +68,7 @@
 	X(RED_SLABS, "reduce.split.slabs")      /* ... slabs into scratch, then a combine */ \
 	X(RED_ALL, "reduce.all")                /* partials, then one block */          \
 	X(GEMM_I32, "gemm.i32")                 /* a thread an element into scratch */  \
+	X(GEMM_F8, "gemm.f8")                   /* the same, f8 operands, f32 sums */   \
 	X(GEMM_LT, "gemm.cublaslt")             /* straight into the result */          \
 	X(GEMM_LT_TF32, "gemm.cublaslt.tf32")   /* f32 operands as tf32 */              \
 	X(GEMM_LT_BIAS, "gemm.cublaslt.BIAS")                                           \

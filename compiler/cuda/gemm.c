@@ -56,10 +56,23 @@ static void batch_strides(const FgShape *s, int nb, const int64_t *bn, int64_t m
 /* An i32 matmul, which cuBLASLt does not take: one thread per output
  * element sums its products in 64 bits, saturates into i32 scratch, and
  * the epilogue kernel reads it from there. */
-static void emit_matmul_i32(Emit *E, Kern *k, int mm, int A, int ta, int B, int tb, const int64_t *sa,
-			    const int64_t *sb)
+/* Whether matmul mm runs on the simple kernel below: i32 operands, and
+ * the 8-bit floats (correct, not fast: the fp8 matmul issue's). */
+static int simple_matmul(const FgGraph *g, const FgNode *mm)
+{
+	FgDtype t = g->nodes[mm->in[0]].dt;
+	return t == FG_DT_I32 || t == FG_DT_F8E4M3 || t == FG_DT_F8E5M2;
+}
+
+/* matmul of i32 (exact, saturated where stored) or f8 operands (f32
+ * accumulation in k order): a thread an element, into scratch as int or
+ * float, then the group's epilogue kernel reads it there. */
+static void emit_matmul_simple(Emit *E, Kern *k, int mm, int A, int ta, int B, int tb, const int64_t *sa,
+			       const int64_t *sb)
 {
 	const FgNode *n = &k->g->nodes[mm];
+	int f8 = n->dt != FG_DT_I32;
+	const char *st = fg_dtype_info[k->g->nodes[A].dt].cuda_store, *acc_t = f8 ? "float" : "int";
 	const FgShape *os = &n->shape;
 	const FgShape *as = cu_shape_of(k, n->in[0]), *bs = cu_shape_of(k, n->in[1]);
 	int nb = os->rank - 2;
@@ -80,23 +93,25 @@ static void emit_matmul_i32(Emit *E, Kern *k, int mm, int A, int ta, int B, int 
 	const char *row = cu_paren(k->a, o.c[nb]), *col = cu_paren(k->a, o.c[nb + 1]);
 	cu_kline(&m, 1, NULL, "const %s a0 = %s%s * %lld;", m.idx, ea, row, (long long)(ta ? 1 : K));
 	cu_kline(&m, 1, NULL, "const %s b0 = %s%s * %lld;", m.idx, eb, col, (long long)(tb ? K : 1));
-	cu_kline(&m, 1, NULL, "long long acc = 0;");
+	cu_kline(&m, 1, NULL, "%s acc = 0;", f8 ? "float" : "long long");
 	cu_kline(&m, 1, NULL, "for (%s kk = 0; kk < %lld; kk++)", m.idx, (long long)K);
-	cu_kline(&m, 1, NULL, "\tacc += (long long)%s[a0 + kk * %lld] * %s[b0 + kk * %lld];", cu_tensor_param(k, A),
-	      (long long)(ta ? M : 1), cu_tensor_param(k, B), (long long)(tb ? 1 : N));
-	cu_kline(&m, 1, NULL, "mm[o] = fg_cast_i32(acc);");
+	cu_kline(&m, 1, NULL, "\tacc += (%s)fg_read(%s[a0 + kk * %lld]) * fg_read(%s[b0 + kk * %lld]);",
+		 f8 ? "float" : "long long", cu_tensor_param(k, A), (long long)(ta ? M : 1), cu_tensor_param(k, B),
+		 (long long)(tb ? 1 : N));
+	cu_kline(&m, 1, NULL, f8 ? "mm[o] = acc;" : "mm[o] = fg_cast_i32(acc);");
 	cu_kclose(&m, cu_stride_loop(&m, "o", cu_numel(os)));
 	Param ps[3] = {
-		{"int *__restrict__ mm", "(int *)ctx->scratch"},
-		{cu_fmt(k->a, "const int *__restrict__ %s", cu_tensor_param(k, A)), cu_tensor_param(k, A)},
-		{cu_fmt(k->a, "const int *__restrict__ %s", cu_tensor_param(k, B)), cu_tensor_param(k, B)},
+		{cu_fmt(k->a, "%s *__restrict__ mm", acc_t), cu_fmt(k->a, "(%s *)ctx->scratch", acc_t)},
+		{cu_fmt(k->a, "const %s *__restrict__ %s", st, cu_tensor_param(k, A)), cu_tensor_param(k, A)},
+		{cu_fmt(k->a, "const %s *__restrict__ %s", st, cu_tensor_param(k, B)), cu_tensor_param(k, B)},
 	};
 	if (scratch > E->scratch)
 		E->scratch = scratch;
-	cu_path(E, k->gi, CU_PATH_GEMM_I32);
-	cu_emit_comment(E, k->gi, cu_fmt(E->a, "gemm: %s = matmul(%s%s, %s%s) in i32, a thread per element into scratch "
+	cu_path(E, k->gi, f8 ? CU_PATH_GEMM_F8 : CU_PATH_GEMM_I32);
+	cu_emit_comment(E, k->gi, cu_fmt(E->a, "gemm: %s = matmul(%s%s, %s%s) in %s, a thread per element into scratch "
 				   "(%s), then the epilogue (%s)", k->plan->names[mm], k->plan->names[A], ta ? "^T" : "",
-				   k->plan->names[B], tb ? "^T" : "", name, k->gr->name));
+				   k->plan->names[B], tb ? "^T" : "", f8 ? "f32 from 8-bit floats" : "i32", name,
+				   k->gr->name));
 	if (m.failed) {
 		k->failed = 1;
 		return;
@@ -105,7 +120,8 @@ static void emit_matmul_i32(Emit *E, Kern *k, int mm, int A, int ta, int B, int 
 	const char *args = cu_emit_kernel(&m, name, LOOP_BLOCK, ps, A == B ? 2 : 3, 0);
 	cu_add_launch(E, name, k->gi, cu_grid_for(cu_numel(os), LOOP_BLOCK), LOOP_BLOCK, args);
 	k->mm = mm;
-	Param acc = {cu_fmt(k->a, "const int *__restrict__ mm_%s", cu_name(k, mm)), "(const int *)ctx->scratch"};
+	Param acc = {cu_fmt(k->a, "const %s *__restrict__ mm_%s", acc_t, cu_name(k, mm)),
+		     cu_fmt(k->a, "(const %s *)ctx->scratch", acc_t)};
 	cu_loop_kernel(E, k, cu_sink(k), &acc, 1, NULL);
 }
 
@@ -140,7 +156,7 @@ static const char *lt_epilogue(const Kern *k, int mm, int *y, int *bias, int *au
 	const FgNode *m = &k->g->nodes[mm];
 	int chain[2], nc = 0;
 	*y = *bias = *aux = -1;
-	if (m->dt == FG_DT_I32)
+	if (simple_matmul(k->g, m))
 		return NULL;
 	for (int i = 0; i < k->gr->nnodes; i++) {
 		int id = k->gr->nodes[i];
@@ -535,7 +551,7 @@ static int plan_gemm(Emit *E, Kern *k, GemmPlan *p)
 	p->ep = p->direct ? NULL : lt_epilogue(k, mm, &p->y, &p->bias, &p->aux);
 	if (p->ep && (E->plan->home[p->y] != k->gi || (p->aux >= 0 && E->plan->home[p->aux] != k->gi)))
 		p->ep = NULL;
-	if (n->dt == FG_DT_I32)
+	if (simple_matmul(k->g, n))
 		return 1;
 	/* --gemm auto: cuBLASLt for a plain matmul and for an epilogue on its
 	 * menu; for any other epilogue whichever estimate is smaller; and
@@ -564,8 +580,8 @@ void cu_emit_gemm(Emit *E, Kern *k)
 	const char *ep = p.ep;
 	const int y = p.y, bias = p.bias, aux = p.aux;
 	int64_t(*ms)[FG_MAX_RANK] = p.ms;
-	if (n->dt == FG_DT_I32) {
-		emit_matmul_i32(E, k, mm, A, ta, B, tb, p.st[0], p.st[1]);
+	if (simple_matmul(k->g, n)) {
+		emit_matmul_simple(E, k, mm, A, ta, B, tb, p.st[0], p.st[1]);
 		return;
 	}
 	if (p.own) {
@@ -671,8 +687,9 @@ const char *fg_cuda_gemm_note(const FgPlan *plan, int gi)
 	const FgNode *n = &g->nodes[p.mm];
 	const char *est = cu_fmt(E.a, "est %s, against %s for cuBLASLt and an epilogue kernel", us_str(E.a, p.est_own),
 			      us_str(E.a, p.est_lt));
-	if (n->dt == FG_DT_I32)
-		return "an i32 kernel (a thread an element, into scratch), then the epilogue kernel";
+	if (simple_matmul(g, n))
+		return cu_fmt(E.a, "a simple kernel for %s operands (a thread an element, into scratch), then the epilogue "
+			      "kernel", fg_dtype_name[g->nodes[n->in[0]].dt]);
 	if (p.own) {
 		GemmTile t = plan_tile(&p);
 		return cu_fmt(E.a, "the generated sm_90a matmul, %s %s%d x %d tiles, the epilogue on its registers (%s)",

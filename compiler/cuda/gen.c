@@ -204,6 +204,9 @@ static const char *cast_expr(Kern *k, FgDtype to, FgDtype from, const char *a)
 	case FG_DT_I8:  /* saturating, from an int as from a float */
 	case FG_DT_U8:
 		return to == from ? a : cu_fmt(k->a, "fg_cast_%s(%s)", fg_dtype_name[to], a);
+	case FG_DT_F8E4M3:
+	case FG_DT_F8E5M2:
+		return cu_fmt(k->a, fromint ? "fg_round_%s((float)%s)" : "fg_round_%s(%s)", fg_dtype_name[to], a);
 	default:
 		return cu_fmt(k->a, fromint ? "(%s != 0 ? 1.0f : 0.0f)" : "(%s != 0.0f ? 1.0f : 0.0f)", a);
 	}

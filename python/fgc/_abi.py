@@ -18,7 +18,7 @@ ABI = 1                         # FG_MODEL_ABI of runtime/fgrt_model.h
 MAX_RANK = 8
 
 # FG_MODEL_* dtypes, in FgrtDtype's order (runtime/fgrt.h FGRT_DTYPES)
-DTYPES = ("f32", "f16", "bf16", "i32", "bool", "i8", "u8")
+DTYPES = ("f32", "f16", "bf16", "i32", "bool", "i8", "u8", "f8e4m3", "f8e5m2")
 INPUT, PARAM, OUTPUT, SAVED = 1, 2, 4, 8
 
 

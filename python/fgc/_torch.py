@@ -10,7 +10,8 @@ from ._abi import Library
 
 # the ABI's dtype names as PyTorch's dtypes
 TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
-                "i32": torch.int32, "bool": torch.bool, "i8": torch.int8, "u8": torch.uint8}
+                "i32": torch.int32, "bool": torch.bool, "i8": torch.int8, "u8": torch.uint8,
+                "f8e4m3": getattr(torch, "float8_e4m3fn", None), "f8e5m2": getattr(torch, "float8_e5m2", None)}
 
 
 class Model:

@@ -13,7 +13,8 @@ so that the values are correctly rounded sums and libm results, the same
 on every machine: the committed files are byte-for-byte reproducible.
 
 Storage: f32 '<f4', f16 '<f2', bf16 '<f4' holding the bf16 value, i32
-'<i4', i8 '|i1', u8 '|u1', bool '|b1'.  Inputs are random, non-zero, drawn from a seed made of
+'<i4', i8 '|i1', u8 '|u1', bool '|b1', f8e4m3 and f8e5m2 '<f4' holding
+their values.  Inputs are random, non-zero, drawn from a seed made of
 the case's name (adding a case changes no other), in valid domains.
 
 A case whose outputs need a looser gate than the per-dtype default of
@@ -92,6 +93,16 @@ def to_i32(x):
     return np.clip(r, -2.0**31, 2.0**31 - 1)
 
 
+def to_f8e4m3(x):
+    """f8e4m3: no infinity, so anything past 448 saturates (NaN stays)."""
+    x = np.asarray(x, F64)
+    return round_binary(np.where(np.isnan(x), x, np.clip(x, -448.0, 448.0)), 4, -6, 448.0)
+
+
+def to_f8e5m2(x):
+    return round_binary(x, 3, -14, 57344.0)
+
+
 def to_int(lo, hi):
     """i8, u8: toward zero, saturating at [lo, hi]; NaN becomes 0."""
     def f(x):
@@ -111,7 +122,7 @@ def to_bool(x):
 
 
 ROUND = {"f32": to_f32, "f16": to_f16, "bf16": to_bf16, "i32": to_i32, "bool": to_bool,
-         "i8": to_int(-128, 127), "u8": to_int(0, 255)}
+         "i8": to_int(-128, 127), "u8": to_int(0, 255), "f8e4m3": to_f8e4m3, "f8e5m2": to_f8e5m2}
 
 
 def storage(dt, v):
@@ -119,7 +130,7 @@ def storage(dt, v):
     v = ROUND[dt](v)
     if dt == "f16":
         a = v.astype("<f2")
-    elif dt in ("f32", "bf16"):
+    elif dt in ("f32", "bf16", "f8e4m3", "f8e5m2"):
         a = v.astype("<f4")
     elif dt == "i32":
         a = v.astype("<i4")
@@ -1670,6 +1681,27 @@ def _(c):
     c.out("mx", "i8", [ai.max()])
     c.out("lt", "bool", (ai < bi).astype(F64))
     c.out("f", "f32", ui * 0.5)
+
+
+@case("v2-f8", "the 8-bit floats: casts round to nearest even, f8e4m3 saturating at +-448 (inf too; "
+      "NaN stays NaN) and f8e5m2 overflowing to inf, both flushing below half the smallest "
+      "subnormal; arithmetic in f32 rounded once where stored; a matmul of f8e4m3 giving f32.",
+      trans="exact")
+def _(c):
+    a = c.inp("a", "f8e4m3", "8", values=[448, -448, 0.5, -2.0**-9, 1.125, 3.5, -240, 0.0625])
+    b = c.inp("b", "f8e5m2", "8", values=[57344, -57344, 1.5, 2.0**-16, 3.0, -0.75, 1024, 0.25])
+    w = c.inp("w", "f8e4m3", "4, 2", values=[1, -2, 0.5, 0.25, 8, -0.125, 3, 1.5])
+    x = c.inp("x", "f32", "8", values=[500, -1e6, 0.3, np.nan, np.inf, -np.inf, 1.0625, 2.0**-11])
+    c.s("ca = cast(x, dtype=f8e4m3)\ncb = cast(x, dtype=f8e5m2)\ns = a * 2 + a\nsb = b * 0.5 - 1\n"
+        "p = matmul(reshape(a, shape=[2, 4]), w)\nh = cast(a, dtype=f16) + cast(b, dtype=f16)\n"
+        "m = max(a, axis=0)")
+    c.out("ca", "f8e4m3", to_f8e4m3(x))
+    c.out("cb", "f8e5m2", to_f8e5m2(x))
+    c.out("s", "f8e4m3", to_f8e4m3(a * 2 + a))
+    c.out("sb", "f8e5m2", to_f8e5m2(b * 0.5 - 1))
+    c.out("p", "f32", np.asarray(a).reshape(2, 4) @ np.asarray(w))
+    c.out("h", "f16", to_f16(a + to_f16(b)))
+    c.out("m", "f8e4m3", [np.max(a)])
 
 
 # ================================================================= main

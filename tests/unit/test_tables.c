@@ -169,7 +169,7 @@ START_TEST(runtime_dtypes)
 	};
 	/* the C ABI's dtype numbers (fgrt_model.h) are FgrtDtype's */
 	static const int abi[] = {FG_MODEL_F32, FG_MODEL_F16, FG_MODEL_BF16, FG_MODEL_I32, FG_MODEL_BOOL, FG_MODEL_I8,
-				  FG_MODEL_U8};
+				  FG_MODEL_U8, FG_MODEL_F8E4M3, FG_MODEL_F8E5M2};
 	ck_assert_int_eq((int)(sizeof abi / sizeof abi[0]), FG_DT_COUNT);
 	for (int d = 0; d < FG_DT_COUNT; d++)
 		ck_assert_int_eq(abi[d], d);

@@ -32,6 +32,8 @@ float64 = dtype("float64", _np.float64, True)
 float32 = dtype("float32", _np.float32, True)
 float16 = dtype("float16", _np.float16, True)
 bfloat16 = dtype("bfloat16", _np.float64, True)  # see the module's docstring
+float8_e4m3fn = dtype("float8_e4m3fn", _np.float64, True)  # as bfloat16
+float8_e5m2 = dtype("float8_e5m2", _np.float64, True)
 int64 = dtype("int64", _np.int64, False)
 int32 = dtype("int32", _np.int32, False)
 int8 = dtype("int8", _np.int8, False)
@@ -52,6 +54,8 @@ class Tensor(_np.ndarray):
     def to(self, dt):
         if dt is bfloat16:
             return _round_bf16(_np.asarray(self, _np.float64))
+        if dt is float8_e4m3fn or dt is float8_e5m2:
+            return _round_f8(_np.asarray(self, _np.float64), dt is float8_e4m3fn)
         return _np.asarray(self).astype(dt.storage).view(Tensor)
 
     def view(self, dt=None, *rest):
@@ -96,6 +100,19 @@ def _round_bf16(x):
     q = _np.ldexp(1.0, _np.maximum(e, -125) - 8)
     r = _np.rint(x[fin] / q) * q
     out[fin] = _np.where(_np.abs(r) > 3.3895313892515355e38, _np.copysign(_np.inf, x[fin]), r)
+    return _t(out)
+
+
+def _round_f8(x, e4m3):
+    """float64 to the nearest f8e4m3 (saturating at 448) or f8e5m2 value."""
+    sig, emin, maxfin = (4, -6, 448.0) if e4m3 else (3, -14, 57344.0)
+    x = _np.where(_np.isnan(x), x, _np.clip(x, -maxfin, maxfin)) if e4m3 else x.copy()
+    out = x.copy()
+    fin = _np.isfinite(x)
+    _, e = _np.frexp(x[fin])
+    q = _np.ldexp(1.0, _np.maximum(e - 1, emin) - (sig - 1))
+    r = _np.rint(x[fin] / q) * q
+    out[fin] = _np.where(_np.abs(r) > maxfin, _np.copysign(_np.inf, x[fin]), r)
     return _t(out)
 
 
