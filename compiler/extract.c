@@ -416,8 +416,7 @@ static int compare(Verify *v, int id, const char *prefix, const double *ref)
 	for (int64_t i = 0; i < cnt; i++)
 		rounded[i] = fg_round_to(n->dt, ref[i]);
 	memcpy(got, v->mat[id], (size_t)cnt * sizeof *got);
-	fgrt_plant((FgrtPlant)v->o->plant, got, n->shape.rank, n->shape.d, fg_dtype_is_float(n->dt),
-		   n->dt == FG_DT_BOOL);
+	fgrt_plant((FgrtPlant)v->o->plant, got, n->shape.rank, n->shape.d, t.unit_roundoff, n->dt == FG_DT_BOOL);
 	fgrt_check_base(got, t.rmse_m > 0 ? ref : rounded, rounded, v->base ? v->base[id] : NULL, cnt, &t,
 			&c);
 	snprintf(label, sizeof label, "%s%s", prefix, v->names[id]);

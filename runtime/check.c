@@ -235,19 +235,23 @@ const char *fgrt_plant_name(FgrtPlant p)
  * scale, max(|a|, rms(a)), plus 1e-4, ten times every float gate's atol
  * (an error below the atol is no error by testing.md: a softmax over
  * 50,257 columns holds values of 2e-5), a non-finite float 0; an integer
- * off by one; a bool flipped. */
-static double planted(double a, int is_float, int is_bool, double rms)
+ * off by one; a bool flipped.  An 8-bit float (unit roundoff 2^-4 or
+ * more) is off by eight times its scale: its RMSE gate's outlier bound, K
+ * times a bar of three units of roundoff or more, lets an element stray
+ * by a few times itself (a softmax in f8e4m3, whose values sit among the
+ * subnormals, allowed 3.7 times rms(a)), and a bug must pass that. */
+static double planted(double a, double unit, int is_bool, double rms)
 {
 	if (is_bool)
 		return a != 0 ? 0 : 1;
-	if (!is_float)
+	if (unit <= 0)
 		return a + 1;
 	if (!isfinite(a))
 		return 0;
-	return a + 0.25 * fmax(fabs(a), rms) + 1e-4;
+	return a + (unit >= 0x1p-4 ? 8.0 : 0.25) * fmax(fabs(a), rms) + 1e-4;
 }
 
-int64_t fgrt_plant(FgrtPlant p, double *a, int rank, const int64_t *shape, int is_float, int is_bool)
+int64_t fgrt_plant(FgrtPlant p, double *a, int rank, const int64_t *shape, double unit, int is_bool)
 {
 	int64_t cols = rank > 0 ? shape[rank - 1] : 1, numel = 1, n = 0;
 	for (int i = 0; i < rank; i++)
@@ -282,7 +286,7 @@ int64_t fgrt_plant(FgrtPlant p, double *a, int rank, const int64_t *shape, int i
 	}
 	for (int64_t r = r0; r < r1; r++)
 		for (int64_t c = c0; c < c1; c++, n++)
-			a[r * cols + c] = planted(a[r * cols + c], is_float, is_bool, rms);
+			a[r * cols + c] = planted(a[r * cols + c], unit, is_bool, rms);
 	return n;
 }
 

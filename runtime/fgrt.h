@@ -191,10 +191,11 @@ typedef enum FgrtPlant {
 FgrtPlant fgrt_plant_parse(const char *s);
 const char *fgrt_plant_name(FgrtPlant p);
 /* Puts the bug into a's values (numel of the shape; a float's off by a
- * quarter of max(|a|, rms(a)) plus 1e-4, a non-finite one made 0, an
- * integer's off by one, a bool flipped); returns how many elements it
- * changed. */
-int64_t fgrt_plant(FgrtPlant p, double *a, int rank, const int64_t *shape, int is_float, int is_bool);
+ * quarter of max(|a|, rms(a)) plus 1e-4, eight times max(...) for the 8-bit
+ * floats, a non-finite one made 0, an integer's off by one, a bool
+ * flipped); unit: the dtype's unit roundoff (FgrtTol's), 0 for an
+ * integer.  Returns how many elements it changed. */
+int64_t fgrt_plant(FgrtPlant p, double *a, int rank, const int64_t *shape, double unit, int is_bool);
 
 /* Where `fgc run --in-dtype` writes the reference computed in the dtypes,
  * under its --outputs DIR, and where --check DIR looks for it. */

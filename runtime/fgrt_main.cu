@@ -386,9 +386,7 @@ static int check_one(const char *dir, const char *prefix, const FgrtTensor *t, c
 	if (!bad) {
 		for (int64_t i = 0; i < n; i++)
 			a[i] = element(t, data, i);
-		fgrt_plant(plant, a, t->rank, t->shape,
-			   t->dtype != FGRT_I32 && t->dtype != FGRT_I8 && t->dtype != FGRT_U8 && t->dtype != FGRT_BOOL,
-			   t->dtype == FGRT_BOOL);
+		fgrt_plant(plant, a, t->rank, t->shape, tol.unit_roundoff, t->dtype == FGRT_BOOL);
 		FgrtCheck c;
 		fgrt_check_base(a, f64 ? r : e, f64 ? e : NULL, base ? b : NULL, n, &tol, &c);
 		char why[1024];

@@ -169,6 +169,13 @@ if "$fgc" run "$good" --outputs "$tmp/d1" --seed 5 --in-dtype && cmp -s "$tmp/d1
 else
   fail=$((fail + 1)); echo "FAIL run --in-dtype"
 fi
+# A tensor past 2^40 bytes is a warning naming it; the file still checks.
+if "$fgc" check "$good" -D B=100000000000 2>"$tmp/err" && grep -q "warning: 'x' f32\[100000000000,3\] holds 1.09 TiB, past 2^40 bytes" "$tmp/err" &&
+   [ "$(grep -c warning: "$tmp/err")" -eq 2 ] && "$fgc" check "$good" -D B=1000 2>"$tmp/err" && [ ! -s "$tmp/err" ]; then
+  pass=$((pass + 1)); echo "PASS check: a tensor past 2^40 bytes is a warning naming it, none below"
+else
+  fail=$((fail + 1)); echo "FAIL check's 2^40 warning:"; head -5 "$tmp/err"
+fi
 # Run-time errors (language.md): an index out of range and an integer
 # zero divisor stop fgc run with the op, the value and the position, exit
 # status 1, and no output written.

@@ -105,7 +105,7 @@ from fgc import _abi
 rt = re.findall(r'X\((\w+), "(\w+)"', open(src + "/runtime/fgrt.h").read().split("#define FGRT_DTYPES(X)")[1].split("\n\n")[0])
 names = tuple(n for _, n in rt)
 torch_table = re.search(r"TORCH_DTYPES = \{(.*?)\}", open(src + "/python/fgc/_torch.py").read(), re.S).group(1)
-mapped = tuple(re.findall(r'"(\w+)": torch\.', torch_table))
+mapped = tuple(re.findall(r'"(\w+)": (?:torch\.|getattr\(torch, )', torch_table))
 bad = 0
 if _abi.DTYPES != names:
     print("FAIL fgc/_abi.py DTYPES %s, the runtime's %s" % (_abi.DTYPES, names)); bad = 1

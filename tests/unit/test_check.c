@@ -411,7 +411,7 @@ START_TEST(plant_positions)
 	for (int k = 0; k < 4; k++) {
 		for (int i = 0; i < 130 * 70; i++)
 			a[i] = 1;
-		ck_assert_int_eq(fgrt_plant(cases[k].p, a, 2, shape, 1, 0), cases[k].n);
+		ck_assert_int_eq(fgrt_plant(cases[k].p, a, 2, shape, 0x1p-24, 0), cases[k].n);
 		int64_t n = 0, first = -1, last = -1;
 		for (int i = 0; i < 130 * 70; i++)
 			if (a[i] != 1) {
@@ -433,7 +433,7 @@ START_TEST(plant_positions)
 	ck_assert(num[0] == -7 && num[2] == 9);
 	ck_assert(fgrt_plant_parse("rows") == FGRT_PLANT_NONE);
 	double scalar = NAN;
-	ck_assert_int_eq(fgrt_plant(FGRT_PLANT_TILE, &scalar, 0, NULL, 1, 0), 1);
+	ck_assert_int_eq(fgrt_plant(FGRT_PLANT_TILE, &scalar, 0, NULL, 0x1p-24, 0), 1);
 	ck_assert(scalar == 0);
 }
 END_TEST
