@@ -269,6 +269,28 @@ static const char *type_str(Fuser *f, int id)
 	return fg_arena_strdup(f->a, fg_type_str(buf, sizeof buf, node(f, id)->dt, &node(f, id)->shape));
 }
 
+/* How a message names value id: 'y' where the program named it, else
+ * its op and where it was written ("the mean of layernorm at 6:9"): the
+ * printer's _12 is no name the user wrote. */
+static const char *value_name(FgArena *a, const FgGraph *g, int id)
+{
+	const FgNode *n = &g->nodes[id];
+	if (n->name)
+		return fg_arena_printf(a, "'%s'", n->name);
+	return fg_arena_printf(a, "the %s%s%s at %d:%d", fg_op_info[n->op].name, n->composite ? " of " : "",
+			       n->composite ? n->composite : "", n->loc.line, n->loc.col);
+}
+
+/* A mask of axes as a list: "[0, 2]". */
+static const char *axes_list(FgArena *a, uint32_t ax)
+{
+	const char *s = "[";
+	for (int i = 0; i < FG_MAX_RANK; i++)
+		if (ax & (1u << i))
+			s = fg_arena_printf(a, "%s%s%d", s, s[1] ? ", " : "", i);
+	return fg_arena_printf(a, "%s]", s);
+}
+
 /* ------------------------------------------ the rows of a reduction */
 
 /* A reduction group runs one block per row (a thread per result element
@@ -422,8 +444,8 @@ static const char *unplaceable(Fuser *f, int w, int r, FgGroupKind kind)
 {
 	char sp[256];
 
-	return fg_arena_printf(f->a, "'%s' %s must be written, but it fits neither %s's result %s (the shape a "
-			       "%s group writes per-row values in) nor the rows %s", f->plan->names[w],
+	return fg_arena_printf(f->a, "%s %s must be written, but it fits neither %s's result %s (the shape a "
+			       "%s group writes per-row values in) nor the rows %s", value_name(f->a, f->g, w),
 			       type_str(f, w), fg_op_info[node(f, r)->op].name, type_str(f, r),
 			       fg_group_kind_name[kind],
 			       fg_type_str(sp, sizeof sp, node(f, w)->dt, &node(f, node(f, r)->in[0])->shape));
@@ -516,8 +538,10 @@ static int rows_kept(Fuser *f, int gi, int p, FgGroupKind kind, const char **det
 							  "another block", fg_op_info[rn->op].name, type_str(f, r));
 				return 0;
 			}
-			const char *through = fg_arena_printf(f->a, ", through %s '%s' (%d:%d),",
-				fg_op_info[node(f, w)->op].name, f->plan->names[w], node(f, w)->loc.line, node(f, w)->loc.col);
+			const char *through = node(f, w)->name
+				? fg_arena_printf(f->a, ", through %s '%s' (%d:%d),", fg_op_info[node(f, w)->op].name,
+						  node(f, w)->name, node(f, w)->loc.line, node(f, w)->loc.col)
+				: fg_arena_printf(f->a, ", through %s,", value_name(f->a, f->g, w));
 			*detail = fg_arena_printf(f->a, "%s's result %s is read%s at other elements than the %s, "
 						  "which other %s compute",
 						  fg_op_info[rn->op].name, type_str(f, r), through,
@@ -593,9 +617,9 @@ static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
 						  "the total, and there is no grid-wide barrier",
 						  fg_op_info[n->op].name, kind);
 		else
-			*detail = fg_arena_printf(f->a, "%s over axes 0x%x of %s is needed across the %s group's "
+			*detail = fg_arena_printf(f->a, "%s over axis %s of %s is needed across the %s group's "
 						  "blocks, which split those axes",
-						  fg_op_info[n->op].name, (unsigned)ax, type_str(f, n->in[0]), kind);
+						  fg_op_info[n->op].name, axes_list(f->a, ax), type_str(f, n->in[0]), kind);
 		return 0;
 	}
 	if (c == FG_CLASS_MATMUL) {
@@ -1434,8 +1458,9 @@ static void check_fuse_block(Fuser *f, int blk, FgDiag *d)
 		const FgEdge *ed = &plan->edges[e];
 		if (g->nodes[ed->producer].fuse_block == blk && g->nodes[ed->consumer].fuse_block == blk) {
 			fg_error(d, g->nodes[ed->consumer].loc,
-				 "this fuse block cannot be one kernel: '%s' reads '%s' across a group boundary (%s: %s)",
-				 plan->names[ed->consumer], plan->names[ed->producer], fg_reason_name[ed->why], ed->detail);
+				 "this fuse block cannot be one kernel: %s reads %s across a group boundary (%s: %s)",
+				 value_name(f->a, g, ed->consumer), value_name(f->a, g, ed->producer),
+				 fg_reason_name[ed->why], ed->detail);
 			return;
 		}
 	}
