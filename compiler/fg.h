@@ -980,12 +980,13 @@ void fg_interp_free(const FgGraph *g, double **vals);
 
 /* ------------------------------------------------------- compiler/run.c */
 
-/* fgc run: reads inputs from indir (NAME.npy; missing ones drawn from seed),
+/* fgc run: reads inputs from indir (NAME.npy; a missing one is an error
+ * that lists what indir holds, unless draw_missing: then drawn from seed),
  * evaluates g and writes outputs and saved values into outdir; in_dtype:
  * also evaluates g in its dtypes (fg_interp_eval_in) into
  * outdir/FGRT_IN_DTYPE_DIR, the RMSE gate's baseline.  Returns 0, or 1
  * after reporting the error. */
-int fg_run(const FgGraph *g, const char *indir, const char *outdir,
+int fg_run(const FgGraph *g, const char *indir, int draw_missing, const char *outdir,
 	   uint64_t seed, int in_dtype, FgDiag *d);
 /* The values of g's inputs and params, in[k] for g->inputs[k]: read from
  * indir/NAME.npy (indir NULL: none) or drawn from seed as fgc run does.

@@ -38,6 +38,7 @@ typedef struct Options {
 	int build;                    /* compile: --build runs nvcc */
 	int lib;                      /* compile: --lib builds a shared library */
 	int in_dtype;                 /* run: --in-dtype */
+	int draw_missing;             /* run: --draw-missing */
 	int precision;                /* verify: --precision f64|kernel */
 	int plant;                    /* verify: --plant KIND (FgrtPlant) */
 	FgGemmChoice gemm;            /* compile: --gemm auto|cublaslt|fgc */
@@ -67,7 +68,9 @@ static const char usage[] =
 	"options:\n"
 	"  -D NAME=VALUE    bind a symbolic dimension\n"
 	"  -d STAGE         print the IR as .fg after STAGE: build, expand\n"
-	"  --inputs DIR     (run) read NAME.npy for each input and param; missing ones are drawn\n"
+	"  --inputs DIR     (run) read NAME.npy for each input and param; a missing one is an\n"
+	"                   error that lists what DIR holds (without --inputs all are drawn)\n"
+	"  --draw-missing   (run) draw the inputs DIR has no file for, from the seed\n"
 	"  --outputs DIR    (run) write NAME.npy per output and saved.NAME.npy per @save value\n"
 	"  --in-dtype       (run) also write them evaluated in the graph's dtypes (each float\n"
 	"                   op rounded to its dtype, sums in f32) into DIR/in-dtype: the\n"
@@ -114,7 +117,7 @@ static int cmd_check(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
 static int cmd_run(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
 {
 	(void)plan;
-	return fg_run(g, o->inputs, o->outputs, o->seed, o->in_dtype, d);
+	return fg_run(g, o->inputs, o->draw_missing, o->outputs, o->seed, o->in_dtype, d);
 }
 
 static int cmd_report(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
@@ -363,6 +366,7 @@ static const Flag flags[] = {
 	{"--inputs", "DIR", C_RUN, SET(inputs)},
 	{"--outputs", "DIR", C_RUN | C_VERIFY, SET(outputs)},
 	{"--in-dtype", NULL, C_RUN, SET(in_dtype)},
+	{"--draw-missing", NULL, C_RUN, SET(draw_missing)},
 	{"--seed", "S", C_RUN | C_VERIFY, flag_seed, 0},
 	{"--precision", "f64|kernel", C_VERIFY, flag_precision, 0},
 	{"--plant", "KIND", C_VERIFY, flag_plant, 0},

@@ -180,7 +180,8 @@ static int load_input(FgDiag *d, const char *path, const FgNode *n, double *v)
 }
 
 /* A missing --inputs directory is a typo far more often than a wish to
- * draw everything, so it is an error; a missing file in it is not. */
+ * draw everything, so it is an error (a missing file in it too, unless
+ * --draw-missing: check_complete). */
 static int check_indir(FgDiag *d, const char *indir)
 {
 	struct stat st;
@@ -416,7 +417,24 @@ int fg_run_write(const FgGraph *g, const char *outdir, double **vals, FgDiag *d)
 	return write_results(g, outdir, vals, 0, d);
 }
 
-int fg_run(const FgGraph *g, const char *indir, const char *outdir,
+/* With --inputs and without --draw-missing every input and param must
+ * have its file: a missing one is a typo (Res.npy for res) far more often
+ * than a wish to draw it. */
+static int check_complete(FgDiag *d, const FgGraph *g, const char *indir)
+{
+	const char **names = fg_arena_array(g->arena, (size_t)g->ninputs + 1, sizeof *names);
+	char msg[4096];
+	for (int k = 0; k < g->ninputs; k++)
+		names[k] = g->nodes[g->inputs[k]].name;
+	int missing = fgrt_inputs_missing(indir, names, g->ninputs, msg, sizeof msg);
+	if (missing < 0)
+		fg_error(d, no_loc, "out of memory");
+	else if (missing > 0)
+		fg_error(d, no_loc, "%s", msg);
+	return missing != 0 ? -1 : 0;
+}
+
+int fg_run(const FgGraph *g, const char *indir, int draw_missing, const char *outdir,
 	   uint64_t seed, int in_dtype, FgDiag *d)
 {
 	size_t nin = (size_t)g->ninputs, nn = (size_t)g->nnodes;
@@ -430,7 +448,8 @@ int fg_run(const FgGraph *g, const char *indir, const char *outdir,
 		fg_error(d, no_loc, "out of memory");
 		goto out;
 	}
-	if (check_outdir(d, outdir) != 0 || (indir && check_indir(d, indir) != 0))
+	if (check_outdir(d, outdir) != 0 || (indir && check_indir(d, indir) != 0) ||
+	    (indir && !draw_missing && check_complete(d, g, indir) != 0))
 		goto out;
 	if (fg_run_inputs(g, indir, seed, d, in) != 0)
 		goto out;

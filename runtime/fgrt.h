@@ -75,6 +75,12 @@ int fgrt_npy_read(const char *path, size_t max_bytes, FgrtNpy *t, char *err);
  * to a multiple of 64 bytes.  Writes path.tmp.PID first, then renames it,
  * so a failure never leaves a partial file at path. */
 int fgrt_npy_write(const char *path, const FgrtNpy *t, char *err);
+/* --inputs DIR without --draw-missing: how many of the count tensors
+ * names[] have no DIR/NAME.npy; when some, msg (n bytes) says which, the
+ * .npy files DIR holds, a file that differs from a name only in case
+ * (Res.npy for res), and that --draw-missing draws them.  -1 when out of
+ * memory. */
+int fgrt_inputs_missing(const char *dir, const char *const *names, int count, char *msg, size_t n);
 void fgrt_npy_free(FgrtNpy *t);
 /* Element size in bytes of a .npy type, and its descr ("<f4"). */
 size_t fgrt_npy_type_size(FgrtNpyType t);

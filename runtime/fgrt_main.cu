@@ -555,8 +555,11 @@ static cudaGraphExec_t capture(FgrtContext *ctx)
 /* ----------------------------------------------------------------- main */
 
 static const char usage[] =
-	"usage: %s [--inputs DIR] [--outputs DIR] [--seed S] [--check DIR [--plant KIND]] [--bench N] [--no-graph]\n"
-	"  --inputs DIR   read NAME.npy for each input and param; missing ones are drawn from the seed\n"
+	"usage: %s [--inputs DIR [--draw-missing]] [--outputs DIR] [--seed S] [--check DIR [--plant KIND]] [--bench N]\n"
+	"          [--no-graph]\n"
+	"  --inputs DIR   read NAME.npy for each input and param; a missing one is an error that lists\n"
+	"                 what DIR holds (without --inputs every input is drawn from the seed)\n"
+	"  --draw-missing with --inputs: draw the inputs DIR has no file for, from the seed\n"
 	"  --outputs DIR  write NAME.npy per output and saved.NAME.npy per @save value\n"
 	"  --seed S       seed of drawn inputs (default 0), as `fgc run --seed S`\n"
 	"  --check DIR    compare every output and saved value with DIR's .npy files; exit 1 on a mismatch\n"
@@ -574,6 +577,7 @@ typedef struct Options {
 	uint64_t seed;
 	int bench;
 	int no_graph;
+	int draw_missing;
 } Options;
 
 static void parse(int argc, char **argv, Options *o)
@@ -587,6 +591,10 @@ static void parse(int argc, char **argv, Options *o)
 		}
 		if (!strcmp(a, "--no-graph")) {
 			o->no_graph = 1;
+			continue;
+		}
+		if (!strcmp(a, "--draw-missing")) {
+			o->draw_missing = 1;
 			continue;
 		}
 		static const char *const with_value[] = {"--inputs", "--outputs", "--check", "--seed", "--bench", "--plant"};
@@ -636,6 +644,18 @@ static int run_main(int argc, char **argv)
 	parse(argc, argv, &o);
 	if (o.inputs && (stat(o.inputs, &st) != 0 || !S_ISDIR(st.st_mode)))
 		fgrt_fail("cannot read inputs from '%s': %s", o.inputs, errno ? strerror(errno) : "not a directory");
+	if (o.inputs && !o.draw_missing) {      /* before the device: a typo costs nothing */
+		const char **names = (const char **)calloc((size_t)p->ninputs + 1, sizeof *names);
+		static char msg[4096];
+		if (!names)
+			fgrt_fail("out of memory");
+		for (int k = 0; k < p->ninputs; k++)
+			names[k] = p->tensors[k].name;
+		int missing = fgrt_inputs_missing(o.inputs, names, p->ninputs, msg, sizeof msg);
+		free(names);
+		if (missing)
+			fgrt_fail("%s", missing < 0 ? "out of memory" : msg);
+	}
 	FgModel *m = fgrt_model_new(0);
 	FgrtContext *ctx = &m->ctx;
 	cudaStream_t stream;

@@ -23,12 +23,14 @@
  */
 #include "fgrt.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -708,4 +710,97 @@ char *fgrt_index_str(char *buf, size_t n, int rank, const int64_t *shape, int64_
 	if (at < n)
 		snprintf(buf + at, n - at, "]");
 	return buf;
+}
+
+/* ---------------------------------------------------- an inputs folder */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Appends to msg (size n, NUL-terminated), never past it. */
+static void put(char *msg, size_t n, const char *fmt, ...) NPY_PRINTF(3, 4);
+static void put(char *msg, size_t n, const char *fmt, ...)
+{
+	size_t used = strlen(msg);
+	if (used + 1 >= n)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg + used, n - used, fmt, ap);
+	va_end(ap);
+}
+
+#define LIST_MAX 12     /* names a message lists before "and N more" */
+
+int fgrt_inputs_missing(const char *dir, const char *const *names, int count, char *msg, size_t n)
+{
+	int missing = 0, nfound = 0, cap = 0;
+	char **found = NULL;
+	msg[0] = '\0';
+	for (int i = 0; i < count; i++) {
+		size_t len = strlen(dir) + strlen(names[i]) + 6;
+		char *path = malloc(len);
+		struct stat st;
+		if (!path)
+			return -1;
+		snprintf(path, len, "%s/%s.npy", dir, names[i]);
+		if (lstat(path, &st) != 0 && errno == ENOENT)
+			missing++;
+		free(path);
+	}
+	if (!missing)
+		return 0;
+	DIR *dp = opendir(dir);
+	for (struct dirent *e; dp && (e = readdir(dp)) != NULL;) {
+		size_t len = strlen(e->d_name);
+		if (len <= 4 || strcmp(e->d_name + len - 4, ".npy") != 0)
+			continue;
+		if (nfound == cap) {
+			cap = cap ? 2 * cap : 16;
+			char **grown = realloc(found, (size_t)cap * sizeof *found);
+			if (!grown)
+				break;
+			found = grown;
+		}
+		if ((found[nfound] = strdup(e->d_name)) != NULL)
+			nfound++;
+	}
+	if (dp)
+		closedir(dp);
+	qsort(found, (size_t)nfound, sizeof *found, cmp_str);
+	put(msg, n, "'%s' has no file for %d of the %d inputs and params:", dir, missing, count);
+	for (int i = 0, shown = 0; i < count; i++) {
+		size_t len = strlen(dir) + strlen(names[i]) + 6;
+		char *path = malloc(len);
+		struct stat st;
+		if (!path)
+			break;
+		snprintf(path, len, "%s/%s.npy", dir, names[i]);
+		int absent = lstat(path, &st) != 0 && errno == ENOENT;
+		free(path);
+		if (absent && shown++ < LIST_MAX)
+			put(msg, n, "%s %s.npy", shown > 1 ? "," : "", names[i]);
+	}
+	if (missing > LIST_MAX)
+		put(msg, n, " and %d more", missing - LIST_MAX);
+	put(msg, n, "; it holds ");
+	if (!nfound)
+		put(msg, n, "no .npy file");
+	for (int i = 0; i < nfound && i < LIST_MAX; i++)
+		put(msg, n, "%s%s", i ? ", " : "", found[i]);
+	if (nfound > LIST_MAX)
+		put(msg, n, " and %d more", nfound - LIST_MAX);
+	/* the same name but for case: the likeliest typo */
+	for (int i = 0; i < count; i++)
+		for (int j = 0; j < nfound; j++)
+			if (strlen(found[j]) == strlen(names[i]) + 4 && strncasecmp(found[j], names[i], strlen(names[i])) == 0 &&
+			    strncmp(found[j], names[i], strlen(names[i])) != 0)
+				put(msg, n, "; did you mean '%s' for '%s'?", found[j], names[i]);
+	put(msg, n, " (--draw-missing draws the missing ones from the seed)");
+	for (int i = 0; i < nfound; i++)
+		free(found[i]);
+	free(found);
+	return missing;
 }

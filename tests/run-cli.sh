@@ -169,6 +169,21 @@ if "$fgc" run "$good" --outputs "$tmp/d1" --seed 5 --in-dtype && cmp -s "$tmp/d1
 else
   fail=$((fail + 1)); echo "FAIL run --in-dtype"
 fi
+# --inputs DIR lacking a file: an error listing what is missing and what
+# DIR holds (a file differing only in case suggested), no output; with
+# --draw-missing the missing ones are drawn.
+two=$tmp/two.fg
+printf 'graph t {\n  input res : f32[4]\n  input x : f32[4]\n  y = res + x\n  output y\n}\n' >"$two"
+mkdir -p "$tmp/case_in"
+"$fgc" run "$good" --outputs "$tmp/gx" --seed 3 >/dev/null 2>&1 && cp "$tmp/gx/y.npy" "$tmp/case_in/Res.npy" &&
+  cp "$tmp/gx/y.npy" "$tmp/case_in/other.npy"
+expect 1 "has no file for 2 of the 2 inputs and params: res.npy, x.npy; it holds Res.npy, other.npy; did you mean 'Res.npy' for 'res'? (--draw-missing draws the missing ones from the seed)" -- run "$two" --inputs "$tmp/case_in" --outputs "$tmp/case_out"
+if [ ! -e "$tmp/case_out" ] && "$fgc" run "$good" --inputs "$tmp/case_in" --draw-missing --outputs "$tmp/case_out2" 2>"$tmp/err" &&
+   [ -f "$tmp/case_out2/y.npy" ]; then
+  pass=$((pass + 1)); echo "PASS run --inputs: nothing written after the listing; --draw-missing draws"
+else
+  fail=$((fail + 1)); echo "FAIL run --inputs without a file:"; head -5 "$tmp/err"
+fi
 # A tensor past 2^40 bytes is a warning naming it; the file still checks.
 if "$fgc" check "$good" -D B=100000000000 2>"$tmp/err" && grep -q "warning: 'x' f32\[100000000000,3\] holds 1.09 TiB, past 2^40 bytes" "$tmp/err" &&
    [ "$(grep -c warning: "$tmp/err")" -eq 2 ] && "$fgc" check "$good" -D B=1000 2>"$tmp/err" && [ ! -s "$tmp/err" ]; then
@@ -192,15 +207,15 @@ mkdir -p "$tmp/ix_in" "$tmp/dz_in" "$tmp/ok_in"
 npy_i32 "$tmp/ix_in/ids.npy" 3 -10 10 -11 && npy_i32 "$tmp/ix_in/d.npy" 1 1 1 1
 npy_i32 "$tmp/dz_in/ids.npy" 3 -10 9 0 && npy_i32 "$tmp/dz_in/d.npy" 1 2 0 0
 npy_i32 "$tmp/ok_in/ids.npy" 9 -10 0 -1 && npy_i32 "$tmp/ok_in/d.npy" -3 2 5 -1
-expect 1 "ix.fg:5:7: error: gather index 10 out of range [-10, 10) at ids[2]" -- run "$ix" --inputs "$tmp/ix_in" --outputs "$tmp/ix_out"
-expect 1 "ix.fg:6:7: error: integer division by zero in 'floordiv' at q[2]" -- run "$ix" --inputs "$tmp/dz_in" --outputs "$tmp/dz_out"
+expect 1 "ix.fg:5:7: error: gather index 10 out of range [-10, 10) at ids[2]" -- run "$ix" --inputs "$tmp/ix_in" --draw-missing --outputs "$tmp/ix_out"
+expect 1 "ix.fg:6:7: error: integer division by zero in 'floordiv' at q[2]" -- run "$ix" --inputs "$tmp/dz_in" --draw-missing --outputs "$tmp/dz_out"
 if [ ! -e "$tmp/ix_out" ] && [ ! -e "$tmp/dz_out" ] && grep -qxF "    q = floordiv(ids, d)" "$tmp/err" &&
    [ "$(grep -c error: "$tmp/err")" -eq 1 ]; then
   pass=$((pass + 1)); echo "PASS run-time errors: no output written, the source line quoted"
 else
   fail=$((fail + 1)); echo "FAIL run-time errors wrote an output or quoted no line"; cat "$tmp/err"
 fi
-if "$fgc" run "$ix" --inputs "$tmp/ok_in" --outputs "$tmp/ok_out" 2>"$tmp/err" && [ -f "$tmp/ok_out/q.npy" ]; then
+if "$fgc" run "$ix" --inputs "$tmp/ok_in" --draw-missing --outputs "$tmp/ok_out" 2>"$tmp/err" && [ -f "$tmp/ok_out/q.npy" ]; then
   pass=$((pass + 1)); echo "PASS run: indices at both ends of [-n, n) and nonzero divisors run"
 else
   fail=$((fail + 1)); echo "FAIL run with valid indices:"; head -5 "$tmp/err"

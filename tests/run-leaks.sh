@@ -76,7 +76,7 @@ for s in "$src"/samples/*.fg; do
 	job "sample/$base check" "$src" 0 check "$s"
 	job "sample/$base report" "$src" 0 report "$s"
 	mkdir -p "$tmp/in-none"
-	job "sample/$base run ${dims[*]}" "$src" 0 run "$s" --inputs "$tmp/in-none" \
+	job "sample/$base run ${dims[*]}" "$src" 0 run "$s" --inputs "$tmp/in-none" --draw-missing \
 		--outputs "$tmp/out-$base" --seed 7 "${dims[@]}"
 done
 for base in attn_bf16 layernorm_f16 mlp_bf16 normalize_global_f32 gemm_bias_gelu_bf16; do

@@ -80,6 +80,9 @@ expect bad-option 1 "^ew4_f32: error: unknown option '--frobnicate' \(see --help
 expect bad-bench 1 '^ew4_f32: error: --bench 0: expected a number of runs from 1 to 100000$' "$model" --bench 0
 expect no-graph-takes-no-value 1 "^ew4_f32: error: unknown option '7' \(see --help\)$" "$model" --no-graph 7
 expect missing-value 1 '^ew4_f32: error: --seed needs a value \(see --help\)$' "$model" --seed
+mkdir -p "$tmp/in-empty"
+expect inputs-missing 1 "^ew4_f32: error: '.*/in-empty' has no file for [0-9]+ of the [0-9]+ inputs and params: .*\.npy; it holds no \.npy file \(--draw-missing draws the missing ones from the seed\)$" \
+	"$model" --inputs "$tmp/in-empty"
 
 # 2. no device
 "$model" >"$tmp/probe.log" 2>&1
@@ -90,6 +93,7 @@ else
 	gpu=0
 	expect no-device 1 '^ew4_f32: error: no CUDA device: .+ \(cuda[A-Za-z]+\)$' "$model"
 	expect no-device-check 1 '^ew4_f32: error: no CUDA device: ' "$model" --check "$tmp" --no-graph
+	expect draw-missing 1 '^ew4_f32: error: no CUDA device: ' "$model" --inputs "$tmp/in-empty" --draw-missing
 fi
 
 # 3. the gemm epilogue test compiles, links, and fails cleanly without a GPU

@@ -26,7 +26,7 @@ for fg in "$src"/samples/*.fg; do
 		why="fgc check failed at the default sizes"
 	else
 		for run in a b; do
-			"$fgc" run "$fg" --inputs "$tmp/no-inputs" --outputs "$tmp/$name.$run" \
+			"$fgc" run "$fg" --inputs "$tmp/no-inputs" --draw-missing --outputs "$tmp/$name.$run" \
 				--seed 7 "${dims[@]}" >"$log" 2>&1 || { why="fgc run ${dims[*]} failed"; break; }
 		done
 		for o in "${outs[@]}" "${saved[@]}"; do

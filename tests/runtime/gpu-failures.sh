@@ -142,7 +142,7 @@ fault() {
 	local name=$1 in=$2 re=$3 rc
 	shift 3
 	rm -rf "$dir/$name.out"
-	"$dir/faults" --inputs "$dir/$in" --outputs "$dir/$name.out" "$@" >"$dir/$name.log" 2>&1
+	"$dir/faults" --inputs "$dir/$in" --draw-missing --outputs "$dir/$name.out" "$@" >"$dir/$name.log" 2>&1
 	rc=$?
 	if [ $rc -eq 1 ] && head -1 "$dir/$name.log" | grep -Eq -- "$re" && [ "$(grep -c . "$dir/$name.log")" -eq 3 ] &&
 	   sed -n 3p "$dir/$name.log" | grep -Eq '^ +\^$' && [ ! -e "$dir/$name.out" ]; then
@@ -170,8 +170,8 @@ for name, (i, v) in {"ok": (ids, div), "index": (bad, div), "divisor": (ids, zer
 fault fault-index faults-index '^.*faults\.fg:6:17: error: gather index -1001 out of range \[-1000, 1000\) at ids\[1717\]$'
 fault fault-index-no-graph faults-index '^.*faults\.fg:6:17: error: gather index -1001 out of range \[-1000, 1000\) at ids\[1717\]$' --no-graph
 fault fault-divisor faults-divisor "^.*faults\\.fg:7:7: error: integer division by zero in 'floordiv' at q\\[1234, 200\\]\$"
-"$fgc" run "$dir/faults.fg" --inputs "$dir/faults-ok" --outputs "$dir/faults-ok.ref" >/dev/null || exit 1
-expect fault-free 0 '^ok faults: 2 of 2 values match' "$dir/faults" --inputs "$dir/faults-ok" --check "$dir/faults-ok.ref"
+"$fgc" run "$dir/faults.fg" --inputs "$dir/faults-ok" --draw-missing --outputs "$dir/faults-ok.ref" >/dev/null || exit 1
+expect fault-free 0 '^ok faults: 2 of 2 values match' "$dir/faults" --inputs "$dir/faults-ok" --draw-missing --check "$dir/faults-ok.ref"
 
 echo "$pass passed, $fail failed${failed:+:$failed}"
 [ "$fail" -eq 0 ]

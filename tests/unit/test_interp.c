@@ -1272,7 +1272,7 @@ START_TEST(run_draws_and_writes)
 	FgrtNpy y, z, sy;
 	t_init(&t);
 	run_graph(&t);
-	ck_assert_int_eq(fg_run(&t.g, NULL, out, 7, 0, &t.d), 0);
+	ck_assert_int_eq(fg_run(&t.g, NULL, 0, out, 7, 0, &t.d), 0);
 	ck_assert_int_eq(t.d.nerrors, 0);
 	read_npy(out, "y.npy", &y);
 	read_npy(out, "saved.y.npy", &sy);
@@ -1321,7 +1321,7 @@ START_TEST(run_reads_inputs)
 	write_npy(in, "k.npy", FGRT_NPY_I4, 1, (int64_t[]){3}, k);
 	t_init(&t);
 	run_graph(&t);
-	ck_assert_int_eq(fg_run(&t.g, in, out, 0, 0, &t.d), 0);
+	ck_assert_int_eq(fg_run(&t.g, in, 0, out, 0, 0, &t.d), 0);
 	ck_assert_int_eq(t.d.nwarnings, 1);
 	ck_assert_msg(strstr(t_msgs(&t), "2 of the 3 values of param 'w'") != NULL, "%s", t_msgs(&t));
 	ck_assert_msg(strstr(t_msgs(&t), "w.npy") != NULL, "%s", t_msgs(&t));
@@ -1344,7 +1344,8 @@ START_TEST(run_reads_inputs)
 END_TEST
 
 /* Mismatched files are errors naming the file, the tensor and both
- * types; every one is reported, and nothing is written. */
+ * types; every one is reported, and nothing is written (the inputs given
+ * no file are drawn: --draw-missing). */
 START_TEST(run_rejects_mismatches)
 {
 	T t;
@@ -1357,7 +1358,7 @@ START_TEST(run_rejects_mismatches)
 	write_npy(in, "w.npy", FGRT_NPY_F2, 1, (int64_t[]){3}, w);
 	t_init(&t);
 	run_graph(&t);
-	ck_assert_int_eq(fg_run(&t.g, in, out, 0, 0, &t.d), 1);
+	ck_assert_int_eq(fg_run(&t.g, in, 1, out, 0, 0, &t.d), 1);
 	ck_assert_int_eq(t.d.nerrors, 2);
 	const char *m = t_msgs(&t);
 	ck_assert_msg(strstr(m, "x.npy' holds <f4 (2, 4), but input 'x' is declared f32[2,3] and needs <f4 (2, 3)") != NULL, "%s", m);
@@ -1381,9 +1382,9 @@ START_TEST(run_rejects_bad_dirs)
 	fclose(f);
 	t_init(&t);
 	run_graph(&t);
-	ck_assert_int_eq(fg_run(&t.g, NULL, file, 0, 0, &t.d), 1);
+	ck_assert_int_eq(fg_run(&t.g, NULL, 0, file, 0, 0, &t.d), 1);
 	ck_assert_msg(strstr(t_msgs(&t), "is not a directory") != NULL, "%s", t_msgs(&t));
-	ck_assert_int_eq(fg_run(&t.g, missing, dir, 0, 0, &t.d), 1);
+	ck_assert_int_eq(fg_run(&t.g, missing, 0, dir, 0, 0, &t.d), 1);
 	ck_assert_msg(strstr(t_msgs(&t), "cannot read inputs from") != NULL, "%s", t_msgs(&t));
 	ck_assert(!exists(dir, "y.npy"));
 	rm_tree(dir);
