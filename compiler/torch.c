@@ -305,8 +305,8 @@ static const char *ew_call(Torch *t, const FgNode *n)
 		return fg_arena_printf(t->a, "_cast(%s, %s, reference)", arg(t, n, 0, 0), torch_dtype(n->dt));
 	case FG_OP_IOTA:
 		t->helpers |= HELP_IOTA;
-		return fg_arena_printf(t->a, "_iota(%s, %d, %s, reference)", py_shape(t->a, &n->shape), n->a.axis,
-				       torch_dtype(n->dt));
+		return fg_arena_printf(t->a, "_iota(%s, %d, %s, %s, reference)", py_shape(t->a, &n->shape), n->a.axis,
+				       torch_dtype(n->dt), t->g->ninputs ? t->names[t->g->inputs[0]] : "None");
 	case FG_OP_DROPOUT:
 		t->helpers |= HELP_DROPOUT;
 		return fg_arena_printf(t->a, "_dropout(%s, %s, %llu)", arg(t, n, 0, 0),
@@ -667,12 +667,12 @@ static const struct {
 	 "        x = torch.prod(x, dim=d, keepdim=keepdim)\n"
 	 "    return x\n"},
 	{HELP_IOTA,
-	 "def _iota(shape, axis, dtype, reference):\n"
+	 "def _iota(shape, axis, dtype, like, reference):\n"
 	 "    \"\"\"iota(shape, axis, dtype): each element its index along axis (float64\n"
-	 "    in a reference run, for a float dtype).\"\"\"\n"
+	 "    in a reference run, for a float dtype), on like's device.\"\"\"\n"
 	 "    if reference and dtype.is_floating_point:\n"
 	 "        dtype = torch.float64\n"
-	 "    r = torch.arange(shape[axis], dtype=torch.int64)\n"
+	 "    r = torch.arange(shape[axis], dtype=torch.int64, device=None if like is None else like.device)\n"
 	 "    r = r.reshape([shape[axis] if d == axis else 1 for d in range(len(shape))])\n"
 	 "    return torch.broadcast_to(r, shape).to(dtype)\n"},
 	{HELP_GATHER,
