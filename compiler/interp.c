@@ -936,40 +936,30 @@ static void eval_gather(const Eval *e, const FgNode *n, const double *x, const d
 	}
 }
 
-/* Integer floordiv and mod: a zero divisor is a run-time error at the
- * first element of the result (C order) it would divide; the dtype's
- * minimum // -1 wraps to itself, as in two's complement. */
-static int eval_int_division(Eval *e, int id, const double *a, const double *b, double *out)
+/* An integer floordiv or mod: a zero divisor is a run-time error at the
+ * first element of the result (C order) it would divide.  The quotients
+ * themselves are FG_OPS' reference column (exact on integers), wrapped
+ * to the dtype as every integer op's result is. */
+static int divisor_check(Eval *e, int id, const double *b)
 {
 	const FgNode *n = &e->g->nodes[id];
-	const FgShape *rs = &n->shape;
-	int64_t ast[FG_MAX_RANK], bst[FG_MAX_RANK], c[FG_MAX_RANK] = {0}, cnt = numel(rs);
-	bcast_strides(&e->g->nodes[n->in[0]].shape, rs, ast);
-	bcast_strides(&e->g->nodes[n->in[1]].shape, rs, bst);
-	for (int64_t r = 0; r < cnt; r++) {
-		int64_t ap = 0, bp = 0;
-		for (int i = 0; i < rs->rank; i++) {
-			ap += c[i] * ast[i];
-			bp += c[i] * bst[i];
-		}
-		int64_t x = (int64_t)a[ap], y = (int64_t)b[bp];
-		if (y == 0) {
-			char at[512];
-			if (e->d)
-				fg_error(e->d, n->loc, "integer division by zero in '%s' at %s", fg_op_info[n->op].name,
-					 position(at, sizeof at, e->g, id, r, " of its result"));
-			return -1;
-		}
-		int64_t q = x / y, m = x % y;
-		if (m != 0 && (m < 0) != (y < 0)) {
-			q -= 1;
-			m += y;
-		}
-		int64_t v = n->op == FG_OP_FLOORDIV ? q : m;
-		out[r] = fg_wrap_int(n->dt, (double)v);
-		for (int i = rs->rank - 1; i >= 0 && ++c[i] == rs->d[i]; i--)
-			c[i] = 0;
-	}
+	int64_t st[WALK_MAXOP][FG_MAX_RANK] = {{0}};
+	Walk w;
+	contig_strides(&n->shape, st[0]);
+	bcast_strides(&e->g->nodes[n->in[1]].shape, &n->shape, st[1]);
+	if (!walk_init(&w, n->shape.rank, n->shape.d, 2, st))
+		return 0;
+	do {
+		for (int64_t i = 0; i < walk_len(&w); i++)
+			if (b[w.off[1] + i * walk_stride(&w, 1)] == 0) {
+				char at[512];
+				if (e->d)
+					fg_error(e->d, n->loc, "integer division by zero in '%s' at %s",
+						 fg_op_info[n->op].name,
+						 position(at, sizeof at, e->g, id, w.off[0] + i, " of its result"));
+				return -1;
+			}
+	} while (walk_next(&w));
 	return 0;
 }
 
@@ -1028,11 +1018,10 @@ static int eval_node(Eval *e, int id)
 	case FG_CLASS_EW:
 		if (n->op == FG_OP_IOTA) {
 			eval_iota(n, out);
-		} else if ((n->op == FG_OP_FLOORDIV || n->op == FG_OP_MOD) && fg_dtype_is_int(n->dt)) {
-			if (eval_int_division(e, id, src[0], src[1], out) != 0) {
-				release_values(e, out, cnt);
-				return -1;
-			}
+		} else if ((n->op == FG_OP_FLOORDIV || n->op == FG_OP_MOD) && fg_dtype_is_int(n->dt) &&
+			   divisor_check(e, id, src[1]) != 0) {
+			release_values(e, out, cnt);
+			return -1;
 		} else {
 			eval_ew(e, n, src, out);
 		}
