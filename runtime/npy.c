@@ -738,20 +738,27 @@ int fgrt_inputs_missing(const char *dir, const char *const *names, int count, ch
 {
 	int missing = 0, nfound = 0, cap = 0;
 	char **found = NULL;
+	unsigned char *absent = calloc((size_t)count + 1, 1);
 	msg[0] = '\0';
+	if (!absent)
+		return -1;
 	for (int i = 0; i < count; i++) {
 		size_t len = strlen(dir) + strlen(names[i]) + 6;
 		char *path = malloc(len);
 		struct stat st;
-		if (!path)
+		if (!path) {
+			free(absent);
 			return -1;
+		}
 		snprintf(path, len, "%s/%s.npy", dir, names[i]);
-		if (lstat(path, &st) != 0 && errno == ENOENT)
-			missing++;
+		absent[i] = lstat(path, &st) != 0 && errno == ENOENT;
+		missing += absent[i];
 		free(path);
 	}
-	if (!missing)
+	if (!missing) {
+		free(absent);
 		return 0;
+	}
 	DIR *dp = opendir(dir);
 	for (struct dirent *e; dp && (e = readdir(dp)) != NULL;) {
 		size_t len = strlen(e->d_name);
@@ -771,18 +778,9 @@ int fgrt_inputs_missing(const char *dir, const char *const *names, int count, ch
 		closedir(dp);
 	qsort(found, (size_t)nfound, sizeof *found, cmp_str);
 	put(msg, n, "'%s' has no file for %d of the %d inputs and params:", dir, missing, count);
-	for (int i = 0, shown = 0; i < count; i++) {
-		size_t len = strlen(dir) + strlen(names[i]) + 6;
-		char *path = malloc(len);
-		struct stat st;
-		if (!path)
-			break;
-		snprintf(path, len, "%s/%s.npy", dir, names[i]);
-		int absent = lstat(path, &st) != 0 && errno == ENOENT;
-		free(path);
-		if (absent && shown++ < LIST_MAX)
+	for (int i = 0, shown = 0; i < count; i++)
+		if (absent[i] && shown++ < LIST_MAX)
 			put(msg, n, "%s %s.npy", shown > 1 ? "," : "", names[i]);
-	}
 	if (missing > LIST_MAX)
 		put(msg, n, " and %d more", missing - LIST_MAX);
 	put(msg, n, "; it holds ");
@@ -802,5 +800,6 @@ int fgrt_inputs_missing(const char *dir, const char *const *names, int count, ch
 	for (int i = 0; i < nfound; i++)
 		free(found[i]);
 	free(found);
+	free(absent);
 	return missing;
 }
