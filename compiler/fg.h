@@ -63,6 +63,7 @@ typedef enum FgOpClass {
 	FG_CLASS_REDUCE,        /* reduction over a set of axes */
 	FG_CLASS_LAYOUT,        /* moves elements, computes nothing */
 	FG_CLASS_MATMUL,        /* batched matrix product */
+	FG_CLASS_SCAN,          /* a running sum or product along one axis */
 	FG_CLASS_COMPOSITE,     /* expanded into the others by passes/expand.c */
 } FgOpClass;
 
@@ -196,6 +197,8 @@ typedef enum FgTypeRule {
 	X(GATHER, "gather", 2, LAYOUT, SOURCE, "axis", 0, "", "", 0)                                                           \
 	X(TAKE_ALONG_AXIS, "take_along_axis", 2, LAYOUT, SOURCE, "axis", 0, "", "", 0)                                         \
 	X(MATMUL, "matmul", 2, MATMUL, NUM, "", 0, "", "", 0)                                                                  \
+	X(CUMSUM, "cumsum", 1, SCAN, NUM, "axis exclusive reverse", 0, "", "torch.cumsum", 0)                                 \
+	X(CUMPROD, "cumprod", 1, SCAN, NUM, "axis exclusive reverse", 0, "", "torch.cumprod", 0)                              \
 	X(SOFTMAX, "softmax", 1, COMPOSITE, FLOAT, "axis", 0, "", "", 1)                                                       \
 	X(LOG_SOFTMAX, "log_softmax", 1, COMPOSITE, FLOAT, "axis", 0, "", "", 1)                                               \
 	X(LAYERNORM, "layernorm", 3, COMPOSITE, FLOAT, "axis eps", 0, "", "", 1)                                               \
@@ -238,6 +241,12 @@ typedef enum FgOp {
 	X(ARGMAX, -INFINITY, fg_ref_maximum(a, b), "a = FgArgMax()(a, fg_arg(b, c));", "FgArgMax()") \
 	X(ARGMIN, INFINITY, fg_ref_minimum(a, b), "a = FgArgMin()(a, fg_arg(b, c));", "FgArgMin()")
 
+/* X(SCAN, REDUCTION): the scans of FG_OPS, each running the algebra of a
+ * row of FG_REDUCTIONS (its identity, steps and functor) along its axis. */
+#define FG_SCANS(X)                                                            \
+	X(CUMSUM, SUM)                                                         \
+	X(CUMPROD, PROD)
+
 typedef struct FgRedInfo {
 	double identity;        /* the accumulator's start */
 	const char *cuda_step;  /* a statement over a and b */
@@ -269,7 +278,9 @@ typedef struct FgOpInfo {
 	X(DTYPE, "dtype")                                                      \
 	X(SLOPE, "slope")                                                      \
 	X(CORRECTION, "correction")                                            \
-	X(ALPHA, "alpha")
+	X(ALPHA, "alpha")                                                      \
+	X(EXCLUSIVE, "exclusive")                                              \
+	X(REVERSE, "reverse")
 
 /* --------------------------------------------------- compiler/tables.c */
 
@@ -379,6 +390,9 @@ static inline double fg_round_f32(double x)
 double fg_round_to(FgDtype dt, double x);
 /* A reduction's row of FG_REDUCTIONS, NULL for other ops. */
 const FgRedInfo *fg_red_info(FgOp op);
+/* The reduction whose algebra scan op runs (FG_SCANS); FG_OP_COUNT for
+ * other ops. */
+FgOp fg_scan_reduction(FgOp op);
 /* Looks a callable op up by name; FG_OP_COUNT when there is none. */
 FgOp fg_op_lookup(const char *name);
 /* The callable op name nearest to `name`, or NULL when none is close. */
@@ -654,6 +668,11 @@ typedef struct FgNode {
 		int axis;               /* concat, gather, take_along_axis, iota:
 					   normalized to [0, rank) */
 		struct {
+			int axis;       /* normalized to [0, rank) */
+			int exclusive;  /* element i combines those before it */
+			int reverse;    /* ... after it, from the axis's end */
+		} scan;                 /* cumsum, cumprod */
+		struct {
 			double p;       /* drop probability in [0, 1) */
 			uint64_t seed;
 		} drop;
@@ -727,7 +746,8 @@ void fg_pass_expand(FgGraph *g);
 	X(LOOP, loop, "#dbeafe", "#3b82f6")                                    \
 	X(ROWREDUCE, rowreduce, "#dcfce7", "#16a34a")                          \
 	X(REDUCE, reduce, "#fef3c7", "#d97706")                                \
-	X(GEMM, gemm, "#f3e8ff", "#9333ea")
+	X(GEMM, gemm, "#f3e8ff", "#9333ea")                                    \
+	X(SCAN, scan, "#fce7f3", "#db2777")
 
 typedef enum FgGroupKind {
 #define X(id, name, fill, border) FG_GROUP_##id,

@@ -4,8 +4,8 @@
  * and emit-torch's RESULTS all take from here, so that a value is held to
  * one standard whoever compares it.
  *
- * A value gets the RMSE gate (FGRT_GATE_RMSE) when a reduction or a matmul
- * feeds it (their summation order legitimately differs from the
+ * A value gets the RMSE gate (FGRT_GATE_RMSE) when a reduction, a scan or
+ * a matmul feeds it (their summation order legitimately differs from the
  * reference's), or a float value that is stored and read back (rounded
  * once more than the reference: in f16, gelu(x + b) unfused is 2 ulp from
  * the reference where one fused kernel is within 1); TF32 as well when an
@@ -25,7 +25,7 @@ void fg_gates(const FgGraph *g, const unsigned char *read_back, int tf32, unsign
 		const FgNode *n = &g->nodes[id];
 		FgOpClass c = fg_op_info[n->op].cls;
 		unsigned v = 0;
-		if (c == FG_CLASS_REDUCE || c == FG_CLASS_MATMUL)
+		if (c == FG_CLASS_REDUCE || c == FG_CLASS_SCAN || c == FG_CLASS_MATMUL)
 			v |= FGRT_GATE_RMSE;
 		if (c == FG_CLASS_MATMUL && tf32 && g->nodes[n->in[0]].dt == FG_DT_F32)
 			v |= FGRT_GATE_TF32;

@@ -364,6 +364,7 @@ static void ew_row(const FgNode *n, double *o, const double *const *p,
 #define EW_CASE_REDUCE(id, ref)
 #define EW_CASE_LAYOUT(id, ref)
 #define EW_CASE_MATMUL(id, ref)
+#define EW_CASE_SCAN(id, ref)
 #define EW_CASE_COMPOSITE(id, ref)
 #define EW_CASE_EW(id, ref)                                                    \
 	case FG_OP_##id:                                                       \
@@ -384,6 +385,7 @@ static void ew_row(const FgNode *n, double *o, const double *const *p,
 #undef EW_CASE_EW
 #undef EW_CASE_COMPOSITE
 #undef EW_CASE_MATMUL
+#undef EW_CASE_SCAN
 #undef EW_CASE_LAYOUT
 #undef EW_CASE_REDUCE
 #undef EW_CASE_SOURCE
@@ -886,6 +888,43 @@ static int index_check(Eval *e, const FgNode *n, int idx, const double *v, int64
 	return 0;
 }
 
+/* cumsum, cumprod: along the axis, from its end when reversed, each
+ * element the combination of those up to it (exclusive: before it).
+ * Floats in double, or with f32 set each step rounded to f32, as a kernel
+ * accumulates; integers modulo 2^32, then wrapped into the dtype. */
+static void eval_scan(const FgNode *n, const double *x, double *out, int f32)
+{
+	FgOp red = fg_scan_reduction(n->op);
+	int ax = n->a.scan.axis, integer = fg_dtype_is_int(n->dt);
+	int64_t outer = 1, len = n->shape.d[ax], inner = 1;
+
+	for (int i = 0; i < ax; i++)
+		outer *= n->shape.d[i];
+	for (int i = ax + 1; i < n->shape.rank; i++)
+		inner *= n->shape.d[i];
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t i = 0; i < inner; i++) {
+			double acc = fg_red_info(red)->identity;
+			uint32_t iacc = red == FG_OP_PROD;
+			for (int64_t s = 0; s < len; s++) {
+				int64_t j = n->a.scan.reverse ? len - 1 - s : s;
+				int64_t at = (o * len + j) * inner + i;
+				double v = x[at];
+				if (n->a.scan.exclusive)
+					out[at] = integer ? fg_wrap_int(n->dt, (double)iacc) : acc;
+				if (integer) {
+					uint32_t u = (uint32_t)(int64_t)v;
+					iacc = red == FG_OP_PROD ? iacc * u : iacc + u;
+				} else {
+					acc = fg_red_step(red, acc, v);
+					acc = f32 ? fg_round_f32(acc) : acc;
+				}
+				if (!n->a.scan.exclusive)
+					out[at] = integer ? fg_wrap_int(n->dt, (double)iacc) : acc;
+			}
+		}
+}
+
 /* iota: each element its index along the axis. */
 static void eval_iota(const FgNode *n, double *out)
 {
@@ -1091,6 +1130,9 @@ static int eval_node(Eval *e, int id)
 	}
 	case FG_CLASS_MATMUL:
 		eval_matmul(e, n, src[0], src[1], out, in_dtype_of(e, id) != FG_DT_COUNT);
+		break;
+	case FG_CLASS_SCAN:
+		eval_scan(n, src[0], out, in_dtype_of(e, id) != FG_DT_COUNT);
 		break;
 	case FG_CLASS_COMPOSITE:
 		fg_die("composite %s reached the interpreter unexpanded", fg_op_info[n->op].name);

@@ -1116,6 +1116,34 @@ static Val build_reduction_composite(Builder *b, const FgExpr *e, FgOp op, int x
 	return v;
 }
 
+/* cumsum, cumprod (x, axis=-1, exclusive=false, reverse=false): x's shape
+ * and dtype; bool is refused by the type rule. */
+static Val build_scan(Builder *b, const FgExpr *e, FgOp op, int x)
+{
+	const FgAttrAst *aa = find_attr(e, "axis"), *ea = find_attr(e, "exclusive"), *ra = find_attr(e, "reverse");
+	int64_t axis = -1;
+	int exclusive = 0, reverse = 0;
+	char t[256];
+
+	if (node(b, x)->shape.rank == 0) {
+		fg_error(b->d, e->args[0]->loc, "'%s' needs a tensor of rank 1 or more to scan, got %s", e->name,
+			 type_of(b, x, t, sizeof t));
+		return err_val();
+	}
+	if ((aa && attr_int(b, aa, &axis) != 0) || (ea && attr_bool(b, ea, &exclusive) != 0) ||
+	    (ra && attr_bool(b, ra, &reverse) != 0))
+		return err_val();
+	int k = norm_axis(b, aa ? aa->val.loc : e->loc, axis, node(b, x)->shape.rank, type_of(b, x, t, sizeof t));
+	if (k < 0)
+		return err_val();
+	FgShape shape = node(b, x)->shape;
+	int id = add_node(b, op, node(b, x)->dt, &shape, &x, 1, e->loc);
+	node(b, id)->a.scan.axis = k;
+	node(b, id)->a.scan.exclusive = exclusive;
+	node(b, id)->a.scan.reverse = reverse;
+	return node_val(id);
+}
+
 /* cross_entropy(logits, target, axis=-1): per row, logsumexp(logits) -
  * take_along_axis(logits, target); target is i32 of the logits' rank, 1
  * (or k targets) on the axis, broadcast on the others. */
@@ -1272,6 +1300,9 @@ static Val build_call(Builder *b, const FgExpr *e, const Val *args)
 	case FG_OP_GATHER:
 	case FG_OP_TAKE_ALONG_AXIS:
 		return build_gather(b, e, op, args[0].node, args[1].node);
+	case FG_OP_CUMSUM:
+	case FG_OP_CUMPROD:
+		return build_scan(b, e, op, args[0].node);
 	default:
 		break;
 	}
@@ -1523,6 +1554,9 @@ void fg_ir_check(const FgGraph *g)
 		for (int k = 0; k < n->nin; k++)
 			if (n->in[k] < 0 || n->in[k] >= i)
 				fg_die("node %d (%s): operand %d is %d, not earlier", i, info->name, k, n->in[k]);
+		if (info->cls == FG_CLASS_SCAN && (!fg_shape_eq(&n->shape, &g->nodes[n->in[0]].shape) ||
+						   n->a.scan.axis < 0 || n->a.scan.axis >= n->shape.rank))
+			fg_die("node %d (%s): not a scan of its operand", i, info->name);
 		if (info->cls == FG_CLASS_EW && n->op != FG_OP_IOTA) {  /* iota: its own shape */
 			FgShape s = {0};
 			for (int k = 0; k < n->nin; k++)

@@ -146,6 +146,11 @@ static void print_attrs(FILE *f, const FgNode *n)
 	case FG_OP_TAKE_ALONG_AXIS:
 		fprintf(f, ", axis=%d", n->a.axis);
 		break;
+	case FG_OP_CUMSUM:
+	case FG_OP_CUMPROD:
+		fprintf(f, ", axis=%d%s%s", n->a.scan.axis, n->a.scan.exclusive ? ", exclusive=true" : "",
+			n->a.scan.reverse ? ", reverse=true" : "");
+		break;
 	case FG_OP_CAST:
 		fprintf(f, ", dtype=%s", fg_dtype_name[n->dt]);
 		break;

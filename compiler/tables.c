@@ -186,6 +186,18 @@ const FgRedInfo *fg_red_info(FgOp op)
 	return op >= 0 && op < FG_OP_COUNT && info[op].functor ? &info[op] : NULL;
 }
 
+FgOp fg_scan_reduction(FgOp op)
+{
+	switch (op) {
+#define X(scan, red) \
+	case FG_OP_##scan: return FG_OP_##red;
+		FG_SCANS(X)
+#undef X
+	default:
+		return FG_OP_COUNT;
+	}
+}
+
 double fg_op_eval_scalar(FgOp op, double a, double b, double c, double k)
 {
 	(void)b;

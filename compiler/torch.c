@@ -58,6 +58,7 @@ enum {
 	HELP_IOTA = 512,
 	HELP_GATHER = 1024,
 	HELP_TAKE = 2048,
+	HELP_SCAN = 4096,
 };
 
 typedef struct Torch {
@@ -123,7 +124,7 @@ static const char **python_names(const FgGraph *g)
 /* Which gate of testing.md compares each value with the f64 reference.
  * Eager torch rounds every float op's result to its dtype, where the
  * reference rounds only at casts and outputs; so a value is compared by
- * the RMSE gate when a reduction, a matmul or a composite feeds it, or
+ * the RMSE gate when a reduction, a scan, a matmul or a composite feeds it, or
  * when one of its operands was rounded on the way (layout ops and
  * identity pass values through unrounded; a cast rounds in both). */
 static void find_gates(Torch *t)
@@ -134,7 +135,7 @@ static void find_gates(Torch *t)
 		const FgNode *n = &g->nodes[id];
 		FgOpClass c = fg_op_info[n->op].cls;
 		int rounded_in = 0;
-		t->rmse[id] = c == FG_CLASS_REDUCE || c == FG_CLASS_MATMUL || c == FG_CLASS_COMPOSITE;
+		t->rmse[id] = c == FG_CLASS_REDUCE || c == FG_CLASS_SCAN || c == FG_CLASS_MATMUL || c == FG_CLASS_COMPOSITE;
 		for (int k = 0; k < n->nin; k++) {
 			t->rmse[id] |= t->rmse[n->in[k]] | t->rounded[n->in[k]];
 			rounded_in |= t->rounded[n->in[k]];
@@ -474,6 +475,12 @@ static void put_node(Torch *t, int id)
 	case FG_CLASS_MATMUL:
 		e = fg_arena_printf(t->a, "torch.matmul(%s, %s)", arg(t, n, 0, 0), arg(t, n, 1, 0));
 		break;
+	case FG_CLASS_SCAN:
+		t->helpers |= HELP_SCAN;
+		e = fg_arena_printf(t->a, "_scan(%s, %s, %d, %s, %s, reference)", fg_op_info[n->op].torch, arg(t, n, 0, 0),
+				    n->a.scan.axis, n->a.scan.exclusive ? "True" : "False",
+				    n->a.scan.reverse ? "True" : "False");
+		break;
 	case FG_CLASS_COMPOSITE:
 		e = composite_call(t, n);
 		break;
@@ -688,6 +695,21 @@ static const struct {
 	 "    idx and x broadcast on the other axes.\"\"\"\n"
 	 "    i = torch.where(idx < 0, idx + x.shape[axis], idx).to(torch.int64)\n"
 	 "    return torch.take_along_dim(x, i, dim=axis)\n"},
+	{HELP_SCAN,
+	 "def _scan(f, x, dim, exclusive, reverse, reference):\n"
+	 "    \"\"\"cumsum or cumprod (f) along dim: floats accumulate in float32 (float64\n"
+	 "    in a reference run), integers wrap into their dtype; exclusive: each\n"
+	 "    element combines those before it; reverse: from the axis's end.\"\"\"\n"
+	 "    if reverse:\n"
+	 "        x = torch.flip(x, (dim,))\n"
+	 "    acc = torch.int64 if not x.is_floating_point() else torch.float64 if reference else torch.float32\n"
+	 "    y = f(x, dim=dim, dtype=acc)\n"
+	 "    if exclusive and y.shape[dim] > 0:\n"
+	 "        first = torch.zeros_like if f is torch.cumsum else torch.ones_like\n"
+	 "        y = torch.cat((first(y.narrow(dim, 0, 1)), y.narrow(dim, 0, y.shape[dim] - 1)), dim=dim)\n"
+	 "    if reverse:\n"
+	 "        y = torch.flip(y, (dim,))\n"
+	 "    return y.to(x.dtype)\n"},
 	{HELP_ARGEXT,
 	 "def _argext(f, x, dims, keepdim):\n"
 	 "    \"\"\"argmax or argmin (f) over several axes: the index in C order among the\n"

@@ -13,7 +13,9 @@
  *     its own row, whatever layout ops lie between (rows_kept); a matmul
  *     turns a loop of elementwise ops over its output into a gemm with
  *     that epilogue); otherwise it starts a group of its own and the rule
- *     that refused it is its boundary reason;
+ *     that refused it is its boundary reason (a scan turns a loop of
+ *     elementwise ops over its own shape into a scan group, one block a
+ *     row along its axis, and takes an elementwise prologue);
  *   - consumers in several groups (fan-out): an elementwise or layout node
  *     is recomputed in each of them when the cost model says recomputing
  *     is cheaper than storing it once and reading it back; otherwise it is
@@ -192,6 +194,10 @@ static int new_group(Fuser *f, int root)
 	case FG_CLASS_MATMUL:
 		b.kind = FG_GROUP_GEMM;
 		break;
+	case FG_CLASS_SCAN:
+		b.kind = FG_GROUP_SCAN;
+		b.red_axes = 1u << n->a.scan.axis;
+		break;
 	case FG_CLASS_REDUCE: {
 		const FgShape *in = &node(f, n->in[0])->shape;
 		b.kind = row_axes(in, n->a.red.axes) ? FG_GROUP_ROWREDUCE : FG_GROUP_REDUCE;
@@ -219,6 +225,11 @@ static void join(Fuser *f, int gi, int p)
 	if (n->op == FG_OP_MATMUL && b->kind == FG_GROUP_LOOP) {
 		b->kind = FG_GROUP_GEMM;        /* the loop is its epilogue */
 		b->root = p;
+	}
+	if (fg_op_info[n->op].cls == FG_CLASS_SCAN) {
+		b->kind = FG_GROUP_SCAN;        /* ... or the scan's */
+		b->root = p;
+		b->red_axes = 1u << n->a.scan.axis;
 	}
 	if (fg_op_info[n->op].cls == FG_CLASS_REDUCE && b->kind == FG_GROUP_LOOP) {
 		const FgShape *in = &node(f, n->in[0])->shape;
@@ -591,6 +602,11 @@ static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
 						  type_str(f, p), fg_type_str(sp, sizeof sp, n->dt, &b->space));
 			return 0;
 		}
+		if (b->kind == FG_GROUP_SCAN && is_written(f, p) && !fg_kind_fits(&n->shape, &b->space)) {
+			*detail = fg_arena_printf(f->a, "%s must be written, but the scan group's threads cover the "
+						  "elements of %s", type_str(f, p), type_str(f, b->root));
+			return 0;
+		}
 		if ((b->kind == FG_GROUP_ROWREDUCE || b->kind == FG_GROUP_REDUCE) && is_written(f, p)) {
 			/* p comes before the group's reductions: not computed
 			 * from them */
@@ -601,6 +617,29 @@ static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
 			}
 		}
 		return 1;
+	}
+	if (c == FG_CLASS_SCAN) {
+		/* The epilogue: elementwise ops at each element of the scan. */
+		int ok = b->kind == FG_GROUP_LOOP && fg_shape_eq(&n->shape, &b->space);
+		for (int k = 0; ok && k < b->nodes.n; k++)
+			ok = cls(f, b->nodes.v[k]) == FG_CLASS_EW;
+		if (ok)
+			return 1;
+		*detail = fg_arena_printf(f->a, "%s along axis %d of %s: each element needs those %s it on the "
+					  "axis, which the %s group's threads %s", fg_op_info[n->op].name,
+					  n->a.scan.axis, type_str(f, p), n->a.scan.reverse ? "after" : "before", kind,
+					  b->kind == FG_GROUP_LOOP ? "read through layout ops or broadcast"
+								   : "do not hold");
+		return 0;
+	}
+	if (b->kind == FG_GROUP_SCAN) {
+		/* A reduction or a matmul: no other block's work in the scan's */
+		*detail = fg_arena_printf(f->a, "the scan group runs one pass along each row of %s; %s %s needs %s",
+					  type_str(f, b->root), fg_op_info[n->op].name, type_str(f, p),
+					  c == FG_CLASS_MATMUL ? "its output tiles computed by blocks of their own"
+							       : "a pass of its own over its rows before it (a reduction "
+								 "does not run inside a scan's kernel)");
+		return 0;
 	}
 	if (c == FG_CLASS_REDUCE) {
 		const FgShape *in = &node(f, n->in[0])->shape;
@@ -700,7 +739,7 @@ static int consumer_groups(const Fuser *f, int p, int *out, int max)
 	return n;
 }
 
-/* The first matmul or reduction that p is computed from through at most
+/* The first matmul, reduction or scan that p is computed from through at most
  * `depth` elementwise or layout ops, or -1.  Recomputing p would leave
  * it to be stored anyway, so storing p itself is no dearer. */
 static int heavy_source(const Fuser *f, int p, int depth)
@@ -710,7 +749,7 @@ static int heavy_source(const Fuser *f, int p, int depth)
 	for (int k = 0; k < n->nin && depth > 0; k++) {
 		int o = n->in[k];
 		FgOpClass c = cls(f, o);
-		if (c == FG_CLASS_MATMUL || c == FG_CLASS_REDUCE)
+		if (c == FG_CLASS_MATMUL || c == FG_CLASS_REDUCE || c == FG_CLASS_SCAN)
 			return o;
 		if (c == FG_CLASS_EW || c == FG_CLASS_LAYOUT) {
 			int h = heavy_source(f, o, depth - 1);

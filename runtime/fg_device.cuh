@@ -12,8 +12,8 @@
  * fg_to_f16 / fg_to_bf16, where they are stored; bool lives as float 0 or 1
  * and is stored as one byte 0 or 1; i32 lives as int.
  *
- * fg_block_reduce is deterministic: for a given block size each thread's
- * partial is combined in the same order every run.  blockDim.x must be a
+ * fg_block_reduce and fg_block_scan are deterministic: for a given block
+ * size each thread's partial is combined in the same order every run.  blockDim.x must be a
  * multiple of 32, at most 1024, and every thread of the block must call it.
  */
 #ifndef FG_DEVICE_CUH
@@ -480,6 +480,38 @@ static __device__ __forceinline__ T fg_block_reduce(T v, Op op)
 	for (unsigned k = 1; k < (blockDim.x + 31u) >> 5; k++)
 		w = op(w, part[k]);
 	return w;
+}
+
+/* The exclusive scan of the threads' v over the block in thread order
+ * with op (id its identity): thread t gets the combination of the v of
+ * threads 0 .. t-1, and *total that of all of them.  Within a warp a
+ * shuffle ladder, then each thread combines the totals of the warps
+ * before its own in warp order: the same order, so the same bits, every
+ * run.  blockDim.x a multiple of 32; every thread must call it; the
+ * __syncthreads() on entry lets a block call it again right away. */
+template <typename T, typename Op>
+static __device__ __forceinline__ T fg_block_scan(T v, Op op, T id, T *total)
+{
+	__shared__ T part[32];
+	const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+
+	for (unsigned o = 1; o < 32; o <<= 1) {
+		T u = __shfl_up_sync(0xffffffffu, v, o);
+		if (lane >= o)
+			v = op(u, v);
+	}
+	__syncthreads();
+	if (lane == 31)
+		part[warp] = v;
+	__syncthreads();
+	T before = id, all = id;
+	for (unsigned k = 0; k < blockDim.x >> 5; k++) {
+		before = k == warp ? all : before;
+		all = op(all, part[k]);
+	}
+	*total = all;
+	T in_warp = __shfl_up_sync(0xffffffffu, v, 1);
+	return lane ? op(before, in_warp) : before;
 }
 
 /* fg_block_reduce over the C blocks of a thread-block cluster (sm_90),

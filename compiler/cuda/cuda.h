@@ -15,7 +15,7 @@
  *   gen.c        a value at an index, as C expressions; loads
  *   store.c      stores, vectorized where the lanes allow
  *   reduction.c  what row and other-axes reductions share
- *   loop.c rowreduce.c reduce.c gemm.c
+ *   loop.c rowreduce.c reduce.c gemm.c scan.c
  *                one file per group kind: its kernel and launches
  *   program.c    the kind table, the tensor and launch tables, fg_program_run
  *   nvcc.c       fgc compile: the file, then nvcc
@@ -67,6 +67,7 @@
 	X(RED_SPLIT1, "reduce.split")           /* blocks over result columns, one slab */ \
 	X(RED_SLABS, "reduce.split.slabs")      /* ... slabs into scratch, then a combine */ \
 	X(RED_ALL, "reduce.all")                /* partials, then one block */          \
+	X(SCAN_BLOCK, "scan.block")             /* a block a row, tile by tile with a carry */ \
 	X(GEMM_I32, "gemm.i32")                 /* a thread an element into scratch */  \
 	X(GEMM_F8, "gemm.f8")                   /* the same, f8 operands, f32 sums */   \
 	X(GEMM_LT, "gemm.cublaslt")             /* straight into the result */          \

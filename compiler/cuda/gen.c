@@ -542,6 +542,10 @@ Val cu_gen(Kern *k, int id, const Ix *x)
 		case FG_CLASS_REDUCE:
 			v = gen_reduce(k, id, x);
 			break;
+		case FG_CLASS_SCAN:     /* the scan kernel memoizes its own element */
+			cu_kern_error(k, id, "'%s' is needed at an element this thread does not scan",
+				      k->plan->names[id]);
+			return (Val){"0", 0};
 		default:
 			cu_kern_error(k, id, "%s inside a %s group", fg_op_info[n->op].name,
 				   fg_group_kind_name[k->gr->kind]);

@@ -1683,6 +1683,41 @@ def _(c):
     c.out("f", "f32", ui * 0.5)
 
 
+@case("v2-scan", "cumsum and cumprod along the last, a middle and the first axis; exclusive (the "
+      "identity first, the last element left out) and reversed (from the axis's end), and both; f32 "
+      "and f16 in f64 (the reference), rounded once; i32 products of 40 factors wrapping modulo "
+      "2^32, i32, i8 and u8 sums wrapping; a scan fused with arithmetic on both sides.")
+def _(c):
+    x = c.inp("x", "f32", "3, 7")
+    h = c.inp("h", "f16", "2, 5, 3")
+    k = c.inp("k", "i32", "2, 40")
+    q = c.inp("q", "i8", "8", values=[100, 100, -50, -128, 7, 127, 1, -3])
+    u = c.inp("u", "u8", "6", values=[200, 100, 0, 255, 3, 16])
+    c.s("a = cumsum(x)\nb = cumsum(x, axis=0, exclusive=true)\nd = cumprod(h, axis=1, reverse=true)\n"
+        "e = cumprod(h, axis=1, exclusive=true, reverse=true)\nf = cumsum(x * 2 - 1, axis=-1) * x\n"
+        "kp = cumprod(k, axis=-1)\nks = cumsum(k, axis=0, reverse=true)\nqs = cumsum(q)\n"
+        "us = cumsum(u, exclusive=true)")
+
+    def flip_scan(f, v, axis, exclusive, reverse, one):
+        """f (np.cumsum or np.cumprod) along axis; exclusive shifts in `one`."""
+        v = np.flip(v, axis) if reverse else np.asarray(v)
+        y = f(v, axis=axis)
+        if exclusive:
+            first = np.full_like(np.take(y, [0], axis=axis), one)
+            y = np.concatenate([first, np.take(y, range(y.shape[axis] - 1), axis=axis)], axis=axis)
+        return np.flip(y, axis) if reverse else y
+    c.out("a", "f32", np.cumsum(x, axis=1))
+    c.out("b", "f32", flip_scan(np.cumsum, x, 0, True, False, 0))
+    c.out("d", "f16", flip_scan(np.cumprod, h, 1, False, True, 1))
+    c.out("e", "f16", flip_scan(np.cumprod, h, 1, True, True, 1))
+    c.out("f", "f32", np.cumsum(x * 2 - 1, axis=-1) * x)
+    ki = np.array(k, dtype=np.int64)
+    c.out("kp", "i32", wrap(np.cumprod(ki.astype(np.uint64), axis=-1).astype(np.int64), 32, True))
+    c.out("ks", "i32", wrap(flip_scan(np.cumsum, ki, 0, False, True, 0), 32, True))
+    c.out("qs", "i8", wrap(np.cumsum(np.array(q, dtype=np.int64)), 8, True))
+    c.out("us", "u8", wrap(flip_scan(np.cumsum, np.array(u, dtype=np.int64), 0, True, False, 0), 8, False))
+
+
 @case("v2-f8", "the 8-bit floats: casts round to nearest even, f8e4m3 saturating at +-448 (inf too; "
       "NaN stays NaN) and f8e5m2 overflowing to inf, both flushing below half the smallest "
       "subnormal; arithmetic in f32 rounded once where stored; a matmul of f8e4m3 giving f32.",

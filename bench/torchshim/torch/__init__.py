@@ -52,6 +52,8 @@ class Tensor(_np.ndarray):
         return self.transpose(dims)
 
     def to(self, dt):
+        if isinstance(dt, _np.dtype):  # a tensor's own .dtype, here NumPy's
+            return _np.asarray(self).astype(dt).view(Tensor)
         if dt is bfloat16:
             return _round_bf16(_np.asarray(self, _np.float64))
         if dt is float8_e4m3fn or dt is float8_e5m2:
@@ -62,6 +64,9 @@ class Tensor(_np.ndarray):
         if isinstance(dt, dtype):
             return _np.ndarray.view(self, dt.storage)
         return _np.ndarray.view(self, dt, *rest) if dt is not None else _np.ndarray.view(self)
+
+    def narrow(self, dim, start, length):
+        return narrow(self, dim, start, length)
 
     def is_floating_point(self):
         return self.dtype.kind == "f"
@@ -278,6 +283,22 @@ def argmin(x, dim, keepdim=False):
 
 def zeros_like(x, dtype=None):
     return _t(_np.zeros(_np.shape(x), dtype=dtype.storage if dtype else _np.asarray(x).dtype))
+
+
+def ones_like(x, dtype=None):
+    return _t(_np.ones(_np.shape(x), dtype=dtype.storage if dtype else _np.asarray(x).dtype))
+
+
+def cumsum(x, dim, dtype=None):
+    return _t(_np.cumsum(x, axis=dim, dtype=dtype.storage if dtype else None))
+
+
+def cumprod(x, dim, dtype=None):
+    return _t(_np.cumprod(x, axis=dim, dtype=dtype.storage if dtype else None))
+
+
+def flip(x, dims):
+    return _t(_np.flip(x, axis=dims))
 
 
 def amax(x, dim=None, keepdim=False):
