@@ -881,6 +881,25 @@ int fg_kind_regs_at(const FgGroup *gr, int elems);
 /* Whether an estimate stays within the limit (--reg-limit). */
 int fg_kind_regs_fit(const FgFuseOptions *o, int regs);
 
+/* The multiprocessors of the GPU the plan is for (the H200's). */
+#define FG_SMS 132
+/* How a scan group's kernel walks its space (compiler/cuda/scan.c): rows
+ * (every element with the same coordinates off the axis) of len
+ * elements, a block of `threads` taking tiles of threads x items; parts
+ * above 1: each row cut into that many parts of part_len elements (whole
+ * tiles; the last may be shorter), one block each, in two launches (each
+ * part's total, then each part scanned from the totals before it, reading
+ * its inputs again). */
+#define FG_SCAN_THREADS 256
+#define FG_SCAN_ITEMS 8
+#define FG_SCAN_BLOCKS_PER_SM 4
+#define FG_SCAN_PART_TILES 4
+typedef struct FgScanShape {
+	int threads, items;
+	int64_t rows, len, parts, part_len;
+} FgScanShape;
+void fg_kind_scan_shape(const FgShape *s, int axis, FgScanShape *out);
+
 /* ------------------------------------------------------ passes/memplan.c */
 
 /* Gives every value written by a group and not an input an offset in one

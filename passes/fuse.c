@@ -1133,6 +1133,15 @@ static void finish_group(Fuser *f, FgGroup *out, const BGroup *b, int gi)
 		out->bytes_written = fg_bytes_add(out->bytes_written, fg_value_bytes(g, writes.v[k]));
 	out->cost.bytes = fg_bytes_add(out->bytes_read, out->bytes_written);
 	out->cost.launches = b->full ? 2 : 1;
+	if (b->kind == FG_GROUP_SCAN) {
+		/* in parts: a launch for the parts' totals, reading it all */
+		FgScanShape sc;
+		fg_kind_scan_shape(&g->nodes[b->root].shape, g->nodes[b->root].a.scan.axis, &sc);
+		if (sc.parts > 1) {
+			out->cost.launches = 2;
+			out->cost.bytes = fg_bytes_add(out->cost.bytes, out->bytes_read);
+		}
+	}
 	out->cost.est_us = est_us(&f->opt, out->cost.bytes, out->cost.launches);
 	int *sorted = fg_arena_array(f->a, (size_t)nmembers + 1, sizeof(int));
 	int ns = 0;

@@ -11,7 +11,9 @@
  *   - the register model: an estimate of a thread's registers, and the
  *     limit from the plan's options (--reg-limit), which decides both
  *     where the partitioner cuts and how many elements a kernel gives a
- *     thread.
+ *     thread;
+ *   - how a scan's kernel walks its rows, and so how many launches it
+ *     takes and how often it reads its inputs.
  */
 #include "fg.h"
 
@@ -53,4 +55,35 @@ int fg_kind_regs_at(const FgGroup *gr, int elems)
 int fg_kind_regs_fit(const FgFuseOptions *o, int regs)
 {
 	return regs <= o->reg_limit;
+}
+
+/* A block of up to FG_SCAN_THREADS threads, enough for the row at
+ * FG_SCAN_ITEMS elements a thread (fewer for a short row).  Rows too few
+ * to give each multiprocessor FG_SCAN_BLOCKS_PER_SM blocks are cut into
+ * parts of whole tiles, at least FG_SCAN_PART_TILES each, so that the
+ * blocks fill the GPU. */
+void fg_kind_scan_shape(const FgShape *s, int axis, FgScanShape *out)
+{
+	int64_t L = s->d[axis], n = fg_shape_numel(s);
+
+	out->len = L;
+	out->rows = L ? n / L : 0;
+	out->threads = 32;
+	out->items = FG_SCAN_ITEMS;
+	while (out->threads < FG_SCAN_THREADS && (int64_t)out->threads * out->items < L)
+		out->threads *= 2;
+	while (out->items > 1 && (int64_t)out->threads * (out->items / 2) >= L)
+		out->items /= 2;
+	int64_t tile = (int64_t)out->threads * out->items, want = (int64_t)FG_SMS * FG_SCAN_BLOCKS_PER_SM;
+	out->parts = 1;
+	out->part_len = L;
+	if (out->rows > 0 && out->rows < want) {
+		int64_t parts = (want + out->rows - 1) / out->rows, most = L / (tile * FG_SCAN_PART_TILES);
+		parts = parts < most ? parts : most;
+		if (parts >= 2) {
+			int64_t tiles = (L + tile - 1) / tile;
+			out->part_len = (tiles + parts - 1) / parts * tile;
+			out->parts = (L + out->part_len - 1) / out->part_len;
+		}
+	}
 }

@@ -36,7 +36,7 @@
 #define MAX_GRID (1 << 20)      /* blocks of a grid-stride loop */
 #define FULL_BLOCKS 1024        /* partials of a reduction over all axes */
 #define MAX_LANES 8             /* elements per thread of a vectorized kernel */
-#define SMS 132                 /* the H200's multiprocessors: a grid that fills
+#define SMS FG_SMS              /* the H200's multiprocessors: a grid that fills
 				   them all has at least this many blocks */
 #define ROW_SMEM (96 << 10)     /* shared memory a row kernel's block may hold:
 				   two such blocks to a multiprocessor (of its
@@ -68,6 +68,7 @@
 	X(RED_SLABS, "reduce.split.slabs")      /* ... slabs into scratch, then a combine */ \
 	X(RED_ALL, "reduce.all")                /* partials, then one block */          \
 	X(SCAN_BLOCK, "scan.block")             /* a block a row, tile by tile with a carry */ \
+	X(SCAN_PARTS, "scan.parts")             /* a block a part of a row: totals, then the scan */ \
 	X(GEMM_I32, "gemm.i32")                 /* a thread an element into scratch */  \
 	X(GEMM_F8, "gemm.f8")                   /* the same, f8 operands, f32 sums */   \
 	X(GEMM_LT, "gemm.cublaslt")             /* straight into the result */          \

@@ -2,47 +2,62 @@
  * scan.c - a scan group's kernel: cumsum or cumprod along one axis of its
  * space, with the elementwise prologue that computes what it scans and
  * the epilogue that uses each running value.  A row is every element
- * with the same coordinates off the axis; one block runs along each row
- * (a grid-stride loop over rows) in tiles of `threads` x `items`
- * elements, thread t holding the items consecutive elements from
- * t * items.  Each thread combines its elements in registers, the block
- * scans the threads' totals (fg_block_scan), and a carry takes the row's
- * running value from one tile to the next: each element is read once and
- * written once, in one pass, combined in the same order every run.  A
- * reversed scan runs the row from the axis's end.  Floats accumulate in
- * f32, integers modulo 2^32 (then wrapped into their dtype, as the
- * interpreter's).
+ * with the same coordinates off the axis; a block runs along a row in
+ * tiles of threads x items elements, thread t holding the items
+ * consecutive elements from t * items (the shape: fg_kind_scan_shape in
+ * passes/kinds.c).  Each thread combines its elements in registers, the
+ * block scans the threads' totals (fg_block_scan), and a carry takes the
+ * running value from one tile to the next, so each element is read once
+ * and written once, combined in the same order every run.  A reversed
+ * scan runs from the axis's end.  Floats accumulate in f32, integers
+ * modulo 2^32 (then wrapped into their dtype, as the interpreter's).
+ *
+ * Rows too few to fill the GPU are cut into parts, a block each, in two
+ * launches: the first writes each part's total to scratch (and the
+ * values the prologue writes), the second starts each part's carry from
+ * the totals of the parts before it, combined in order, and scans it.
  */
 #include <string.h>
 
 #include "cuda.h"
 
-#define SCAN_ITEMS 8            /* elements a thread holds per tile */
-#define SCAN_THREADS 256        /* threads a block, at most */
+/* The scan's facts, shared by the kernels of its group. */
+typedef struct Scan {
+	const FgNode *n;
+	int id;
+	FgScanShape sh;
+	const char *acc, *ident, *functor;
+	unsigned char *dep;     /* per node: computed from the scan */
+} Scan;
 
-/* Which members depend on the scan: computed in the second pass. */
-static unsigned char *after_scan(Kern *k, int scan)
+static void scan_init(Kern *k, Scan *sc)
 {
-	unsigned char *dep = fg_arena_alloc(k->a, (size_t)k->g->nnodes);
-	memset(dep, 0, (size_t)k->g->nnodes);
-	dep[scan] = 1;
+	sc->id = k->gr->root;
+	sc->n = &k->g->nodes[sc->id];
+	fg_kind_scan_shape(&sc->n->shape, sc->n->a.scan.axis, &sc->sh);
+	int integer = fg_dtype_is_int(sc->n->dt), prod = fg_scan_reduction(sc->n->op) == FG_OP_PROD;
+	sc->acc = integer ? "unsigned" : "float";
+	sc->ident = prod ? (integer ? "1u" : "1.0f") : (integer ? "0u" : "0.0f");
+	sc->functor = fg_red_info(fg_scan_reduction(sc->n->op))->functor;
+	sc->dep = fg_arena_alloc(k->a, (size_t)k->g->nnodes);
+	memset(sc->dep, 0, (size_t)k->g->nnodes);
+	sc->dep[sc->id] = 1;
 	for (int i = 0; i < k->gr->nnodes; i++) {
 		int id = k->gr->nodes[i];
 		const FgNode *n = &k->g->nodes[id];
 		for (int j = 0; j < n->nin && cu_is_member(k, id); j++)
-			dep[id] |= dep[n->in[j]];
+			sc->dep[id] |= sc->dep[n->in[j]];
 	}
-	return dep;
 }
 
 /* Stores the group's writes that are (after 1) or are not (after 0)
  * computed from the scan, at element x of the space, when `in` holds. */
-static void store_writes(Kern *k, const unsigned char *dep, int after, const Ix *x, const char *in)
+static void store_writes(Kern *k, const Scan *sc, int after, const Ix *x, const char *in)
 {
-	const FgShape *S = cu_shape_of(k, k->gr->root);
+	const FgShape *S = &sc->n->shape;
 	for (int w = 0; w < k->gr->nwrites; w++) {
 		int id = k->gr->writes[w];
-		if (dep[id] != after)
+		if (sc->dep[id] != after)
 			continue;
 		const FgShape *ws = cu_shape_of(k, id);
 		Ix y = cu_ix_bcast(x, S, ws);
@@ -50,107 +65,186 @@ static void store_writes(Kern *k, const unsigned char *dep, int after, const Ix 
 	}
 }
 
-/* The open item loop's position p (in scan order) and element x: the
- * position clamped into the row, so that every load is in bounds, and
- * mapped to the axis's coordinate (from its end when reversed). */
-static Ix item_index(Kern *k, const FgNode *scan, const Ix *row, int items, const char **p)
+/* Opens the work loop (scope 1: a row, or with parts a part of a row,
+ * `row` and `part` its numbers) and the row's coordinates. */
+static Ix open_work(Kern *k, const Scan *sc)
 {
-	int64_t L = scan->shape.d[scan->a.scan.axis];
-	*p = cu_fresh(k, 3, "p");
-	cu_kline(k, 3, NULL, "const %s %s = t0 + threadIdx.x * %d + u;", k->idx, *p, items);
+	FgShape R = sc->n->shape;
+	R.d[sc->n->a.scan.axis] = 1;
+	cu_kopen(k);
+	if (sc->sh.parts > 1) {
+		cu_kline(k, 1, NULL, "const %s row = w / %lld, part = w %% %lld;", k->idx, (long long)sc->sh.parts,
+			 (long long)sc->sh.parts);
+		cu_kline(k, 1, NULL, "const %s lo = part * %lld, hi = min(lo + %lld, (%s)%lld);", k->idx,
+			 (long long)sc->sh.part_len, (long long)sc->sh.part_len, k->idx, (long long)sc->sh.len);
+	} else {
+		cu_kline(k, 1, NULL, "const %s row = w, lo = 0, hi = %lld;", k->idx, (long long)sc->sh.len);
+	}
+	return cu_ix_from_lin(k, &R, "row", 1, "r");
+}
+
+static void close_work(Kern *k, const Scan *sc)
+{
+	int64_t work = sc->sh.rows * sc->sh.parts;
+	cu_kclose(k, cu_fmt(k->a, "for (%s w = blockIdx.x; w < %lld; w += gridDim.x)", k->idx, (long long)work));
+}
+
+/* Opens an item loop (scope 3) inside the tile loop and returns its
+ * element: position p in scan order, clamped into the row so that every
+ * load is in bounds (*in says whether it is inside the part), mapped to
+ * the axis's coordinate (from its end when reversed). */
+static Ix open_item(Kern *k, const Scan *sc, const Ix *row, const char **in)
+{
+	int64_t last = sc->sh.len - 1;
+	cu_kopen(k);
+	const char *p = cu_fresh(k, 3, "p");
+	cu_kline(k, 3, NULL, "const %s %s = t0 + threadIdx.x * %d + u;", k->idx, p, sc->sh.items);
 	const char *j = cu_fresh(k, 3, "j");
-	if (scan->a.scan.reverse)
-		cu_kline(k, 3, NULL, "const %s %s = %lld - min(%s, (%s)%lld);", k->idx, j, (long long)(L - 1), *p,
-			 k->idx, (long long)(L - 1));
+	if (sc->n->a.scan.reverse)
+		cu_kline(k, 3, NULL, "const %s %s = %lld - min(%s, (%s)%lld);", k->idx, j, (long long)last, p, k->idx,
+			 (long long)last);
 	else
-		cu_kline(k, 3, NULL, "const %s %s = min(%s, (%s)%lld);", k->idx, j, *p, k->idx, (long long)(L - 1));
+		cu_kline(k, 3, NULL, "const %s %s = min(%s, (%s)%lld);", k->idx, j, p, k->idx, (long long)last);
+	*in = cu_fmt(k->a, "%s < hi", p);
 	Ix x = *row;
-	x.c[scan->a.scan.axis] = j;
-	x.lv[scan->a.scan.axis] = 3;
+	x.c[sc->n->a.scan.axis] = j;
+	x.lv[sc->n->a.scan.axis] = 3;
 	x.lin = NULL;
 	return x;
 }
 
-void cu_emit_scan(Emit *E, Kern *k)
+static void close_item(Kern *k, const Scan *sc)
 {
-	int scan = k->gr->root;
-	const FgNode *n = &k->g->nodes[scan];
-	const FgShape *S = &n->shape;
-	int axis = n->a.scan.axis, integer = fg_dtype_is_int(n->dt);
-	int64_t L = S->d[axis], rows = cu_numel(S) / (L ? L : 1);
-	FgOp red = fg_scan_reduction(n->op);
-	const char *acc = integer ? "unsigned" : "float";
-	const char *id = red == FG_OP_PROD ? (integer ? "1u" : "1.0f") : (integer ? "0u" : "0.0f");
-	const char *functor = fg_red_info(red)->functor;
-	unsigned char *dep = after_scan(k, scan);
-
-	/* Threads: a warp at least, enough for the row at SCAN_ITEMS each
-	 * (fewer items a thread for a short row), at most SCAN_THREADS. */
-	int threads = 32, items = SCAN_ITEMS;
-	while (threads < SCAN_THREADS && (int64_t)threads * items < L)
-		threads *= 2;
-	while (items > 1 && (int64_t)threads * (items / 2) >= L)
-		items /= 2;
-	int64_t tile = (int64_t)threads * items;
-
-	/* Scope 1: a row.  Its coordinates off the axis, from the row index. */
-	FgShape R = *S;
-	R.d[axis] = 1;
-	cu_kopen(k);
-	Ix row = cu_ix_from_lin(k, &R, "row", 1, "r");
-	cu_kline(k, 1, NULL, "%s carry = %s;", acc, id);
-
-	/* Scope 2: a tile.  First pass over its items: the prologue, each
-	 * thread's inclusive scan of its own items, the writes before the
-	 * scan. */
-	cu_kopen(k);
-	cu_kline(k, 2, NULL, "%s s[%d];", acc, items);
-	cu_kopen(k);
-	const char *p;
-	Ix x = item_index(k, n, &row, items, &p);
-	Val v = cu_gen(k, n->in[0], &x);
-	cu_kline(k, 3, NULL, "s[u] = %s < %lld ? (%s)%s : %s;", p, (long long)L, acc, cu_paren(k->a, v.e), id);
-	cu_kline(k, 3, NULL, "if (u > 0)");
-	cu_kline(k, 3, NULL, "\ts[u] = %s(s[u - 1], s[u]);", functor);
-	store_writes(k, dep, 0, &x, cu_fmt(k->a, "%s < %lld", p, (long long)L));
 	cu_kline(k, 2, NULL, "#pragma unroll");
-	cu_kclose(k, cu_fmt(k->a, "for (int u = 0; u < %d; u++)", items));
+	cu_kclose(k, cu_fmt(k->a, "for (int u = 0; u < %d; u++)", sc->sh.items));
+}
 
-	/* The block's scan of the threads' totals. */
-	cu_kline(k, 2, NULL, "%s total;", acc);
-	cu_kline(k, 2, NULL, "const %s before = %s(carry, fg_block_scan(s[%d], %s, %s, &total));", acc, functor,
-		 items - 1, functor, id);
+/* The item loop that reads a tile: s[u], the thread's inclusive scan of
+ * what its items scan (the identity past the part), and the writes of
+ * the prologue. */
+static void read_tile(Kern *k, const Scan *sc, const Ix *row)
+{
+	const char *in;
+	cu_kline(k, 2, NULL, "%s s[%d];", sc->acc, sc->sh.items);
+	Ix x = open_item(k, sc, row, &in);
+	Val v = cu_gen(k, sc->n->in[0], &x);
+	cu_kline(k, 3, NULL, "s[u] = %s ? (%s)%s : %s;", in, sc->acc, cu_paren(k->a, v.e), sc->ident);
+	cu_kline(k, 3, NULL, "if (u > 0)");
+	cu_kline(k, 3, NULL, "\ts[u] = %s(s[u - 1], s[u]);", sc->functor);
+	store_writes(k, sc, 0, &x, in);
+	close_item(k, sc);
+}
 
-	/* Second pass: each item's running value, the epilogue, the writes
-	 * after the scan. */
+static const char *tile_loop(Kern *k, const Scan *sc)
+{
+	int64_t tile = (int64_t)sc->sh.threads * sc->sh.items;
+	return cu_fmt(k->a, "for (%s t0 = lo; t0 < hi; t0 += %lld)", k->idx, (long long)tile);
+}
+
+/* The scan proper: scope 1 starts from `carry`; each tile is read, its
+ * threads' totals scanned, and each item's running value taken through
+ * the epilogue to the writes after the scan. */
+static void scan_part(Kern *k, const Scan *sc, const Ix *row)
+{
+	const FgNode *n = sc->n;
 	cu_kopen(k);
-	x = item_index(k, n, &row, items, &p);
+	read_tile(k, sc, row);
+	cu_kline(k, 2, NULL, "%s total;", sc->acc);
+	cu_kline(k, 2, NULL, "const %s before = %s(carry, fg_block_scan(s[%d], %s, %s, &total));", sc->acc,
+		 sc->functor, sc->sh.items - 1, sc->functor, sc->ident);
+	const char *in;
+	Ix x = open_item(k, sc, row, &in);
 	const char *r = cu_fresh(k, 3, "run");
 	if (n->a.scan.exclusive)
-		cu_kline(k, 3, NULL, "const %s %s = u > 0 ? %s(before, s[u > 0 ? u - 1 : 0]) : before;", acc, r,
-			 functor);
+		cu_kline(k, 3, NULL, "const %s %s = u > 0 ? %s(before, s[u > 0 ? u - 1 : 0]) : before;", sc->acc, r,
+			 sc->functor);
 	else
-		cu_kline(k, 3, NULL, "const %s %s = %s(before, s[u]);", acc, r, functor);
-	const char *val = cu_fresh(k, 3, cu_fmt(k->a, "v_%s", cu_name(k, scan)));
+		cu_kline(k, 3, NULL, "const %s %s = %s(before, s[u]);", sc->acc, r, sc->functor);
+	const char *val = cu_fresh(k, 3, cu_fmt(k->a, "v_%s", cu_name(k, sc->id)));
 	const char *wrap = n->dt == FG_DT_I8 ? "(int)(signed char)" : n->dt == FG_DT_U8 ? "(int)(unsigned char)"
-									   : integer ? "(int)" : "";
+									   : fg_dtype_is_int(n->dt) ? "(int)" : "";
 	cu_kline(k, 3, NULL, "const %s %s = %s%s;", fg_dtype_info[n->dt].cuda, val, wrap, r);
-	Memo m = {scan, cu_memo_key(k, scan, &x), {val, 3}};
+	Memo m = {sc->id, cu_memo_key(k, sc->id, &x), {val, 3}};
 	fg_vec_push(k->a, &k->memo, m);
-	store_writes(k, dep, 1, &x, cu_fmt(k->a, "%s < %lld", p, (long long)L));
-	cu_kline(k, 2, NULL, "#pragma unroll");
-	cu_kclose(k, cu_fmt(k->a, "for (int u = 0; u < %d; u++)", items));
-	cu_kline(k, 2, NULL, "carry = %s(carry, total);", functor);
-	cu_kclose(k, cu_fmt(k->a, "for (%s t0 = 0; t0 < %lld; t0 += %lld)", k->idx, (long long)L, (long long)tile));
-	cu_kclose(k, cu_fmt(k->a, "for (%s row = blockIdx.x; row < %lld; row += gridDim.x)", k->idx, (long long)rows));
+	store_writes(k, sc, 1, &x, in);
+	close_item(k, sc);
+	cu_kline(k, 2, NULL, "carry = %s(carry, total);", sc->functor);
+	cu_kclose(k, tile_loop(k, sc));
+}
+
+/* Launch 1 of 2: each part's total into scratch, and the prologue's
+ * writes. */
+static int emit_totals(Emit *E, Kern *k, const Scan *sc, Param *out)
+{
+	Kern k1;
+	cu_kern_init(&k1, E, k->gi);
+	Ix row = open_work(&k1, sc);
+	cu_kline(&k1, 1, NULL, "%s acc = %s;", sc->acc, sc->ident);
+	cu_kopen(&k1);
+	read_tile(&k1, sc, &row);
+	cu_kline(&k1, 2, NULL, "acc = %s(acc, s[%d]);", sc->functor, sc->sh.items - 1);
+	cu_kclose(&k1, tile_loop(&k1, sc));
+	cu_kline(&k1, 1, NULL, "acc = fg_block_reduce(acc, %s);", sc->functor);
+	cu_kline(&k1, 1, NULL, "if (threadIdx.x == 0)");
+	cu_kline(&k1, 1, NULL, "\ttotals[w] = acc;");
+	close_work(&k1, sc);
+	k->failed |= k1.failed;
+	if (k1.failed)
+		return -1;
+	cu_out(E, "/* %s: launch 1 of 2, each part's total into scratch (and what the prologue writes) */\n",
+	       cu_kname(k, "totals"));
+	int any = 0;
+	for (int w = 0; w < k->gr->nwrites; w++)
+		any |= !sc->dep[k->gr->writes[w]];
+	const char *args = cu_emit_kernel(&k1, cu_kname(k, "totals"), sc->sh.threads, out, 1, any);
+	cu_add_launch(E, cu_kname(k, "totals"), k->gi, sc->sh.rows * sc->sh.parts, sc->sh.threads, args);
+	return 0;
+}
+
+void cu_emit_scan(Emit *E, Kern *k)
+{
+	Scan sc;
+	scan_init(k, &sc);
+	const FgNode *n = sc.n;
+	int64_t work = sc.sh.rows * sc.sh.parts;
+	Param totals_out = {cu_fmt(k->a, "%s *__restrict__ totals", sc.acc), cu_fmt(k->a, "(%s *)ctx->scratch", sc.acc)};
+	Param totals_in = {cu_fmt(k->a, "const %s *__restrict__ totals", sc.acc), totals_out.arg};
+	if (sc.sh.parts > 1) {
+		if (work * 4 > E->scratch)
+			E->scratch = work * 4;
+		if (emit_totals(E, k, &sc, &totals_out) != 0)
+			return;
+	}
+	Ix row = open_work(k, &sc);
+	if (sc.sh.parts > 1) {
+		/* the parts before this one, in order */
+		cu_kline(k, 1, NULL, "%s carry = %s;", sc.acc, sc.ident);
+		cu_kline(k, 1, NULL, "for (%s q = w - part; q < w; q++)", k->idx);
+		cu_kline(k, 1, NULL, "\tcarry = %s(carry, totals[q]);", sc.functor);
+	} else {
+		cu_kline(k, 1, NULL, "%s carry = %s;", sc.acc, sc.ident);
+	}
+	if (sc.sh.parts > 1) {
+		/* the prologue's writes were launch 1's */
+		for (int w = 0; w < k->gr->nwrites; w++)
+			if (!sc.dep[k->gr->writes[w]])
+				sc.dep[k->gr->writes[w]] = 2;
+	}
+	scan_part(k, &sc, &row);
+	close_work(k, &sc);
 	if (k->failed)
 		return;
-	cu_path(E, k->gi, CU_PATH_SCAN_BLOCK);
-	cu_emit_comment(E, k->gi, cu_fmt(E->a, "%s along axis %d of %s%s%s: a block a row of %lld, %lld rows; %d threads "
-					 "x %d elements a tile", fg_op_info[n->op].name, axis,
-					 cu_shape_str(E->a, n->dt, S), n->a.scan.exclusive ? ", exclusive" : "",
-					 n->a.scan.reverse ? ", reversed" : "", (long long)L, (long long)rows,
-					 threads, items));
-	const char *args = cu_emit_kernel(k, cu_kname(k, NULL), threads, NULL, 0, 1);
-	cu_add_launch(E, cu_kname(k, NULL), k->gi, rows < 1 ? 1 : rows > MAX_GRID ? MAX_GRID : rows, threads, args);
+	cu_path(E, k->gi, sc.sh.parts > 1 ? CU_PATH_SCAN_PARTS : CU_PATH_SCAN_BLOCK);
+	const char *how = sc.sh.parts > 1
+		? cu_fmt(E->a, "%lld rows of %lld in %lld parts of %lld, a block a part; launch 2 of 2", (long long)sc.sh.rows,
+			 (long long)sc.sh.len, (long long)sc.sh.parts, (long long)sc.sh.part_len)
+		: cu_fmt(E->a, "a block a row of %lld, %lld rows", (long long)sc.sh.len, (long long)sc.sh.rows);
+	cu_emit_comment(E, k->gi, cu_fmt(E->a, "%s along axis %d of %s%s%s: %s; %d threads x %d elements a tile",
+					 fg_op_info[n->op].name, n->a.scan.axis, cu_shape_str(E->a, n->dt, &n->shape),
+					 n->a.scan.exclusive ? ", exclusive" : "", n->a.scan.reverse ? ", reversed" : "",
+					 how, sc.sh.threads, sc.sh.items));
+	const char *args = cu_emit_kernel(k, cu_kname(k, NULL), sc.sh.threads, sc.sh.parts > 1 ? &totals_in : NULL,
+					  sc.sh.parts > 1, 1);
+	cu_add_launch(E, cu_kname(k, NULL), k->gi, work < 1 ? 1 : work > MAX_GRID ? MAX_GRID : work, sc.sh.threads,
+		      args);
 }
