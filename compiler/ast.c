@@ -352,6 +352,19 @@ FgStmt *fg_ast_assign(FgAst *b, FgLoc loc, const char *name, FgExpr *e,
 	return s;
 }
 
+FgStmt *fg_ast_assign_many(FgAst *b, FgLoc loc, const char *name, FgAstNames *more, FgExpr *e,
+			   FgAstAnnots *annots)
+{
+	FgStmt *s = fg_ast_assign(b, loc, name, e, annots);
+	FgAstNames *all = fg_ast_out_name(b, NULL, loc, name);
+	for (int i = 0; i < more->name.n; i++)
+		all = fg_ast_out_name(b, all, more->loc.v[i], more->name.v[i]);
+	s->outs = all->name.v;
+	s->out_locs = all->loc.v;
+	s->nouts = all->name.n;
+	return s;
+}
+
 FgAstAnnots *fg_ast_annot(FgAst *b, FgAstAnnots *annots, FgLoc loc,
 			  const char *name)
 {

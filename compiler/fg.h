@@ -64,6 +64,7 @@ typedef enum FgOpClass {
 	FG_CLASS_LAYOUT,        /* moves elements, computes nothing */
 	FG_CLASS_MATMUL,        /* batched matrix product */
 	FG_CLASS_SCAN,          /* a running sum or product along one axis */
+	FG_CLASS_SELECT,        /* the positions of the k first along one axis */
 	FG_CLASS_COMPOSITE,     /* expanded into the others by passes/expand.c */
 } FgOpClass;
 
@@ -199,6 +200,7 @@ typedef enum FgTypeRule {
 	X(MATMUL, "matmul", 2, MATMUL, NUM, "", 0, "", "", 0)                                                                  \
 	X(CUMSUM, "cumsum", 1, SCAN, NUM, "axis exclusive reverse", 0, "", "torch.cumsum", 0)                                 \
 	X(CUMPROD, "cumprod", 1, SCAN, NUM, "axis exclusive reverse", 0, "", "torch.cumprod", 0)                              \
+	X(TOPK, "topk", 1, SELECT, NUM, "k axis largest", 0, "", "", 0)                                                        \
 	X(SOFTMAX, "softmax", 1, COMPOSITE, FLOAT, "axis", 0, "", "", 1)                                                       \
 	X(LOG_SOFTMAX, "log_softmax", 1, COMPOSITE, FLOAT, "axis", 0, "", "", 1)                                               \
 	X(LAYERNORM, "layernorm", 3, COMPOSITE, FLOAT, "axis eps", 0, "", "", 1)                                               \
@@ -280,7 +282,9 @@ typedef struct FgOpInfo {
 	X(CORRECTION, "correction")                                            \
 	X(ALPHA, "alpha")                                                      \
 	X(EXCLUSIVE, "exclusive")                                              \
-	X(REVERSE, "reverse")
+	X(REVERSE, "reverse")                                                  \
+	X(K, "k")                                                              \
+	X(LARGEST, "largest")
 
 /* --------------------------------------------------- compiler/tables.c */
 
@@ -500,7 +504,9 @@ struct FgStmt {
 	FgExpr *expr;           /* ASSIGN */
 	FgAnnot *annots;        /* ASSIGN */
 	int nannots;
-	const char **outs;      /* OUTPUT: the names */
+	const char **outs;      /* OUTPUT: the names; ASSIGN binding several
+				   names (values, indices = topk(...)): all of
+				   them, name being the first */
 	FgLoc *out_locs;
 	int nouts;
 	FgStmt *body;           /* FUSE: the statements inside */
@@ -612,6 +618,9 @@ FgStmt *fg_ast_decl(FgAst *b, FgStmtKind kind, FgLoc loc, const char *name,
 		    FgAstDims *dims);
 FgStmt *fg_ast_assign(FgAst *b, FgLoc loc, const char *name, FgExpr *e,
 		      FgAstAnnots *annots);
+/* NAME, NAMES... = EXPR @annotations: an op with several results. */
+FgStmt *fg_ast_assign_many(FgAst *b, FgLoc loc, const char *name, FgAstNames *more, FgExpr *e,
+			   FgAstAnnots *annots);
 FgAstAnnots *fg_ast_annot(FgAst *b, FgAstAnnots *annots, FgLoc loc,
 			  const char *name);
 FgStmt *fg_ast_output(FgAst *b, FgLoc loc, FgAstNames *names);
@@ -672,6 +681,13 @@ typedef struct FgNode {
 			int exclusive;  /* element i combines those before it */
 			int reverse;    /* ... after it, from the axis's end */
 		} scan;                 /* cumsum, cumprod */
+		struct {
+			int axis;       /* normalized to [0, rank) */
+			int largest;    /* the largest first (else the smallest) */
+			int64_t k;      /* positions kept: the result's dim on axis */
+		} sel;                  /* topk: its indices (i32); the values are
+					   take_along_axis(x, indices), the next
+					   node */
 		struct {
 			double p;       /* drop probability in [0, 1) */
 			uint64_t seed;
@@ -747,7 +763,8 @@ void fg_pass_expand(FgGraph *g);
 	X(ROWREDUCE, rowreduce, "#dcfce7", "#16a34a")                          \
 	X(REDUCE, reduce, "#fef3c7", "#d97706")                                \
 	X(GEMM, gemm, "#f3e8ff", "#9333ea")                                    \
-	X(SCAN, scan, "#fce7f3", "#db2777")
+	X(SCAN, scan, "#fce7f3", "#db2777")                                    \
+	X(TOPK, topk, "#e0f2fe", "#0284c7")
 
 typedef enum FgGroupKind {
 #define X(id, name, fill, border) FG_GROUP_##id,

@@ -365,6 +365,7 @@ static void ew_row(const FgNode *n, double *o, const double *const *p,
 #define EW_CASE_LAYOUT(id, ref)
 #define EW_CASE_MATMUL(id, ref)
 #define EW_CASE_SCAN(id, ref)
+#define EW_CASE_SELECT(id, ref)
 #define EW_CASE_COMPOSITE(id, ref)
 #define EW_CASE_EW(id, ref)                                                    \
 	case FG_OP_##id:                                                       \
@@ -386,6 +387,7 @@ static void ew_row(const FgNode *n, double *o, const double *const *p,
 #undef EW_CASE_COMPOSITE
 #undef EW_CASE_MATMUL
 #undef EW_CASE_SCAN
+#undef EW_CASE_SELECT
 #undef EW_CASE_LAYOUT
 #undef EW_CASE_REDUCE
 #undef EW_CASE_SOURCE
@@ -925,6 +927,51 @@ static void eval_scan(const FgNode *n, const double *x, double *out, int f32)
 		}
 }
 
+/* Whether (a, i) comes before (b, j) in topk's order: the larger value
+ * first (largest) or the smaller, a NaN above every number (first when
+ * largest, last otherwise: as argmax takes it, and PyTorch's sort), equal
+ * values (NaNs too) by lower index. */
+static int topk_before(int largest, double a, int64_t i, double b, int64_t j)
+{
+	int an = isnan(a), bn = isnan(b);
+	if (an != bn)
+		return largest ? an : bn;
+	if (!an && a != b)
+		return largest ? a > b : a < b;
+	return i < j;
+}
+
+/* topk's indices: along the axis, the positions of the k first elements
+ * in topk_before's order, in that order (k rounds, each taking the first
+ * element that comes after the previous round's). */
+static void eval_topk(const FgNode *n, const FgShape *xs, const double *x, double *out)
+{
+	int ax = n->a.sel.axis, largest = n->a.sel.largest;
+	int64_t outer = 1, len = xs->d[ax], inner = 1, k = n->a.sel.k;
+
+	for (int i = 0; i < ax; i++)
+		outer *= xs->d[i];
+	for (int i = ax + 1; i < xs->rank; i++)
+		inner *= xs->d[i];
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t i = 0; i < inner; i++) {
+			const double *row = x + o * len * inner + i;
+			int64_t prev = -1;
+			for (int64_t r = 0; r < k; r++) {
+				int64_t best = -1;
+				for (int64_t j = 0; j < len; j++) {
+					double v = row[j * inner];
+					if (prev >= 0 && !topk_before(largest, row[prev * inner], prev, v, j))
+						continue;
+					if (best < 0 || topk_before(largest, v, j, row[best * inner], best))
+						best = j;
+				}
+				out[(o * k + r) * inner + i] = (double)best;
+				prev = best;
+			}
+		}
+}
+
 /* iota: each element its index along the axis. */
 static void eval_iota(const FgNode *n, double *out)
 {
@@ -1133,6 +1180,9 @@ static int eval_node(Eval *e, int id)
 		break;
 	case FG_CLASS_SCAN:
 		eval_scan(n, src[0], out, in_dtype_of(e, id) != FG_DT_COUNT);
+		break;
+	case FG_CLASS_SELECT:
+		eval_topk(n, &e->g->nodes[n->in[0]].shape, src[0], out);
 		break;
 	case FG_CLASS_COMPOSITE:
 		fg_die("composite %s reached the interpreter unexpanded", fg_op_info[n->op].name);

@@ -55,6 +55,7 @@ typedef struct Builder {
 	FG_VEC(int) inputs;
 	FG_VEC(int) outputs;
 	int fuse_block;         /* current fuse { } block, or -1 */
+	const FgExpr *many;     /* the expression several names are bound to */
 	FG_VEC(Frame) frames; /* build_expr's stacks, reused */
 	FG_VEC(Val) vals;
 } Builder;
@@ -1144,6 +1145,54 @@ static Val build_scan(Builder *b, const FgExpr *e, FgOp op, int x)
 	return node_val(id);
 }
 
+/* values, indices = topk(x, k=8, axis=-1, largest=true): the indices (i32,
+ * x's shape with k on the axis), then the values, take_along_axis(x,
+ * indices): the node after them, which the call's value is. */
+static Val build_topk(Builder *b, const FgExpr *e, int x)
+{
+	const FgAttrAst *ka = find_attr(e, "k"), *aa = find_attr(e, "axis"), *la = find_attr(e, "largest");
+	int64_t k = 8, axis = -1;
+	int largest = 1;
+	char t[256];
+
+	if (e != b->many) {
+		fg_error(b->d, e->loc, "'topk' gives two results, values and indices: bind both names, as in "
+			 "'values, indices = topk(x, k=8)'");
+		return err_val();
+	}
+	if (node(b, x)->shape.rank == 0) {
+		fg_error(b->d, e->args[0]->loc, "'topk' needs a tensor of rank 1 or more, got %s",
+			 type_of(b, x, t, sizeof t));
+		return err_val();
+	}
+	if ((ka && attr_int(b, ka, &k) != 0) || (aa && attr_int(b, aa, &axis) != 0) ||
+	    (la && attr_bool(b, la, &largest) != 0))
+		return err_val();
+	int ax = norm_axis(b, aa ? aa->val.loc : e->loc, axis, node(b, x)->shape.rank, type_of(b, x, t, sizeof t));
+	if (ax < 0)
+		return err_val();
+	int64_t len = node(b, x)->shape.d[ax];
+	if (k < 1 || k > len) {
+		fg_error(b->d, ka ? ka->val.loc : e->loc, "k=%lld%s is out of range for axis %d of %s: 1 <= k <= %lld",
+			 (long long)k, ka ? "" : " (the default)", ax, t, (long long)len);
+		return err_val();
+	}
+	if (len > INT32_MAX) {
+		fg_error(b->d, e->loc, "'topk' over %lld elements: an index past 2^31 - 1 does not fit its i32 result",
+			 (long long)len);
+		return err_val();
+	}
+	FgShape shape = node(b, x)->shape;
+	shape.d[ax] = k;
+	int id = add_node(b, FG_OP_TOPK, FG_DT_I32, &shape, &x, 1, e->loc);
+	node(b, id)->a.sel.axis = ax;
+	node(b, id)->a.sel.k = k;
+	node(b, id)->a.sel.largest = largest;
+	int v = add_node(b, FG_OP_TAKE_ALONG_AXIS, node(b, x)->dt, &shape, (int[]){x, id}, 2, e->loc);
+	node(b, v)->a.axis = ax;
+	return node_val(v);
+}
+
 /* cross_entropy(logits, target, axis=-1): per row, logsumexp(logits) -
  * take_along_axis(logits, target); target is i32 of the logits' rank, 1
  * (or k targets) on the axis, broadcast on the others. */
@@ -1303,6 +1352,8 @@ static Val build_call(Builder *b, const FgExpr *e, const Val *args)
 	case FG_OP_CUMSUM:
 	case FG_OP_CUMPROD:
 		return build_scan(b, e, op, args[0].node);
+	case FG_OP_TOPK:
+		return build_topk(b, e, args[0].node);
 	default:
 		break;
 	}
@@ -1371,9 +1422,41 @@ static Val build_expr(Builder *b, const FgExpr *root)
 
 /* --------------------------------------------------------- statements */
 
+/* NAME, NAME = EXPR: an op with several results binds one name each
+ * (topk: values, then indices); the annotations apply to each. */
+static int assign_many(Builder *b, const FgStmt *st, Val v, unsigned flags)
+{
+	const FgExpr *e = st->expr;
+	int ok = v.kind == V_NODE;
+	if (v.kind == V_ERR) {
+		/* reported */
+	} else if (e->kind != FG_EX_CALL || fg_op_lookup(e->name) != FG_OP_TOPK) {
+		fg_error(b->d, st->out_locs[1], "%s gives one result; only an op with several results (topk) binds "
+			 "several names", e->kind == FG_EX_CALL ? fg_arena_printf(b->a, "'%s'", e->op_text ? e->op_text : e->name)
+								: "this expression");
+		ok = 0;
+	} else if (st->nouts != 2) {
+		fg_error(b->d, st->out_locs[st->nouts > 2 ? 2 : 0], "'topk' gives two results, values and indices; "
+			 "%d names are bound", st->nouts);
+		ok = 0;
+	}
+	/* on an error every name is bound to it, so that no use of one is
+	 * reported again */
+	int ids[2] = {ok ? v.node : -1, ok ? node(b, v.node)->in[1] : -1};
+	for (int i = 0; i < st->nouts; i++) {
+		if (define(b, st->outs[i], st->out_locs[i], i < 2 && ok ? node_val(ids[i]) : err_val()) != 0 || !ok)
+			continue;
+		node(b, ids[i])->name = st->outs[i];
+		node(b, ids[i])->flags |= flags;
+	}
+	return ok ? 0 : -1;
+}
+
 static void assign(Builder *b, const FgStmt *st)
 {
+	b->many = st->nouts > 1 ? st->expr : NULL;
 	Val v = build_expr(b, st->expr);
+	b->many = NULL;
 	unsigned flags = 0;
 
 	for (int i = 0; i < st->nannots; i++) {
@@ -1388,6 +1471,10 @@ static void assign(Builder *b, const FgStmt *st)
 		if (flags & f)
 			fg_error(b->d, an->loc, "annotation '@%s' is repeated", an->name);
 		flags |= f;
+	}
+	if (st->nouts > 1) {
+		assign_many(b, st, v, flags);
+		return;
 	}
 	if (v.kind == V_NUM && flags) {
 		fg_error(b->d, st->annots[0].loc, "'%s' is a number; only tensors can be annotated", st->name);
@@ -1554,6 +1641,9 @@ void fg_ir_check(const FgGraph *g)
 		for (int k = 0; k < n->nin; k++)
 			if (n->in[k] < 0 || n->in[k] >= i)
 				fg_die("node %d (%s): operand %d is %d, not earlier", i, info->name, k, n->in[k]);
+		if (n->op == FG_OP_TOPK && (n->a.sel.axis < 0 || n->a.sel.axis >= n->shape.rank ||
+					     n->shape.d[n->a.sel.axis] != n->a.sel.k))
+			fg_die("node %d (topk): bad axis or k", i);
 		if (info->cls == FG_CLASS_SCAN && (!fg_shape_eq(&n->shape, &g->nodes[n->in[0]].shape) ||
 						   n->a.scan.axis < 0 || n->a.scan.axis >= n->shape.rank))
 			fg_die("node %d (%s): not a scan of its operand", i, info->name);

@@ -146,6 +146,10 @@ static void print_attrs(FILE *f, const FgNode *n)
 	case FG_OP_TAKE_ALONG_AXIS:
 		fprintf(f, ", axis=%d", n->a.axis);
 		break;
+	case FG_OP_TOPK:
+		fprintf(f, ", k=%lld, axis=%d%s", (long long)n->a.sel.k, n->a.sel.axis,
+			n->a.sel.largest ? "" : ", largest=false");
+		break;
 	case FG_OP_CUMSUM:
 	case FG_OP_CUMPROD:
 		fprintf(f, ", axis=%d%s%s", n->a.scan.axis, n->a.scan.exclusive ? ", exclusive=true" : "",
@@ -176,11 +180,25 @@ static void print_decl(Printer *p, const FgNode *n)
 	fputs("]\n", p->f);
 }
 
+/* Whether topk node id is followed by its values, as the builder makes
+ * them (take_along_axis of its operand at it); a group cut out of a plan
+ * (compiler/extract.c) may hold the one without the other. */
+static int topk_values(const FgGraph *g, int id)
+{
+	const FgNode *v = id + 1 < g->nnodes ? &g->nodes[id + 1] : NULL;
+	return v && v->op == FG_OP_TAKE_ALONG_AXIS && v->in[0] == g->nodes[id].in[0] && v->in[1] == id;
+}
+
 static void print_node(Printer *p, int id, const char *indent)
 {
 	const FgNode *n = &p->g->nodes[id];
 
-	fprintf(p->f, "%s%s = %s(", indent, p->names[id], fg_op_info[n->op].name);
+	if (n->op == FG_OP_TOPK && topk_values(p->g, id))       /* values, indices */
+		fprintf(p->f, "%s%s, %s = %s(", indent, p->names[id + 1], p->names[id], fg_op_info[n->op].name);
+	else if (n->op == FG_OP_TOPK)   /* values not in this graph: a name nothing uses */
+		fprintf(p->f, "%s_%d_values, %s = %s(", indent, id, p->names[id], fg_op_info[n->op].name);
+	else
+		fprintf(p->f, "%s%s = %s(", indent, p->names[id], fg_op_info[n->op].name);
 	for (int k = 0; k < n->nin; k++) {
 		if (k)
 			fputs(", ", p->f);
@@ -224,6 +242,8 @@ void fg_ir_print(FILE *f, const FgGraph *g)
 			print_decl(&p, n);
 		else
 			print_node(&p, i, block >= 0 ? "    " : "  ");
+		if (n->op == FG_OP_TOPK && topk_values(g, i))
+			i++;    /* its values, printed with it */
 	}
 	if (block >= 0)
 		fputs("  }\n", f);

@@ -59,6 +59,7 @@ enum {
 	HELP_GATHER = 1024,
 	HELP_TAKE = 2048,
 	HELP_SCAN = 4096,
+	HELP_TOPK = 8192,
 };
 
 typedef struct Torch {
@@ -475,6 +476,11 @@ static void put_node(Torch *t, int id)
 	case FG_CLASS_MATMUL:
 		e = fg_arena_printf(t->a, "torch.matmul(%s, %s)", arg(t, n, 0, 0), arg(t, n, 1, 0));
 		break;
+	case FG_CLASS_SELECT:
+		t->helpers |= HELP_TOPK;
+		e = fg_arena_printf(t->a, "_topk(%s, %lld, %d, %s)", arg(t, n, 0, 0), (long long)n->a.sel.k,
+				    n->a.sel.axis, n->a.sel.largest ? "True" : "False");
+		break;
 	case FG_CLASS_SCAN:
 		t->helpers |= HELP_SCAN;
 		e = fg_arena_printf(t->a, "_scan(%s, %s, %d, %s, %s, reference)", fg_op_info[n->op].torch, arg(t, n, 0, 0),
@@ -710,6 +716,13 @@ static const struct {
 	 "    if reverse:\n"
 	 "        y = torch.flip(y, (dim,))\n"
 	 "    return y.to(x.dtype)\n"},
+	{HELP_TOPK,
+	 "def _topk(x, k, dim, largest):\n"
+	 "    \"\"\"topk's indices (i32) along dim: the k first, the larger (or smaller)\n"
+	 "    value first, a NaN above every number, equal values by lower index (a\n"
+	 "    stable sort: torch.topk does not promise that order among ties).\"\"\"\n"
+	 "    i = torch.sort(x, dim=dim, descending=largest, stable=True)[1]\n"
+	 "    return i.narrow(dim, 0, k).to(torch.int32)\n"},
 	{HELP_ARGEXT,
 	 "def _argext(f, x, dims, keepdim):\n"
 	 "    \"\"\"argmax or argmin (f) over several axes: the index in C order among the\n"

@@ -188,6 +188,8 @@ stmt
 	| PARAM IDENT ":" IDENT "[" dims "]"
 		{ $$ = fg_ast_decl(&p->ast, FG_ST_PARAM, @1, $2, @2, $4, @4, $6); }
 	| IDENT "=" expr annots { $$ = fg_ast_assign(&p->ast, @1, $1, $3, $4); }
+	| IDENT "," outputs "=" expr annots
+		{ $$ = fg_ast_assign_many(&p->ast, @1, $1, $3, $5, $6); }
 	| OUTPUT outputs        { $$ = fg_ast_output(&p->ast, @1, $2); }
 	| FUSE "{" fuse_stmts "}" { $$ = fg_ast_fuse(&p->ast, @1, $3); }
 	;
@@ -495,6 +497,15 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, yyscan_t scanner,
 		add(&it, "an operator");
 	if (want[YYSYMBOL_NEWLINE])
 		want[YYSYMBOL_RBRACE] = 0;      /* '}' only ends a line early */
+	/* After a statement's first name, '=' is what was meant (a second
+	 * name after ',' is rare: topk's several results). */
+	if (want[YYSYMBOL_ASSIGN] && want[YYSYMBOL_COMMA] && p->prev.kind == FG_T_IDENT) {
+		size_t b = p->prev.off;
+		while (b > 0 && (p->src->text[b - 1] == ' ' || p->src->text[b - 1] == '\t'))
+			b--;
+		if (b == 0 || p->src->text[b - 1] == '\n')
+			want[YYSYMBOL_COMMA] = 0;
+	}
 	static const yysymbol_kind_t order[] = {
 		YYSYMBOL_IDENT, YYSYMBOL_NUMBER, YYSYMBOL_COLON, YYSYMBOL_ASSIGN,
 		YYSYMBOL_LBRACK, YYSYMBOL_LBRACE, YYSYMBOL_LPAREN, YYSYMBOL_AT,

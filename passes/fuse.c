@@ -198,6 +198,11 @@ static int new_group(Fuser *f, int root)
 		b.kind = FG_GROUP_SCAN;
 		b.red_axes = 1u << n->a.scan.axis;
 		break;
+	case FG_CLASS_SELECT:
+		b.kind = FG_GROUP_TOPK;
+		b.space = node(f, n->in[0])->shape;     /* it reads whole rows */
+		b.red_axes = 1u << n->a.sel.axis;
+		break;
 	case FG_CLASS_REDUCE: {
 		const FgShape *in = &node(f, n->in[0])->shape;
 		b.kind = row_axes(in, n->a.red.axes) ? FG_GROUP_ROWREDUCE : FG_GROUP_REDUCE;
@@ -230,6 +235,12 @@ static void join(Fuser *f, int gi, int p)
 		b->kind = FG_GROUP_SCAN;        /* ... or the scan's */
 		b->root = p;
 		b->red_axes = 1u << n->a.scan.axis;
+	}
+	if (fg_op_info[n->op].cls == FG_CLASS_SELECT) {
+		b->kind = FG_GROUP_TOPK;        /* ... or topk's */
+		b->root = p;
+		b->space = node(f, n->in[0])->shape;
+		b->red_axes = 1u << n->a.sel.axis;
 	}
 	if (fg_op_info[n->op].cls == FG_CLASS_REDUCE && b->kind == FG_GROUP_LOOP) {
 		const FgShape *in = &node(f, n->in[0])->shape;
@@ -565,6 +576,8 @@ static int rows_kept(Fuser *f, int gi, int p, FgGroupKind kind, const char **det
 	return 1;
 }
 
+static int heavy_source(const Fuser *f, int p, int depth);
+
 /* Whether p may join group gi.  If not, *why and *detail say which rule
  * refused it. */
 static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
@@ -602,6 +615,21 @@ static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
 						  type_str(f, p), fg_type_str(sp, sizeof sp, n->dt, &b->space));
 			return 0;
 		}
+		if (b->kind == FG_GROUP_TOPK && fg_kind_fits(&n->shape, &b->space) && heavy_source(f, p, 4) >= 0) {
+			/* Taking p would cut the row kernel that computes it
+			 * (a softmax's division) from its reductions. */
+			int h = heavy_source(f, p, 4);
+			*detail = fg_arena_printf(f->a, "%s %s is computed from %s, which needs a kernel of its own; topk "
+						  "reads it from memory rather than take it from that kernel (a row "
+						  "kernel and topk are not one kernel yet)", value_name(f->a, f->g, p), type_str(f, p),
+						  value_name(f->a, f->g, h));
+			return 0;
+		}
+		if (b->kind == FG_GROUP_TOPK && is_written(f, p) && !fg_kind_fits(&n->shape, &node(f, b->root)->shape)) {
+			*detail = fg_arena_printf(f->a, "%s must be written, but the topk group writes once per "
+						  "result of %s", type_str(f, p), type_str(f, b->root));
+			return 0;
+		}
 		if (b->kind == FG_GROUP_SCAN && is_written(f, p) && !fg_kind_fits(&n->shape, &b->space)) {
 			*detail = fg_arena_printf(f->a, "%s must be written, but the scan group's threads cover the "
 						  "elements of %s", type_str(f, p), type_str(f, b->root));
@@ -630,6 +658,27 @@ static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
 					  n->a.scan.axis, type_str(f, p), n->a.scan.reverse ? "after" : "before", kind,
 					  b->kind == FG_GROUP_LOOP ? "read through layout ops or broadcast"
 								   : "do not hold");
+		return 0;
+	}
+	if (c == FG_CLASS_SELECT) {
+		/* The epilogue: elementwise ops on the results, and the gather
+		 * of the values (take_along_axis at the indices). */
+		int ok = b->kind == FG_GROUP_LOOP && fg_shape_eq(&n->shape, &b->space);
+		for (int k = 0; ok && k < b->nodes.n; k++)
+			ok = cls(f, b->nodes.v[k]) == FG_CLASS_EW || node(f, b->nodes.v[k])->op == FG_OP_TAKE_ALONG_AXIS;
+		if (ok)
+			return 1;
+		*detail = fg_arena_printf(f->a, "topk along axis %d of %s needs its whole row, which the %s group's "
+					  "threads %s", n->a.sel.axis, type_str(f, n->in[0]), kind,
+					  b->kind == FG_GROUP_LOOP ? "read through layout ops or broadcast" : "do not hold");
+		return 0;
+	}
+	if (b->kind == FG_GROUP_TOPK) {
+		*detail = fg_arena_printf(f->a, "the topk group runs along each row of %s; %s %s needs %s",
+					  type_str(f, node(f, b->root)->in[0]), fg_op_info[n->op].name, type_str(f, p),
+					  c == FG_CLASS_MATMUL ? "its output tiles computed by blocks of their own"
+							       : "a pass of its own over its rows before it (a reduction "
+								 "or scan does not run inside topk's kernel)");
 		return 0;
 	}
 	if (b->kind == FG_GROUP_SCAN) {
@@ -749,7 +798,7 @@ static int heavy_source(const Fuser *f, int p, int depth)
 	for (int k = 0; k < n->nin && depth > 0; k++) {
 		int o = n->in[k];
 		FgOpClass c = cls(f, o);
-		if (c == FG_CLASS_MATMUL || c == FG_CLASS_REDUCE || c == FG_CLASS_SCAN)
+		if (c == FG_CLASS_MATMUL || c == FG_CLASS_REDUCE || c == FG_CLASS_SCAN || c == FG_CLASS_SELECT)
 			return o;
 		if (c == FG_CLASS_EW || c == FG_CLASS_LAYOUT) {
 			int h = heavy_source(f, o, depth - 1);

@@ -435,6 +435,31 @@ FG_DEV float fg_pair_second(FgMoments a) { return a.m2; }
 FG_DEV float fg_pair_first(FgExpSum a) { return a.m; }
 FG_DEV float fg_pair_second(FgExpSum a) { return a.m == -CUDART_INF_F ? CUDART_NAN_F : a.s; }
 
+/* topk's order (compiler/interp.c, topk_before): whether a comes before
+ * b, the larger (Largest) or smaller value first, a NaN above every
+ * number, equal values (NaNs too) by lower index; an empty pick (index
+ * -1) after everything. */
+template <bool Largest, typename T>
+FG_DEV bool fg_top_before(FgArg<T> a, FgArg<T> b)
+{
+	if (a.i < 0 || b.i < 0)
+		return a.i >= 0 && b.i < 0;
+	bool an = fg_nan(a.v), bn = fg_nan(b.v);
+	if (an != bn)
+		return Largest ? an : bn;
+	if (!an && a.v != b.v)
+		return Largest ? a.v > b.v : a.v < b.v;
+	return a.i < b.i;
+}
+/* The one of two picks that comes first: one round of topk. */
+template <bool Largest>
+struct FgTopPick {
+	template <typename T> __device__ FgArg<T> operator()(FgArg<T> a, FgArg<T> b) const
+	{
+		return fg_top_before<Largest>(b, a) ? b : a;
+	}
+};
+
 /* __shfl_xor_sync (xor) or __shfl_sync from lane 0 of any accumulator,
  * the pairs and FgArg included: word by word (one SHFL for a float). */
 template <typename T>

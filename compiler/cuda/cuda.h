@@ -15,7 +15,7 @@
  *   gen.c        a value at an index, as C expressions; loads
  *   store.c      stores, vectorized where the lanes allow
  *   reduction.c  what row and other-axes reductions share
- *   loop.c rowreduce.c reduce.c gemm.c scan.c
+ *   loop.c rowreduce.c reduce.c gemm.c scan.c topk.c
  *                one file per group kind: its kernel and launches
  *   program.c    the kind table, the tensor and launch tables, fg_program_run
  *   nvcc.c       fgc compile: the file, then nvcc
@@ -69,6 +69,8 @@
 	X(RED_ALL, "reduce.all")                /* partials, then one block */          \
 	X(SCAN_BLOCK, "scan.block")             /* a block a row, tile by tile with a carry */ \
 	X(SCAN_PARTS, "scan.parts")             /* a block a part of a row: totals, then the scan */ \
+	X(TOPK_REGISTERS, "topk.registers")     /* a block a row, held in registers, k rounds */ \
+	X(TOPK_STREAM, "topk.stream")           /* ... the row read again each round */ \
 	X(GEMM_I32, "gemm.i32")                 /* a thread an element into scratch */  \
 	X(GEMM_F8, "gemm.f8")                   /* the same, f8 operands, f32 sums */   \
 	X(GEMM_LT, "gemm.cublaslt")             /* straight into the result */          \

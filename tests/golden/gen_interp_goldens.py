@@ -386,7 +386,8 @@ class Case:
         self.outs.append((name, dt, np.asarray(value, F64)))
 
     def save(self, name, dt, value):
-        assert any(l.split("=")[0].strip() == name and "@save" in l for l in self.body), name
+        assert any(name in [t.strip() for t in l.split("=")[0].split(",")] and "@save" in l
+                   for l in self.body), name
         self.saved.append((name, dt, np.asarray(value, F64)))
 
     def tol(self, trans):
@@ -1716,6 +1717,48 @@ def _(c):
     c.out("ks", "i32", wrap(flip_scan(np.cumsum, ki, 0, False, True, 0), 32, True))
     c.out("qs", "i8", wrap(np.cumsum(np.array(q, dtype=np.int64)), 8, True))
     c.out("us", "u8", wrap(flip_scan(np.cumsum, np.array(u, dtype=np.int64), 0, True, False, 0), 8, False))
+
+
+@case("v2-topk", "topk: values and indices, sorted, the larger (or, largest=false, the smaller) values "
+      "first, equal values by lower index, a NaN above every number; along the last and a middle axis, "
+      "k of 1, of some and of the whole row; f32 with ties and NaNs, f16, i32 full of ties; values and "
+      "indices used by arithmetic after it, @save on both.", trans="exact")
+def _(c):
+    v = c._draw("f32", (3, 7), "any")
+    v[0, 1] = v[0, 5] = 9.0          # a tie for first: the lower index
+    v[1, 2] = np.nan                 # NaN above every number
+    v[1, 6] = np.nan
+    v[2, :] = [1, 1, -1, 1, -1, 1, 1]
+    x = c.inp("x", "f32", "3, 7", values=v)
+    h = c.inp("h", "f16", "2, 6, 3")
+    k = c.inp("k", "i32", "4, 9")
+    c.s("xv, xi = topk(x, k=3)\nsv, si = topk(x, k=2, largest=false)\nav, ai = topk(x, k=7) @save\n"
+        "hv, hi = topk(h, k=4, axis=1)\nkv, ki = topk(k, k=1)\nkw, kj = topk(k, k=5, largest=false)\n"
+        "y = xv * 2 + cast(xi, dtype=f32)")
+
+    def topk(a, kk, axis, largest):
+        """Indices of the kk first along axis in the order above, and the values."""
+        a = np.moveaxis(np.asarray(a, F64), axis, -1)
+        idx = np.empty(a.shape[:-1] + (kk,), np.int64)
+        for pos in np.ndindex(a.shape[:-1]):
+            row = a[pos]
+            key = [((0 if largest else 1) if np.isnan(e) else (1 if largest else 0),
+                    0.0 if np.isnan(e) else (-e if largest else e), j) for j, e in enumerate(row)]
+            idx[pos] = [j for _, _, j in sorted(key)[:kk]]
+        val = np.take_along_axis(a, idx, axis=-1)
+        return np.moveaxis(val, -1, axis), np.moveaxis(idx, -1, axis).astype(F64)
+    for name, dt, a, kk, axis, largest in (("x", "f32", x, 3, 1, True), ("s", "f32", x, 2, 1, False),
+                                           ("a", "f32", x, 7, 1, True), ("h", "f16", h, 4, 1, True),
+                                           ("k", "i32", k, 1, 1, True), ("kw", "i32", k, 5, 1, False)):
+        val, idx = topk(a, kk, axis, largest)
+        vn, iname = (name + "v", name + "i") if name != "kw" else ("kw", "kj")
+        c.out(vn, dt, val)
+        c.out(iname, "i32", idx)
+        if name == "a":
+            c.save(vn, dt, val)
+            c.save(iname, "i32", idx)
+    xv, xi = topk(x, 3, 1, True)
+    c.out("y", "f32", xv * 2 + xi)
 
 
 @case("v2-f8", "the 8-bit floats: casts round to nearest even, f8e4m3 saturating at +-448 (inf too; "

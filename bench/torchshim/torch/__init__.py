@@ -297,6 +297,17 @@ def cumprod(x, dim, dtype=None):
     return _t(_np.cumprod(x, axis=dim, dtype=dtype.storage if dtype else None))
 
 
+def sort(x, dim=-1, descending=False, stable=False):
+    """torch.sort, stable: (values, indices); a NaN above every number."""
+    a = _np.moveaxis(_np.asarray(x), dim, -1)
+    nan = _np.isnan(a) if a.dtype.kind == "f" else _np.zeros(a.shape, _np.bool_)
+    key = _np.where(nan, 0, a).astype(_np.float64)
+    first, then = (~nan, -key) if descending else (nan, key)
+    i = _np.lexsort((then, first), axis=-1)
+    v = _np.take_along_axis(a, i, axis=-1)
+    return _t(_np.moveaxis(v, -1, dim)), _t(_np.moveaxis(i.astype(_np.int64), -1, dim))
+
+
 def flip(x, dims):
     return _t(_np.flip(x, axis=dims))
 
