@@ -1117,25 +1117,33 @@ static Val build_reduction_composite(Builder *b, const FgExpr *e, FgOp op, int x
 	return v;
 }
 
+/* The one axis a scan or topk runs along: attribute `axis` (default the
+ * last) of x, which must have one; -1 after reporting an error. */
+static int along_axis(Builder *b, const FgExpr *e, int x)
+{
+	const FgAttrAst *aa = find_attr(e, "axis");
+	int64_t axis = -1;
+	char t[256];
+
+	if (node(b, x)->shape.rank == 0) {
+		fg_error(b->d, e->args[0]->loc, "'%s' needs a tensor of rank 1 or more, got %s", e->name,
+			 type_of(b, x, t, sizeof t));
+		return -1;
+	}
+	if (aa && attr_int(b, aa, &axis) != 0)
+		return -1;
+	return norm_axis(b, aa ? aa->val.loc : e->loc, axis, node(b, x)->shape.rank, type_of(b, x, t, sizeof t));
+}
+
 /* cumsum, cumprod (x, axis=-1, exclusive=false, reverse=false): x's shape
  * and dtype; bool is refused by the type rule. */
 static Val build_scan(Builder *b, const FgExpr *e, FgOp op, int x)
 {
-	const FgAttrAst *aa = find_attr(e, "axis"), *ea = find_attr(e, "exclusive"), *ra = find_attr(e, "reverse");
-	int64_t axis = -1;
+	const FgAttrAst *ea = find_attr(e, "exclusive"), *ra = find_attr(e, "reverse");
 	int exclusive = 0, reverse = 0;
-	char t[256];
+	int k = along_axis(b, e, x);
 
-	if (node(b, x)->shape.rank == 0) {
-		fg_error(b->d, e->args[0]->loc, "'%s' needs a tensor of rank 1 or more to scan, got %s", e->name,
-			 type_of(b, x, t, sizeof t));
-		return err_val();
-	}
-	if ((aa && attr_int(b, aa, &axis) != 0) || (ea && attr_bool(b, ea, &exclusive) != 0) ||
-	    (ra && attr_bool(b, ra, &reverse) != 0))
-		return err_val();
-	int k = norm_axis(b, aa ? aa->val.loc : e->loc, axis, node(b, x)->shape.rank, type_of(b, x, t, sizeof t));
-	if (k < 0)
+	if (k < 0 || (ea && attr_bool(b, ea, &exclusive) != 0) || (ra && attr_bool(b, ra, &reverse) != 0))
 		return err_val();
 	FgShape shape = node(b, x)->shape;
 	int id = add_node(b, op, node(b, x)->dt, &shape, &x, 1, e->loc);
@@ -1150,8 +1158,8 @@ static Val build_scan(Builder *b, const FgExpr *e, FgOp op, int x)
  * indices): the node after them, which the call's value is. */
 static Val build_topk(Builder *b, const FgExpr *e, int x)
 {
-	const FgAttrAst *ka = find_attr(e, "k"), *aa = find_attr(e, "axis"), *la = find_attr(e, "largest");
-	int64_t k = 8, axis = -1;
+	const FgAttrAst *ka = find_attr(e, "k"), *la = find_attr(e, "largest");
+	int64_t k = 8;
 	int largest = 1;
 	char t[256];
 
@@ -1160,17 +1168,10 @@ static Val build_topk(Builder *b, const FgExpr *e, int x)
 			 "'values, indices = topk(x, k=8)'");
 		return err_val();
 	}
-	if (node(b, x)->shape.rank == 0) {
-		fg_error(b->d, e->args[0]->loc, "'topk' needs a tensor of rank 1 or more, got %s",
-			 type_of(b, x, t, sizeof t));
+	int ax = along_axis(b, e, x);
+	if (ax < 0 || (ka && attr_int(b, ka, &k) != 0) || (la && attr_bool(b, la, &largest) != 0))
 		return err_val();
-	}
-	if ((ka && attr_int(b, ka, &k) != 0) || (aa && attr_int(b, aa, &axis) != 0) ||
-	    (la && attr_bool(b, la, &largest) != 0))
-		return err_val();
-	int ax = norm_axis(b, aa ? aa->val.loc : e->loc, axis, node(b, x)->shape.rank, type_of(b, x, t, sizeof t));
-	if (ax < 0)
-		return err_val();
+	type_of(b, x, t, sizeof t);
 	int64_t len = node(b, x)->shape.d[ax];
 	if (k < 1 || k > len) {
 		fg_error(b->d, ka ? ka->val.loc : e->loc, "k=%lld%s is out of range for axis %d of %s: 1 <= k <= %lld",

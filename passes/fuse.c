@@ -13,9 +13,9 @@
  *     its own row, whatever layout ops lie between (rows_kept); a matmul
  *     turns a loop of elementwise ops over its output into a gemm with
  *     that epilogue); otherwise it starts a group of its own and the rule
- *     that refused it is its boundary reason (a scan turns a loop of
- *     elementwise ops over its own shape into a scan group, one block a
- *     row along its axis, and takes an elementwise prologue);
+ *     that refused it is its boundary reason (a scan or topk turns a loop
+ *     of elementwise ops over its own result into a scan or topk group,
+ *     one block a row along its axis, and takes an elementwise prologue);
  *   - consumers in several groups (fan-out): an elementwise or layout node
  *     is recomputed in each of them when the cost model says recomputing
  *     is cheaper than storing it once and reading it back; otherwise it is
@@ -615,10 +615,10 @@ static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
 						  type_str(f, p), fg_type_str(sp, sizeof sp, n->dt, &b->space));
 			return 0;
 		}
-		if (b->kind == FG_GROUP_TOPK && fg_kind_fits(&n->shape, &b->space) && heavy_source(f, p, 4) >= 0) {
+		int h = b->kind == FG_GROUP_TOPK && fg_kind_fits(&n->shape, &b->space) ? heavy_source(f, p, 4) : -1;
+		if (h >= 0) {
 			/* Taking p would cut the row kernel that computes it
 			 * (a softmax's division) from its reductions. */
-			int h = heavy_source(f, p, 4);
 			*detail = fg_arena_printf(f->a, "%s %s is computed from %s, which needs a kernel of its own; topk "
 						  "reads it from memory rather than take it from that kernel (a row "
 						  "kernel and topk are not one kernel yet)", value_name(f->a, f->g, p), type_str(f, p),
@@ -673,21 +673,16 @@ static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
 					  b->kind == FG_GROUP_LOOP ? "read through layout ops or broadcast" : "do not hold");
 		return 0;
 	}
-	if (b->kind == FG_GROUP_TOPK) {
-		*detail = fg_arena_printf(f->a, "the topk group runs along each row of %s; %s %s needs %s",
-					  type_str(f, node(f, b->root)->in[0]), fg_op_info[n->op].name, type_str(f, p),
+	if (b->kind == FG_GROUP_SCAN || b->kind == FG_GROUP_TOPK) {
+		/* A reduction, a matmul, a scan or topk before it: no other
+		 * block's work in a kernel that runs along rows */
+		char sp[256];
+		*detail = fg_arena_printf(f->a, "the %s group runs along each row of %s; %s %s needs %s", kind,
+					  fg_type_str(sp, sizeof sp, node(f, node(f, b->root)->in[0])->dt, &b->space),
+					  fg_op_info[n->op].name, type_str(f, p),
 					  c == FG_CLASS_MATMUL ? "its output tiles computed by blocks of their own"
-							       : "a pass of its own over its rows before it (a reduction "
-								 "or scan does not run inside topk's kernel)");
-		return 0;
-	}
-	if (b->kind == FG_GROUP_SCAN) {
-		/* A reduction or a matmul: no other block's work in the scan's */
-		*detail = fg_arena_printf(f->a, "the scan group runs one pass along each row of %s; %s %s needs %s",
-					  type_str(f, b->root), fg_op_info[n->op].name, type_str(f, p),
-					  c == FG_CLASS_MATMUL ? "its output tiles computed by blocks of their own"
-							       : "a pass of its own over its rows before it (a reduction "
-								 "does not run inside a scan's kernel)");
+							       : "a kernel of its own before it (it does not run inside "
+								 "this kernel)");
 		return 0;
 	}
 	if (c == FG_CLASS_REDUCE) {
