@@ -689,6 +689,24 @@ FG_API int fg_model_run(FgModel *model, void *const *ptrs, void *stream)
 	}
 }
 
+FG_API int fg_model_check(FgModel *model)
+{
+	try {
+		if (!model)
+			fgrt_fail("no model (NULL)");
+		char msg[3 * FGRT_ERRLEN - 256];
+		if (!model->warm || !fgrt_faults(&model->ctx, msg, sizeof msg))      /* no run: nothing failed */
+			return 0;
+		size_t n = strlen(msg);
+		while (n && msg[n - 1] == '\n')
+			msg[--n] = 0;
+		snprintf(last_error, sizeof last_error, "%s", msg);
+		return -1;
+	} catch (FgrtError &e) {
+		return failed(e);
+	}
+}
+
 FG_API void fg_model_destroy(FgModel *model)
 {
 	fgrt_model_free(model);

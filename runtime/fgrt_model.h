@@ -38,7 +38,7 @@
 extern "C" {
 #endif
 
-#define FG_MODEL_ABI 1          /* fg_model_abi() of this header's library */
+#define FG_MODEL_ABI 2          /* fg_model_abi() of this header's library */
 #define FG_MODEL_MAX_RANK 8
 
 /* dtypes, as FgrtDtype numbers them (FGRT_DTYPES, runtime/fgrt.h) */
@@ -71,6 +71,15 @@ int fg_model_create(int device, FgModel **model);
 /* Enqueues one run on `stream` (NULL: the legacy default stream) with
  * ptrs[i] the device address of tensor i. */
 int fg_model_run(FgModel *model, void *const *ptrs, void *stream);
+/* Waits for the model's last run (its stream) and returns -1 when one of
+ * its run-time checks failed (an index out of range, an integer divisor
+ * of 0): fg_model_error() is then the located message the interpreter
+ * gives (`model.fg:7:9: error: gather index ... at ids[3, 17]`, the
+ * source line and a caret), and that run's results are not to be used.
+ * A run does not check by itself: this is the one call that waits.  The
+ * records live in the library, so models of one library on several
+ * threads share them; check after a run whose model runs alone. */
+int fg_model_check(FgModel *model);
 /* Frees what create allocated (after the caller's work on it is done);
  * NULL is fine. */
 void fg_model_destroy(FgModel *model);

@@ -5,6 +5,7 @@
     y = model(x, w)                        # torch.Tensors on a CUDA device, in declaration order
     y, h = model(x, w)                     # several outputs (then @save values): a tuple
     model(x, w, out=(y,))                  # into tensors the caller holds (eager only)
+    model.check()                          # waits; ModelError if an index was out of range
 
 A model takes its inputs and params in the order the .fg declares them and
 returns its outputs in `output` order, then the values it saves (@save),
@@ -19,6 +20,11 @@ runs the op's CUDA implementation without going through the dispatcher,
 whose cost is larger than a small model's launches.  Arguments are checked before
 anything runs: a wrong device, dtype, shape or a non-contiguous tensor is
 an error that names the tensor.
+
+Run-time errors (a gather index out of range, an integer division by
+zero) are recorded by the kernels and read by model.check(), which waits
+for the last call and raises ModelError with the message `fgc run` gives;
+a call does not check by itself.
 
 Each device, and each thread, gets a model of its own (its arena and
 cuBLASLt state, fgrt_model.h), made at its first call: two threads on two

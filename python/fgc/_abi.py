@@ -7,6 +7,7 @@ PyTorch on top.
     lib.name, lib.tensors                  # TensorSpec per tensor, in order
     m = lib.create(0)                      # a model on device 0 (ModelError)
     lib.run(m, [ptr, ...], stream)         # device pointers, a cudaStream_t
+    lib.check(m)                           # waits; ModelError if a run-time check failed
     lib.destroy(m)
 
 Every failure the library reports is a ModelError with its message.
@@ -14,7 +15,7 @@ Every failure the library reports is a ModelError with its message.
 import ctypes
 import os
 
-ABI = 1                         # FG_MODEL_ABI of runtime/fgrt_model.h
+ABI = 2                         # FG_MODEL_ABI of runtime/fgrt_model.h
 MAX_RANK = 8
 
 # FG_MODEL_* dtypes, in FgrtDtype's order (runtime/fgrt.h FGRT_DTYPES)
@@ -67,6 +68,7 @@ class Library:
                 ("fg_model_create", ctypes.c_int, [ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]),
                 ("fg_model_run", ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
                                                 ctypes.c_void_p]),
+                ("fg_model_check", ctypes.c_int, [ctypes.c_void_p]),
                 ("fg_model_destroy", None, [ctypes.c_void_p]),
                 ("fg_model_error", ctypes.c_char_p, [])]:
             try:
@@ -100,6 +102,12 @@ class Library:
         0 for the default stream): ptrs[i] the device address of tensor i."""
         arr = (ctypes.c_void_p * len(ptrs))(*ptrs)
         self._check(self._lib.fg_model_run(model, arr, stream or None))
+
+    def check(self, model):
+        """Waits for `model`'s last run; a ModelError with the located message
+        (file:line:col: error: ...) when one of its run-time checks failed
+        (an index out of range, an integer divisor of 0)."""
+        self._check(self._lib.fg_model_check(model))
 
     def destroy(self, model):
         self._lib.fg_model_destroy(model)

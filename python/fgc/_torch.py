@@ -81,6 +81,15 @@ class Model:
         self._run(args, list(out), device)
         return out[0] if len(out) == 1 else out
 
+    def check(self, device=None):
+        """Waits for this thread's last call on `device` (default: the current
+        CUDA device) and raises ModelError with the located message when one
+        of its run-time checks failed (a gather index out of range, an
+        integer division by zero): that call's results are not to be used.
+        Calls do not check by themselves, which would wait on every call."""
+        device = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+        self.lib.check(self._handle(device))
+
     def _check(self, tensors, specs=None, fake=False):
         specs = self.inputs if specs is None else specs
         if len(tensors) != len(specs):

@@ -21,6 +21,8 @@
 #                    first bad gather index and the first zero divisor (in
 #                    C order), reported as the interpreter does, no output;
 #   fault-free       the same model with every valid index, against fgc run
+#   lib-fault-*      the same model as a --lib library in PyTorch: a call
+#                    records, model.check() raises the same message
 #
 # FGC defaults to build/fgc, DIR to /tmp/fgrt-failures; GEMM_TEST is the
 # binary Makefile.gpu builds from tests/runtime/gemm_epilogue.cu (built
@@ -172,6 +174,37 @@ fault fault-index-no-graph faults-index '^.*faults\.fg:6:17: error: gather index
 fault fault-divisor faults-divisor "^.*faults\\.fg:7:7: error: integer division by zero in 'floordiv' at q\\[1234, 200\\]\$"
 "$fgc" run "$dir/faults.fg" --inputs "$dir/faults-ok" --draw-missing --outputs "$dir/faults-ok.ref" >/dev/null || exit 1
 expect fault-free 0 '^ok faults: 2 of 2 values match' "$dir/faults" --inputs "$dir/faults-ok" --draw-missing --check "$dir/faults-ok.ref"
+
+# the same model as a library (--lib): a call records, model.check() reports
+"$fgc" compile "$dir/faults.fg" --lib -o "$dir/lib/libfaults.so" >"$dir/lib.log" 2>&1 ||
+	{ echo "FAIL compile faults --lib"; sed 's/^/    /' "$dir/lib.log" | head; exit 1; }
+PYTHONPATH=python python3 - "$dir" >"$dir/lib-faults.log" 2>&1 <<'PY'
+import sys
+import numpy as np
+import torch
+import fgc
+d = sys.argv[1]
+model = fgc.load(d + "/lib/libfaults.so")
+g = torch.ones(256, device="cuda")
+table = torch.rand(1000, 256, device="cuda")
+for name, want in (("ok", None), ("index", "error: gather index -1001 out of range [-1000, 1000) at ids[1717]"),
+                   ("divisor", "error: integer division by zero in 'floordiv' at q[1234, 200]")):
+    ids, dv = (torch.from_numpy(np.load(f"{d}/faults-{name}/{t}.npy")).cuda() for t in ("ids", "d"))
+    model(ids, table, dv, g)
+    try:
+        model.check()
+        got = None
+    except fgc.ModelError as e:
+        got = str(e).splitlines()
+    ok = got is None if want is None else bool(got) and got[0].endswith(want) and len(got) == 3
+    print("%s lib-fault-%s: %s" % ("PASS" if ok else "FAIL", name, got[0] if got else "no error"))
+PY
+while read -r verdict rest; do
+	case $verdict in PASS) pass=$((pass + 1)) ;; FAIL) fail=$((fail + 1)) failed="$failed ${rest%%:*}" ;; *) continue ;; esac
+	echo "$verdict $rest"
+done <"$dir/lib-faults.log"
+grep -q '^PASS lib-fault-divisor' "$dir/lib-faults.log" ||
+	{ echo "FAIL lib-faults:"; sed 's/^/    /' "$dir/lib-faults.log" | tail -8; fail=$((fail + 1)) failed="$failed lib-faults"; }
 
 echo "$pass passed, $fail failed${failed:+:$failed}"
 [ "$fail" -eq 0 ]

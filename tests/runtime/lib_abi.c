@@ -4,8 +4,9 @@
  * that holds several models would: each library's name and tensors, then
  * fg_model_create, which on a machine without a GPU must fail with -1 and
  * "no CUDA device", and with a GPU succeed; fg_model_run of NULL,
- * fg_model_create into NULL and fg_model_tensor past the end fail with
- * their messages.  One line per
+ * fg_model_create into NULL, fg_model_check of NULL and fg_model_tensor
+ * past the end fail with their messages; with a GPU, a fresh model's
+ * fg_model_check passes.  One line per
  * fact; exit status 1 when any is wrong.
  *
  *   lib_abi [--gpu|--no-gpu] LIB.so[:NAME,NAME,...] ...
@@ -26,6 +27,7 @@ typedef struct Abi {
 	int (*tensor)(int, FgModelTensor *);
 	int (*create)(int, FgModel **);
 	int (*run)(FgModel *, void *const *, void *);
+	int (*check)(FgModel *);
 	void (*destroy)(FgModel *);
 	const char *(*error)(void);
 } Abi;
@@ -74,6 +76,7 @@ int main(int argc, char **argv)
 		*(void **)&a.tensor = sym(h, path, "fg_model_tensor");
 		*(void **)&a.create = sym(h, path, "fg_model_create");
 		*(void **)&a.run = sym(h, path, "fg_model_run");
+		*(void **)&a.check = sym(h, path, "fg_model_check");
 		*(void **)&a.destroy = sym(h, path, "fg_model_destroy");
 		*(void **)&a.error = sym(h, path, "fg_model_error");
 		if (bad)
@@ -98,12 +101,15 @@ int main(int argc, char **argv)
 		expect(a.tensor(n, &t) != 0 && strstr(a.error(), "no tensor"), path, a.error());
 		expect(a.run(NULL, NULL, NULL) != 0 && strstr(a.error(), "no model"), path, a.error());
 		expect(a.create(0, NULL) != 0 && strstr(a.error(), "no place for the model"), path, a.error());
+		expect(a.check(NULL) != 0 && strstr(a.error(), "no model"), path, a.error());
 		FgModel *m = NULL;
 		int rc = a.create(0, &m);
 		if (gpu == 0)
 			expect(rc == -1 && !m && strstr(a.error(), "no CUDA device"), path, rc ? a.error() : "created");
 		else if (gpu == 1)
 			expect(rc == 0 && m, path, rc ? a.error() : "created on device 0");
+		if (gpu == 1 && m)
+			expect(a.check(m) == 0, path, "fg_model_check of a model that never ran: nothing failed");
 		a.destroy(m);
 		dlclose(h);
 	}
