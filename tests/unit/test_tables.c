@@ -89,7 +89,8 @@ static const struct {
 } attr_values[] = {
 	{"dtype", "f16"}, {"p", "0.25"}, {"seed", "3"}, {"eps", "0.00001"}, {"keepdims", "true"},
 	{"perm", "[1, 0]"}, {"shape", "[3, 8]"}, {"start", "1"}, {"end", "3"}, {"slope", "0.2"},
-	{"alpha", "0.5"}, {"correction", "1"},
+	{"alpha", "0.5"}, {"correction", "1"}, {"exclusive", "true"}, {"reverse", "true"}, {"k", "2"},
+	{"largest", "false"},
 };
 
 static const char *attr_value(FgOp op, const char *key)
@@ -102,7 +103,8 @@ static const char *attr_value(FgOp op, const char *key)
 	return "-1";
 }
 
-/* op(operands, every attribute it takes) over x, y : f32[4, 6] (a bool
+/* op(operands, every attribute it takes) over x, y : f32[4, 6], bound to
+ * z (topk, which gives two results: z, zi) (a bool
  * condition first for where, bools for and, or, xor, not, a [6, 4] right side for matmul, [6]-wide
  * gamma and beta for the norms, i32 indices in range for gather, take_along_axis and
  * cross_entropy). */
@@ -140,7 +142,8 @@ START_TEST(every_op)
 		snprintf(text, sizeof text,
 			 "graph every_op {\n  input x : f32[4, 6]\n  input y : f32[4, 6]\n  param w : f32[6, 4]\n"
 			 "  param gamma : f32[6]\n  param beta : f32[6]\n  c = x > y\n  ki = iota(shape=[4, 1], axis=0)\n"
-			 "  z = %s\n  output z\n}\n", call);
+			 "  %s = %s\n  output %s\n}\n", op == FG_OP_TOPK ? "z, zi" : "z", call,
+			 op == FG_OP_TOPK ? "z, zi" : "z");
 		through_backends(text);
 		tested++;
 	}
