@@ -3,12 +3,13 @@
  * space, with the elementwise prologue that computes what it scans and
  * the epilogue that uses each running value.  A row is every element
  * with the same coordinates off the axis; a block runs along a row in
- * tiles of threads x items elements, thread t holding the items
- * consecutive elements from t * items (the shape: fg_kind_scan_shape in
- * passes/kinds.c).  Each thread combines its elements in registers, the
- * block scans the threads' totals (fg_block_scan), and a carry takes the
- * running value from one tile to the next, so each element is read once
- * and written once, combined in the same order every run.  A reversed
+ * tiles of threads x items elements (the shape: fg_kind_scan_shape in
+ * passes/kinds.c), read and written side by side through shared memory,
+ * thread t scanning the items consecutive elements from t * items.  Each
+ * thread combines its elements in registers, the block scans the
+ * threads' totals (fg_block_scan), and a carry takes the running value
+ * from one tile to the next, so each element is read once and written
+ * once, combined in the same order every run.  A reversed
  * scan runs from the axis's end.  Floats accumulate in f32, integers
  * modulo 2^32 (then wrapped into their dtype, as the interpreter's).
  *
@@ -90,15 +91,17 @@ static void close_work(Kern *k, const Scan *sc)
 }
 
 /* Opens an item loop (scope 3) inside the tile loop and returns its
- * element: position p in scan order, clamped into the row so that every
- * load is in bounds (*in says whether it is inside the part), mapped to
- * the axis's coordinate (from its end when reversed). */
+ * element: position p in scan order (item u of thread t is the tile's
+ * element u * threads + t, so that a warp's accesses are side by side),
+ * clamped into the row so that every load is in bounds (*in says whether
+ * it is inside the part), mapped to the axis's coordinate (from its end
+ * when reversed). */
 static Ix open_item(Kern *k, const Scan *sc, const Ix *row, const char **in)
 {
 	int64_t last = sc->sh.len - 1;
 	cu_kopen(k);
 	const char *p = cu_fresh(k, 3, "p");
-	cu_kline(k, 3, NULL, "const %s %s = t0 + threadIdx.x * %d + u;", k->idx, p, sc->sh.items);
+	cu_kline(k, 3, NULL, "const %s %s = t0 + u * %d + threadIdx.x;", k->idx, p, sc->sh.threads);
 	const char *j = cu_fresh(k, 3, "j");
 	if (sc->n->a.scan.reverse)
 		cu_kline(k, 3, NULL, "const %s %s = %lld - min(%s, (%s)%lld);", k->idx, j, (long long)last, p, k->idx,
@@ -119,18 +122,16 @@ static void close_item(Kern *k, const Scan *sc)
 	cu_kclose(k, cu_fmt(k->a, "for (int u = 0; u < %d; u++)", sc->sh.items));
 }
 
-/* The item loop that reads a tile: s[u], the thread's inclusive scan of
- * what its items scan (the identity past the part), and the writes of
- * the prologue. */
-static void read_tile(Kern *k, const Scan *sc, const Ix *row)
+/* The item loop that reads a tile: what each item scans (the identity
+ * past the part), `sink` a statement that takes it as v, and the writes
+ * of the prologue. */
+static void read_tile(Kern *k, const Scan *sc, const Ix *row, const char *sink)
 {
 	const char *in;
-	cu_kline(k, 2, NULL, "%s s[%d];", sc->acc, sc->sh.items);
 	Ix x = open_item(k, sc, row, &in);
 	Val v = cu_gen(k, sc->n->in[0], &x);
-	cu_kline(k, 3, NULL, "s[u] = %s ? (%s)%s : %s;", in, sc->acc, cu_paren(k->a, v.e), sc->ident);
-	cu_kline(k, 3, NULL, "if (u > 0)");
-	cu_kline(k, 3, NULL, "\ts[u] = %s(s[u - 1], s[u]);", sc->functor);
+	cu_kline(k, 3, NULL, "const %s v = %s ? (%s)%s : %s;", sc->acc, in, sc->acc, cu_paren(k->a, v.e), sc->ident);
+	cu_kline(k, 3, NULL, "%s", sink);
 	store_writes(k, sc, 0, &x, in);
 	close_item(k, sc);
 }
@@ -141,34 +142,51 @@ static const char *tile_loop(Kern *k, const Scan *sc)
 	return cu_fmt(k->a, "for (%s t0 = lo; t0 < hi; t0 += %lld)", k->idx, (long long)tile);
 }
 
-/* The scan proper: scope 1 starts from `carry`; each tile is read, its
- * threads' totals scanned, and each item's running value taken through
- * the epilogue to the writes after the scan. */
+/* The scan proper: scope 1 starts from `carry`.  Each tile is read side
+ * by side into shared memory (sm, one word of padding every `items`, so
+ * that neither the side-by-side nor the thread-by-thread accesses share
+ * a bank), each thread scans its `items` consecutive elements from there,
+ * the block scans the threads' totals, each thread puts its running
+ * values back, and the epilogue takes them side by side again to the
+ * writes after the scan. */
 static void scan_part(Kern *k, const Scan *sc, const Ix *row)
 {
 	const FgNode *n = sc->n;
+	int items = sc->sh.items;
+	const char *f = sc->functor;
 	cu_kopen(k);
-	read_tile(k, sc, row);
+	read_tile(k, sc, row, cu_fmt(k->a, "sm[u * %d + threadIdx.x + (u * %d + threadIdx.x) / %d] = v;", sc->sh.threads,
+				     sc->sh.threads, items));
+	cu_kline(k, 2, NULL, "__syncthreads();");
+	cu_kline(k, 2, NULL, "%s s[%d];", sc->acc, items);
+	cu_kline(k, 2, NULL, "#pragma unroll");
+	cu_kline(k, 2, NULL, "for (int u = 0; u < %d; u++)", items);
+	cu_kline(k, 2, NULL, "\ts[u] = u > 0 ? %s(s[u > 0 ? u - 1 : 0], sm[threadIdx.x * %d + u]) : sm[threadIdx.x * %d];",
+		 f, items + 1, items + 1);
 	cu_kline(k, 2, NULL, "%s total;", sc->acc);
-	cu_kline(k, 2, NULL, "const %s before = %s(carry, fg_block_scan(s[%d], %s, %s, &total));", sc->acc,
-		 sc->functor, sc->sh.items - 1, sc->functor, sc->ident);
+	cu_kline(k, 2, NULL, "const %s before = %s(carry, fg_block_scan(s[%d], %s, %s, &total));", sc->acc, f, items - 1,
+		 f, sc->ident);
+	cu_kline(k, 2, NULL, "#pragma unroll");
+	cu_kline(k, 2, NULL, "for (int u = 0; u < %d; u++)", items);
+	if (n->a.scan.exclusive)
+		cu_kline(k, 2, NULL, "\tsm[threadIdx.x * %d + u] = u > 0 ? %s(before, s[u > 0 ? u - 1 : 0]) : before;",
+			 items + 1, f);
+	else
+		cu_kline(k, 2, NULL, "\tsm[threadIdx.x * %d + u] = %s(before, s[u]);", items + 1, f);
+	cu_kline(k, 2, NULL, "__syncthreads();");
 	const char *in;
 	Ix x = open_item(k, sc, row, &in);
-	const char *r = cu_fresh(k, 3, "run");
-	if (n->a.scan.exclusive)
-		cu_kline(k, 3, NULL, "const %s %s = u > 0 ? %s(before, s[u > 0 ? u - 1 : 0]) : before;", sc->acc, r,
-			 sc->functor);
-	else
-		cu_kline(k, 3, NULL, "const %s %s = %s(before, s[u]);", sc->acc, r, sc->functor);
 	const char *val = cu_fresh(k, 3, cu_fmt(k->a, "v_%s", cu_name(k, sc->id)));
 	const char *wrap = n->dt == FG_DT_I8 ? "(int)(signed char)" : n->dt == FG_DT_U8 ? "(int)(unsigned char)"
 									   : fg_dtype_is_int(n->dt) ? "(int)" : "";
-	cu_kline(k, 3, NULL, "const %s %s = %s%s;", fg_dtype_info[n->dt].cuda, val, wrap, r);
+	cu_kline(k, 3, NULL, "const %s %s = %ssm[u * %d + threadIdx.x + (u * %d + threadIdx.x) / %d];",
+		 fg_dtype_info[n->dt].cuda, val, wrap, sc->sh.threads, sc->sh.threads, items);
 	Memo m = {sc->id, cu_memo_key(k, sc->id, &x), {val, 3}};
 	fg_vec_push(k->a, &k->memo, m);
 	store_writes(k, sc, 1, &x, in);
 	close_item(k, sc);
-	cu_kline(k, 2, NULL, "carry = %s(carry, total);", sc->functor);
+	cu_kline(k, 2, NULL, "carry = %s(carry, total);", f);
+	cu_kline(k, 2, NULL, "__syncthreads();");
 	cu_kclose(k, tile_loop(k, sc));
 }
 
@@ -181,8 +199,7 @@ static int emit_totals(Emit *E, Kern *k, const Scan *sc, Param *out)
 	Ix row = open_work(&k1, sc);
 	cu_kline(&k1, 1, NULL, "%s acc = %s;", sc->acc, sc->ident);
 	cu_kopen(&k1);
-	read_tile(&k1, sc, &row);
-	cu_kline(&k1, 2, NULL, "acc = %s(acc, s[%d]);", sc->functor, sc->sh.items - 1);
+	read_tile(&k1, sc, &row, cu_fmt(k->a, "acc = %s(acc, v);", sc->functor));
 	cu_kclose(&k1, tile_loop(&k1, sc));
 	cu_kline(&k1, 1, NULL, "acc = fg_block_reduce(acc, %s);", sc->functor);
 	cu_kline(&k1, 1, NULL, "if (threadIdx.x == 0)");
@@ -215,6 +232,7 @@ void cu_emit_scan(Emit *E, Kern *k)
 		if (emit_totals(E, k, &sc, &totals_out) != 0)
 			return;
 	}
+	cu_kline(k, 0, NULL, "__shared__ %s sm[%d];", sc.acc, sc.sh.threads * (sc.sh.items + 1));
 	Ix row = open_work(k, &sc);
 	if (sc.sh.parts > 1) {
 		/* the parts before this one, in order */

@@ -176,7 +176,7 @@ fault fault-divisor faults-divisor "^.*faults\\.fg:7:7: error: integer division 
 expect fault-free 0 '^ok faults: 2 of 2 values match' "$dir/faults" --inputs "$dir/faults-ok" --draw-missing --check "$dir/faults-ok.ref"
 
 # the same model as a library (--lib): a call records, model.check() reports
-"$fgc" compile "$dir/faults.fg" --lib -o "$dir/lib/libfaults.so" >"$dir/lib.log" 2>&1 ||
+mkdir -p "$dir/lib" && "$fgc" compile "$dir/faults.fg" --lib -o "$dir/lib/libfaults.so" >"$dir/lib.log" 2>&1 ||
 	{ echo "FAIL compile faults --lib"; sed 's/^/    /' "$dir/lib.log" | head; exit 1; }
 PYTHONPATH=python python3 - "$dir" >"$dir/lib-faults.log" 2>&1 <<'PY'
 import sys
