@@ -615,6 +615,18 @@ static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
 						  type_str(f, p), fg_type_str(sp, sizeof sp, n->dt, &b->space));
 			return 0;
 		}
+		int rr = b->kind == FG_GROUP_REDUCE ? heavy_source(f, p, 4) : -1;
+		if (rr >= 0 && cls(f, rr) == FG_CLASS_REDUCE && fg_shape_eq(&n->shape, &node(f, rr)->shape) &&
+		    row_axes(&node(f, node(f, rr)->in[0])->shape, node(f, rr)->a.red.axes)) {
+			/* A value per row of a row reduction (a row's loss)
+			 * stays with that row kernel: taken into a reduction
+			 * over the rows, it would cut the row kernel apart
+			 * and have it read its rows again. */
+			*detail = fg_arena_printf(f->a, "%s %s is a value per row of %s, computed in that row kernel; the "
+						  "%s group over the rows needs every row's, so it is written for it",
+						  value_name(f->a, f->g, p), type_str(f, p), value_name(f->a, f->g, rr), kind);
+			return 0;
+		}
 		int h = b->kind == FG_GROUP_TOPK && fg_kind_fits(&n->shape, &b->space) ? heavy_source(f, p, 4) : -1;
 		if (h >= 0) {
 			/* Taking p would cut the row kernel that computes it
