@@ -14,6 +14,7 @@
  * value: f16 and bf16 are storage types and a number is never stored.
  * Each call's own checks and nodes are compiler/ops.c's (ir_build_call).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -262,7 +263,13 @@ static int64_t bind_symbolic(Builder *b, const FgDimAst *dim)
 
 const char *ir_dtype_list(void)
 {
-	return "f32, f16, bf16, i32, bool";
+	static char list[128];  /* FG_DTYPES' names, joined once */
+
+	if (!list[0])
+		for (int i = 0; i < FG_DT_COUNT; i++)
+			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+				 fg_dtype_name[i]);
+	return list;
 }
 
 FgDtype ir_lookup_dtype(Builder *b, const char *name, FgLoc loc)
