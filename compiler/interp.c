@@ -713,6 +713,17 @@ static void eval_slice(const FgNode *n, const FgShape *xs, const double *x, doub
 	gather(&n->shape, out, x + n->a.slice.start * st[ax], st);
 }
 
+/* The elements of s before axis ax (its rows' count, in C order) and
+ * after it (the stride of the axis). */
+static void around_axis(const FgShape *s, int ax, int64_t *outer, int64_t *inner)
+{
+	*outer = *inner = 1;
+	for (int i = 0; i < ax; i++)
+		*outer *= s->d[i];
+	for (int i = ax + 1; i < s->rank; i++)
+		*inner *= s->d[i];
+}
+
 /* Each operand fills a slab of every outer row: outer rows are the dims
  * before the axis, a slab is the operand's extent on the axis times the
  * dims after it. */
@@ -720,12 +731,9 @@ static void eval_concat(const Eval *e, const FgNode *n, double *out)
 {
 	const FgShape *os = &n->shape;
 	int ax = n->a.axis;
-	int64_t outer = 1, inner = 1, at = 0;
+	int64_t outer, inner, at = 0;
 	FG_ASSERT(ax >= 0 && ax < os->rank);
-	for (int i = 0; i < ax; i++)
-		outer *= os->d[i];
-	for (int i = ax + 1; i < os->rank; i++)
-		inner *= os->d[i];
+	around_axis(os, ax, &outer, &inner);
 	int64_t row = os->d[ax] * inner;
 	for (int k = 0; k < n->nin; k++) {
 		const FgShape *xs = &e->g->nodes[n->in[k]].shape;
@@ -898,12 +906,9 @@ static void eval_scan(const FgNode *n, const double *x, double *out, int f32)
 {
 	FgOp red = fg_scan_reduction(n->op);
 	int ax = n->a.scan.axis, integer = fg_dtype_is_int(n->dt);
-	int64_t outer = 1, len = n->shape.d[ax], inner = 1;
+	int64_t outer, len = n->shape.d[ax], inner;
 
-	for (int i = 0; i < ax; i++)
-		outer *= n->shape.d[i];
-	for (int i = ax + 1; i < n->shape.rank; i++)
-		inner *= n->shape.d[i];
+	around_axis(&n->shape, ax, &outer, &inner);
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t i = 0; i < inner; i++) {
 			double acc = fg_red_info(red)->identity;
@@ -947,12 +952,9 @@ static int topk_before(int largest, double a, int64_t i, double b, int64_t j)
 static void eval_topk(const FgNode *n, const FgShape *xs, const double *x, double *out)
 {
 	int ax = n->a.sel.axis, largest = n->a.sel.largest;
-	int64_t outer = 1, len = xs->d[ax], inner = 1, k = n->a.sel.k;
+	int64_t outer, len = xs->d[ax], inner, k = n->a.sel.k;
 
-	for (int i = 0; i < ax; i++)
-		outer *= xs->d[i];
-	for (int i = ax + 1; i < xs->rank; i++)
-		inner *= xs->d[i];
+	around_axis(xs, ax, &outer, &inner);
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t i = 0; i < inner; i++) {
 			const double *row = x + o * len * inner + i;
@@ -975,9 +977,8 @@ static void eval_topk(const FgNode *n, const FgShape *xs, const double *x, doubl
 /* iota: each element its index along the axis. */
 static void eval_iota(const FgNode *n, double *out)
 {
-	int64_t inner = 1, len = n->shape.d[n->a.axis], cnt = numel(&n->shape);
-	for (int i = n->a.axis + 1; i < n->shape.rank; i++)
-		inner *= n->shape.d[i];
+	int64_t outer, inner, len = n->shape.d[n->a.axis], cnt = numel(&n->shape);
+	around_axis(&n->shape, n->a.axis, &outer, &inner);
 	for (int64_t i = 0; i < cnt; i++)
 		out[i] = (double)(i / inner % len);
 }
