@@ -341,6 +341,9 @@ Ix cu_lane_of(Kern *k, const Ix *x, int vd, int vw, int l);
 
 const char *cu_memo_key(Kern *k, int id, const Ix *x);
 Val cu_load(Kern *k, int id, const Ix *x);
+/* expr, an int, wrapped into i8 or u8 as the interpreter's fg_wrap_int
+ * (other dtypes: expr itself). */
+const char *cu_wrap_int(FgArena *a, FgDtype dt, const char *expr);
 Val cu_gen(Kern *k, int id, const Ix *x);
 
 /* ----------------------------------------------- compiler/cuda/store.c */

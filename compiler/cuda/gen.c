@@ -70,12 +70,18 @@ static const char *op_form(const Kern *k, const FgNode *n)
 
 /* A new variable of node id's compute type holding expr, in scope lv; an
  * i8 or u8 result wraps to 8 bits, as the interpreter's (fg_wrap_int). */
+const char *cu_wrap_int(FgArena *a, FgDtype dt, const char *expr)
+{
+	if (dt != FG_DT_I8 && dt != FG_DT_U8)
+		return expr;
+	return cu_fmt(a, "(int)(%s)%s", dt == FG_DT_I8 ? "signed char" : "unsigned char", cu_paren(a, expr));
+}
+
 static Val define(Kern *k, int id, int lv, const char *expr)
 {
 	const FgNode *n = &k->g->nodes[id];
-	if ((n->dt == FG_DT_I8 || n->dt == FG_DT_U8) && n->op != FG_OP_CAST)
-		expr = cu_fmt(k->a, "(int)(%s)%s", n->dt == FG_DT_I8 ? "signed char" : "unsigned char",
-			      cu_paren(k->a, expr));
+	if (n->op != FG_OP_CAST)
+		expr = cu_wrap_int(k->a, n->dt, expr);
 	const char *v = cu_fresh(k, lv, cu_fmt(k->a, "v_%s", cu_name(k, id)));
 	cu_kline(k, lv, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, v, expr);
 	return (Val){v, lv};

@@ -177,10 +177,9 @@ static void scan_part(Kern *k, const Scan *sc, const Ix *row)
 	const char *in;
 	Ix x = open_item(k, sc, row, &in);
 	const char *val = cu_fresh(k, 3, cu_fmt(k->a, "v_%s", cu_name(k, sc->id)));
-	const char *wrap = n->dt == FG_DT_I8 ? "(int)(signed char)" : n->dt == FG_DT_U8 ? "(int)(unsigned char)"
-									   : fg_dtype_is_int(n->dt) ? "(int)" : "";
-	cu_kline(k, 3, NULL, "const %s %s = %ssm[u * %d + threadIdx.x + (u * %d + threadIdx.x) / %d];",
-		 fg_dtype_info[n->dt].cuda, val, wrap, sc->sh.threads, sc->sh.threads, items);
+	const char *run = cu_fmt(k->a, "%ssm[u * %d + threadIdx.x + (u * %d + threadIdx.x) / %d]",
+				 fg_dtype_is_int(n->dt) ? "(int)" : "", sc->sh.threads, sc->sh.threads, items);
+	cu_kline(k, 3, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, val, cu_wrap_int(k->a, n->dt, run));
 	Memo m = {sc->id, cu_memo_key(k, sc->id, &x), {val, 3}};
 	fg_vec_push(k->a, &k->memo, m);
 	store_writes(k, sc, 1, &x, in);

@@ -8,7 +8,8 @@
  * One block runs along each row, in k rounds: each thread finds, among
  * its elements that come after the previous round's pick, the first, and
  * the block combines the threads' picks (fg_block_reduce, FgTopPick); the
- * round's pick is written by thread 0 at its place in the results.  A
+ * round's pick is written by thread 0 at its place in the results, the
+ * values being the pick's own (no load, no index check).  A
  * row of up to 16 elements a thread is computed once into registers;
  * a longer one is read (and its prologue computed) again each round.
  * The picks are exact, so the result does not depend on the order.
@@ -95,6 +96,18 @@ void cu_emit_topk(Emit *E, Kern *k)
 	Ix o = row_at(&row, &n->shape, axis, "r", 2);
 	Memo m = {top, cu_memo_key(k, top, &o), {"best.i", 2}};
 	fg_vec_push(k->a, &k->memo, m);
+	/* the values, take_along_axis of the row at the pick: the pick's own
+	 * value, its index known in range (no check, no load) */
+	Ix at = row_at(&row, S, axis, "best.i", 2);
+	Memo mv = {n->in[0], cu_memo_key(k, n->in[0], &at), {"best.v", 2}};
+	fg_vec_push(k->a, &k->memo, mv);
+	for (int i = 0; i < k->gr->nnodes; i++) {
+		const FgNode *v = &k->g->nodes[k->gr->nodes[i]];
+		if (v->op == FG_OP_TAKE_ALONG_AXIS && v->in[1] == top && cu_is_member(k, k->gr->nodes[i])) {
+			Memo mi = {-1, cu_fmt(k->a, "I%d:best.i", k->gr->nodes[i]), {"best.i", 2}};
+			fg_vec_push(k->a, &k->memo, mi);
+		}
+	}
 	for (int w = 0; w < k->gr->nwrites; w++) {
 		int id = k->gr->writes[w];
 		const FgShape *ws = cu_shape_of(k, id);
