@@ -171,13 +171,16 @@ typedef struct RowParts {
 /* Whether the row leaves registers, and how it is split.  `fits`: the row
  * fits in registers, which it keeps unless there are too few rows to fill
  * the multiprocessors and a split gives them work, or `wide` (only a block
- * of 1024 holds it) and shared memory can. */
-static int row_parts(const Kern *k, const RedInfo *ri, int fits, int wide, RowParts *rp)
+ * of 1024 holds it) and shared memory can.  `once`: streamed, the row
+ * would be read once (one pass, its pairs taken, and no epilogue at its
+ * elements), so there is nothing to keep in shared memory (a
+ * cross-entropy's logsumexp). */
+static int row_parts(const Kern *k, const RedInfo *ri, int fits, int wide, int once, RowParts *rp)
 {
 	/* bytes a row element takes in shared memory: the reads as large as
 	 * the space (a read that broadcasts along the row stays in cache) */
 	int64_t bytes = 0;
-	for (int r = 0; r < k->gr->nreads; r++) {
+	for (int r = 0; r < k->gr->nreads && !once; r++) {
 		int id = k->gr->reads[r];
 		if (cu_numel(cu_shape_of(k, id)) == ri->nkept * ri->nred)
 			bytes += fg_dtype_size[k->g->nodes[id].dt];
@@ -222,18 +225,35 @@ static int row_parts(const Kern *k, const RedInfo *ri, int fits, int wide, RowPa
  * deviations' squares from a mean (var, layernorm) and the exps of the
  * distances to a max (softmax).  Saves a read of a streamed row from memory, and a pass
  * over shared memory and a cluster combine of a staged one. */
-typedef enum PairKind { PAIR_NONE, PAIR_MOMENTS, PAIR_EXPSUM } PairKind;
+typedef enum PairKind { PAIR_NONE, PAIR_MOMENTS, PAIR_EXPSUM, PAIR_EXPSUM_SHIFT } PairKind;
 
+/* A pair's accumulator, its combine, its start, and its second value
+ * (%s: the accumulator). */
 static const struct {
-	const char *acc, *functor, *init;
+	const char *acc, *functor, *init, *second;
 } PAIRS[] = {
-	[PAIR_MOMENTS] = {"FgMoments", "FgWelford()", "FgMoments{0.0f, 0.0f, 0.0f}"},
-	[PAIR_EXPSUM] = {"FgExpSum", "FgOnlineSoftmax()", "FgExpSum{-CUDART_INF_F, 0.0f}"},
+	[PAIR_MOMENTS] = {"FgMoments", "FgWelford()", "FgMoments{0.0f, 0.0f, 0.0f}", "fg_pair_second(%s)"},
+	[PAIR_EXPSUM] = {"FgExpSum", "FgOnlineSoftmax()", "FgExpSum{-CUDART_INF_F, 0.0f}", "fg_pair_second(%s)"},
+	/* exp(x - f), f the max where finite, else 0 (logsumexp's guard,
+	 * passes/expand.c): a row of -inf sums to 0, one holding +inf to
+	 * +inf, which the running sum gives as it is */
+	[PAIR_EXPSUM_SHIFT] = {"FgExpSum", "FgOnlineSoftmax()", "FgExpSum{-CUDART_INF_F, 0.0f}", "%s.s"},
 };
+
+/* Whether node id, a member, is where(isinf(a), 0, a): the max a where it
+ * is finite, else 0. */
+static int finite_or_zero(const Kern *k, int id, int a)
+{
+	const FgNode *w = &k->g->nodes[id];
+	if (!cu_is_member(k, id) || w->op != FG_OP_WHERE || w->in[2] != a)
+		return 0;
+	const FgNode *c = &k->g->nodes[w->in[0]], *z = &k->g->nodes[w->in[1]];
+	return c->op == FG_OP_ISINF && c->in[0] == a && z->op == FG_OP_CONST && z->a.value == 0.0;
+}
 
 /* Whether reduction b's input is f(e - a) with a a reduction of e: the
  * square under a sum or mean, with a a mean; exp under a sum, with a a
- * max (float rows only). */
+ * max, or with a max where it is finite (float rows only). */
 static PairKind pair_of(const Kern *k, const Red *a, const Red *b)
 {
 	const FgNode *na = &k->g->nodes[a->id], *nb = &k->g->nodes[b->id];
@@ -241,12 +261,15 @@ static PairKind pair_of(const Kern *k, const Red *a, const Red *b)
 	if (!cu_is_member(k, nb->in[0]) || f->nin != 1 || !cu_is_member(k, f->in[0]) || !fg_dtype_is_float(na->dt))
 		return PAIR_NONE;
 	const FgNode *d = &k->g->nodes[f->in[0]];
-	if (d->op != FG_OP_SUB || d->in[0] != na->in[0] || d->in[1] != a->id)
+	if (d->op != FG_OP_SUB || d->in[0] != na->in[0])
 		return PAIR_NONE;
-	if (f->op == FG_OP_SQUARE && na->op == FG_OP_MEAN && (nb->op == FG_OP_SUM || nb->op == FG_OP_MEAN))
+	int shift = d->in[1] != a->id;
+	if (shift && !finite_or_zero(k, d->in[1], a->id))
+		return PAIR_NONE;
+	if (!shift && f->op == FG_OP_SQUARE && na->op == FG_OP_MEAN && (nb->op == FG_OP_SUM || nb->op == FG_OP_MEAN))
 		return PAIR_MOMENTS;
 	if (f->op == FG_OP_EXP && na->op == FG_OP_MAX && nb->op == FG_OP_SUM)
-		return PAIR_EXPSUM;
+		return shift ? PAIR_EXPSUM_SHIFT : PAIR_EXPSUM;
 	return PAIR_NONE;
 }
 
@@ -315,7 +338,7 @@ static void pair_values(Kern *k, Red *a, Red *b, PairKind kind, const char *pacc
 	a->lv = 1;
 	b->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", cu_name(k, b->id)));
 	cu_kline(k, 1, b->var, "const float %s = %s;", b->var,
-		 cu_red_final(k, &k->g->nodes[b->id], cu_fmt(k->a, "fg_pair_second(%s)", pacc), nred));
+		 cu_red_final(k, &k->g->nodes[b->id], cu_fmt(k->a, PAIRS[kind].second, pacc), nred));
 	b->lv = 1;
 }
 
@@ -498,7 +521,12 @@ void cu_emit_rowreduce(Emit *E, Kern *k)
 	 * columns: 75% of the floor in registers, 98% for layernorm's row in
 	 * shared memory, docs/performance.md v8) */
 	int wide = fits && rt.vecs * rt.vw > ROW_REGS;
-	if (row_parts(k, &ri, fits, wide, &rp))
+	int *paired = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof(int));
+	int *partner = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof(int));
+	PairKind *kinds = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof(PairKind));
+	memcpy(paired, passes, (size_t)k->reds.n * sizeof(int));
+	int once = pair_passes(k, paired, npass, partner, kinds) == 1 && !cu_writes_space(k, first, dep);
+	if (row_parts(k, &ri, fits, wide, once, &rp))
 		emit_rowreduce_parts(E, k, &ri, &rp, first, passes, npass, dep);
 	else
 		emit_rowreduce_regs(E, k, &ri, &rt, first, passes, npass, dep);
