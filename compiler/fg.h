@@ -900,6 +900,10 @@ int fg_kind_regs_fit(const FgFuseOptions *o, int regs);
 
 /* The multiprocessors of the GPU the plan is for (the H200's). */
 #define FG_SMS 132
+/* A topk group whose epilogue reduces along topk's axis (the picks'
+ * sum, to renormalize them) keeps its k picks in registers, so k is at
+ * most this (compiler/cuda/topk.c). */
+#define FG_TOPK_PICKS_HELD 16
 /* How a scan group's kernel walks its space (compiler/cuda/scan.c): rows
  * (every element with the same coordinates off the axis) of len
  * elements, a block of `threads` taking tiles of threads x items; parts

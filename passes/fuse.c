@@ -480,6 +480,44 @@ static int rows_kept(Fuser *f, int gi, int p, FgGroupKind kind, const char **det
 
 static int heavy_source(const Fuser *f, int p, int depth);
 
+/* Whether node r reduces axes of S along rows kept as dims of 1 (a
+ * reduction a topk group over rows of S computes, or over its picks). */
+static int row_reduction(const Fuser *f, int r, const FgShape *S, uint32_t axes)
+{
+	const FgNode *n = node(f, r);
+	FgShape kept = *S;
+
+	for (int d = 0; d < S->rank; d++)
+		if (axes & (1u << d))
+			kept.d[d] = 1;
+	return cls(f, r) == FG_CLASS_REDUCE && n->a.red.axes == axes && fg_shape_eq(&node(f, n->in[0])->shape, S) &&
+	       fg_shape_eq(&n->shape, &kept);
+}
+
+/* The first reduction, scan or topk that p is computed from through at
+ * most `depth` elementwise or layout ops and that topk group gi cannot
+ * take (a reduction along other rows than its own), or -1. */
+static int foreign_source(const Fuser *f, int gi, int p, int depth)
+{
+	const BGroup *b = &f->groups.v[gi];
+	const FgNode *n = node(f, p);
+
+	for (int k = 0; k < n->nin && depth > 0; k++) {
+		int o = n->in[k];
+		FgOpClass c = cls(f, o);
+		if (c == FG_CLASS_REDUCE && row_reduction(f, o, &b->space, b->red_axes))
+			continue;
+		if (c == FG_CLASS_REDUCE || c == FG_CLASS_SCAN || c == FG_CLASS_SELECT)
+			return o;
+		if (c == FG_CLASS_EW || c == FG_CLASS_LAYOUT) {
+			int h = foreign_source(f, gi, o, depth - 1);
+			if (h >= 0)
+				return h;
+		}
+	}
+	return -1;
+}
+
 /* Whether p may join group gi.  If not, *why and *detail say which rule
  * refused it. */
 static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
@@ -529,14 +567,14 @@ static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
 						  value_name(f->a, f->g, p), type_str(f, p), value_name(f->a, f->g, rr), kind);
 			return 0;
 		}
-		int h = b->kind == FG_GROUP_TOPK && fg_kind_fits(&n->shape, &b->space) ? heavy_source(f, p, 4) : -1;
+		int h = b->kind == FG_GROUP_TOPK && fg_kind_fits(&n->shape, &b->space) ? foreign_source(f, gi, p, 4) : -1;
 		if (h >= 0) {
-			/* Taking p would cut the row kernel that computes it
-			 * (a softmax's division) from its reductions. */
-			*detail = fg_arena_printf(f->a, "%s %s is computed from %s, which needs a kernel of its own; topk "
-						  "reads it from memory rather than take it from that kernel (a row "
-						  "kernel and topk are not one kernel yet)", value_name(f->a, f->g, p), type_str(f, p),
-						  value_name(f->a, f->g, h));
+			/* Taking p would cut the kernel that computes it from
+			 * its reductions (or scan, or topk). */
+			*detail = fg_arena_printf(f->a, "%s %s is computed from %s, which needs a kernel of its own (it "
+						  "does not reduce along the rows topk runs along); topk reads it from "
+						  "memory rather than take it from that kernel", value_name(f->a, f->g, p),
+						  type_str(f, p), value_name(f->a, f->g, h));
 			return 0;
 		}
 		if (b->kind == FG_GROUP_TOPK && is_written(f, p) && !fg_kind_fits(&n->shape, &node(f, b->root)->shape)) {
@@ -575,18 +613,31 @@ static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
 		return 0;
 	}
 	if (c == FG_CLASS_SELECT) {
-		/* The epilogue: elementwise ops on the results, and the gather
-		 * of the values (take_along_axis at the indices). */
-		int ok = b->kind == FG_GROUP_LOOP && fg_shape_eq(&n->shape, &b->space);
+		/* The epilogue: elementwise ops on the results, the gather of
+		 * the values (take_along_axis at the indices), and reductions
+		 * along topk's axis (over the picks, which the kernel then
+		 * holds: k at most FG_TOPK_PICKS_HELD). */
+		int picks = b->kind == FG_GROUP_ROWREDUCE && b->red_axes == 1u << n->a.sel.axis &&
+			    n->a.sel.k <= FG_TOPK_PICKS_HELD;
+		int ok = (b->kind == FG_GROUP_LOOP || picks) && fg_shape_eq(&n->shape, &b->space);
 		for (int k = 0; ok && k < b->nodes.n; k++)
-			ok = cls(f, b->nodes.v[k]) == FG_CLASS_EW || node(f, b->nodes.v[k])->op == FG_OP_TAKE_ALONG_AXIS;
+			ok = cls(f, b->nodes.v[k]) == FG_CLASS_EW || node(f, b->nodes.v[k])->op == FG_OP_TAKE_ALONG_AXIS ||
+			     (picks && row_reduction(f, b->nodes.v[k], &n->shape, b->red_axes));
 		if (ok)
 			return 1;
+		if (b->kind == FG_GROUP_ROWREDUCE && b->red_axes == 1u << n->a.sel.axis && fg_shape_eq(&n->shape, &b->space) &&
+		    n->a.sel.k > FG_TOPK_PICKS_HELD) {
+			*detail = fg_arena_printf(f->a, "the rowreduce group reduces topk's %lld picks, more than the %d "
+						  "a topk kernel holds to reduce", (long long)n->a.sel.k, FG_TOPK_PICKS_HELD);
+			return 0;
+		}
 		*detail = fg_arena_printf(f->a, "topk along axis %d of %s needs its whole row, which the %s group's "
 					  "threads %s", n->a.sel.axis, type_str(f, n->in[0]), kind,
 					  b->kind == FG_GROUP_LOOP ? "read through layout ops or broadcast" : "do not hold");
 		return 0;
 	}
+	if (b->kind == FG_GROUP_TOPK && row_reduction(f, p, &b->space, b->red_axes))
+		return 1;       /* the prologue's reductions along topk's rows (a softmax) */
 	if (b->kind == FG_GROUP_SCAN || b->kind == FG_GROUP_TOPK) {
 		/* A reduction, a matmul, a scan or topk before it: no other
 		 * block's work in a kernel that runs along rows */
@@ -759,6 +810,18 @@ static void place(Fuser *f, int p)
 	}
 	/* Fan-out: recompute in every consumer group, or store once. */
 	FgOpClass c = fg_op_info[n->op].cls;
+	for (int k = 0; k < ncg && c == FG_CLASS_SELECT; k++) {
+		/* topk joins the first group that takes it (the picks'
+		 * renormalization) and is written there for the others */
+		if (!can_join(f, cg[k], p, &why, &detail))
+			continue;
+		join(f, cg[k], p);
+		f->block[p] = FG_WHY_FANOUT;
+		f->detail[p] = fg_arena_printf(f->a, "read by %d groups; computed in one of them (topk with its "
+						     "epilogue) and written for the others, as recomputing a topk in "
+						     "each would repeat it", ncg);
+		return;
+	}
 	int64_t recompute = 0, bytes = fg_value_bytes(f->g, p);
 	for (int k = 0; k < ncg; k++) {
 		if ((c != FG_CLASS_EW && c != FG_CLASS_LAYOUT) || f->opside[p]) {
