@@ -460,6 +460,43 @@ struct FgTopPick {
 	}
 };
 
+/* A thread's first C elements of its share of a row in topk's order,
+ * sorted (an empty slot: index -1, after everything), for the rounds of
+ * a topk whose row is too long for registers (compiler/cuda/topk.c):
+ * each round the block picks among the threads' heads, and the thread
+ * whose head was picked pops it, reading its share again only once its
+ * list is empty. */
+template <bool Largest, typename T, int C>
+struct FgTopList {
+	FgArg<T> e[C];
+	__device__ void clear()
+	{
+#pragma unroll
+		for (int j = 0; j < C; j++)
+			e[j] = FgArg<T>{(T)0, -1};
+	}
+	__device__ void offer(FgArg<T> c)
+	{
+		if (!fg_top_before<Largest>(c, e[C - 1]))
+			return;
+		e[C - 1] = c;
+#pragma unroll
+		for (int j = C - 1; j > 0; j--)
+			if (fg_top_before<Largest>(e[j], e[j - 1])) {
+				const FgArg<T> t = e[j];
+				e[j] = e[j - 1];
+				e[j - 1] = t;
+			}
+	}
+	__device__ void pop()
+	{
+#pragma unroll
+		for (int j = 0; j < C - 1; j++)
+			e[j] = e[j + 1];
+		e[C - 1] = FgArg<T>{(T)0, -1};
+	}
+};
+
 /* __shfl_xor_sync (xor) or __shfl_sync from lane 0 of any accumulator,
  * the pairs and FgArg included: word by word (one SHFL for a float). */
 template <typename T>

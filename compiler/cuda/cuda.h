@@ -31,7 +31,7 @@
 
 #include "fg.h"
 
-#define MAXLV 4                 /* scope levels */
+#define MAXLV 6                 /* scope levels */
 #define LOOP_BLOCK 256          /* threads per block of loop and reduce kernels */
 #define MAX_GRID (1 << 20)      /* blocks of a grid-stride loop */
 #define FULL_BLOCKS 1024        /* partials of a reduction over all axes */

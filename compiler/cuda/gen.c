@@ -234,6 +234,24 @@ static int uniform_divisor(const Kern *k, const Val *ops, int lv)
 	return 0;
 }
 
+/* Whether member id's value is rounded to an integer by a member that
+ * reads it (round, floor, ceil, trunc, a cast to an integer dtype): there
+ * a quotient exactly halfway or on an integer must be the correctly
+ * rounded one, which x * (1/d) is not (int8 quantization's
+ * round(x * 127 / max|x|) of f16 values is often exactly a half). */
+static int rounded_later(const Kern *k, int id)
+{
+	for (int i = 0; i < k->gr->nnodes; i++) {
+		const FgNode *c = &k->g->nodes[k->gr->nodes[i]];
+		if (c->nin < 1 || c->in[0] != id || !cu_is_member(k, k->gr->nodes[i]))
+			continue;
+		if (c->op == FG_OP_ROUND || c->op == FG_OP_FLOOR || c->op == FG_OP_CEIL || c->op == FG_OP_TRUNC ||
+		    (c->op == FG_OP_CAST && fg_dtype_is_int(c->dt)))
+			return 1;
+	}
+	return 0;
+}
+
 /* 1 / d, once, where d is defined: a division by a uniform divisor becomes
  * a multiplication (within 2 ulp of the quotient in f32, far inside every
  * float dtype's tolerance), which costs one instruction, not a dozen. */
@@ -294,7 +312,7 @@ static Val gen_ew(Kern *k, int id, const Ix *x)
 		break;
 	}
 	case FG_OP_DIV:
-		if (!fg_dtype_is_int(n->dt) && uniform_divisor(k, ops, lv)) {
+		if (!fg_dtype_is_int(n->dt) && uniform_divisor(k, ops, lv) && !rounded_later(k, id)) {
 			e = cu_fmt(k->a, "%s * %s", cu_paren(k->a, ops[0].e), reciprocal(k, ops[1]));
 			break;
 		}

@@ -26,6 +26,7 @@
 #define TOPK_HELD 16            /* row elements a thread holds in registers, at most */
 #define TOPK_THREADS 1024       /* threads a block, at most */
 #define TOPK_STREAM_THREADS 512 /* ... of a block that rereads its row */
+#define TOPK_LIST 4             /* ... each keeping its first 4 elements */
 
 /* Element `pos` of the row at `row` along axis of shape S. */
 static Ix row_at(const Ix *row, const FgShape *S, int axis, const char *pos, int lv)
@@ -212,32 +213,51 @@ void cu_emit_topk(Emit *E, Kern *k)
 		for (int u = 0; u < held; u++)
 			cu_kline(k, 1, NULL, "e[%d] = %s;", u, cu_gen(k, n->in[0], &xs[u]).e);
 	}
-	cu_kline(k, 1, NULL, "FgArg<%s> prev = fg_arg((%s)0, -1);", vt, vt);
+	const char *share = cu_fmt(k->a, "for (%s pos = threadIdx.x; pos < %lld; pos += %d)", k->idx, (long long)L, threads);
+	int list = K < TOPK_LIST ? (int)K : TOPK_LIST;
+	if (stream) {
+		/* the thread's first elements of its share (FgTopList) */
+		cu_kline(k, 1, NULL, "FgTopList<%s, %s, %d> mine;", n->a.sel.largest ? "true" : "false", vt, list);
+		cu_kline(k, 1, NULL, "mine.clear();");
+		cu_kopen(k);
+		Ix x = row_at(&row, S, axis, "pos", 2);
+		cu_kline(k, 2, NULL, "mine.offer(fg_arg(%s, (int)pos));", cu_gen(k, n->in[0], &x).e);
+		cu_kclose(k, share);
+	} else {
+		cu_kline(k, 1, NULL, "FgArg<%s> prev = fg_arg((%s)0, -1);", vt, vt);
+	}
 	if (hold)
 		cu_kline(k, 1, NULL, "FgArg<%s> pk[%lld];", vt, (long long)K);
 
 	/* the rounds */
 	cu_kopen(k);
-	cu_kline(k, 2, NULL, "FgArg<%s> best = fg_arg((%s)0, -1);", vt, vt);
-	cu_kopen(k);
 	if (stream) {
-		Ix x = row_at(&row, S, axis, "pos", 3);
-		Val v = cu_gen(k, n->in[0], &x);
-		cu_kline(k, 3, NULL, "const FgArg<%s> c = fg_arg(%s, (int)pos);", vt, v.e);
+		/* the pick among the heads; its thread pops it, and reads its
+		 * share again, for what comes after the pick, once its list is
+		 * empty */
+		cu_kline(k, 2, NULL, "const FgArg<%s> best = fg_block_reduce(mine.e[0], %s());", vt, pick);
+		cu_kopen(k);
+		cu_kline(k, 3, NULL, "mine.pop();");
+		cu_kopen(k);
+		cu_kopen(k);
+		Ix x = row_at(&row, S, axis, "pos", 5);
+		cu_kline(k, 5, NULL, "const FgArg<%s> c = fg_arg(%s, (int)pos);", vt, cu_gen(k, n->in[0], &x).e);
+		cu_kline(k, 5, NULL, "if (%s(best, c))", after);
+		cu_kline(k, 5, NULL, "\tmine.offer(c);");
+		cu_kclose(k, share);
+		cu_kclose(k, "if (mine.e[0].i < 0)");
+		cu_kclose(k, "if (best.i >= 0 && mine.e[0].i == best.i)");
 	} else {
+		cu_kline(k, 2, NULL, "FgArg<%s> best = fg_arg((%s)0, -1);", vt, vt);
+		cu_kopen(k);
 		cu_kline(k, 3, NULL, "const int pos = threadIdx.x + u * %d;", threads);
 		cu_kline(k, 3, NULL, "const FgArg<%s> c = fg_arg(e[u], pos);", vt);
-	}
-	cu_kline(k, 3, NULL, "if (%s(prev.i < 0 || %s(prev, c)))", stream ? "" : cu_fmt(k->a, "pos < %lld && ", (long long)L),
-		 after);
-	cu_kline(k, 3, NULL, "\tbest = %s()(best, c);", pick);
-	if (stream) {
-		cu_kclose(k, cu_fmt(k->a, "for (%s pos = threadIdx.x; pos < %lld; pos += %d)", k->idx, (long long)L, threads));
-	} else {
+		cu_kline(k, 3, NULL, "if (pos < %lld && (prev.i < 0 || %s(prev, c)))", (long long)L, after);
+		cu_kline(k, 3, NULL, "\tbest = %s()(best, c);", pick);
 		cu_kline(k, 2, NULL, "#pragma unroll");
 		cu_kclose(k, cu_fmt(k->a, "for (int u = 0; u < %d; u++)", held));
+		cu_kline(k, 2, NULL, "best = fg_block_reduce(best, %s());", pick);
 	}
-	cu_kline(k, 2, NULL, "best = fg_block_reduce(best, %s());", pick);
 	if (hold) {
 		cu_kline(k, 2, NULL, "pk[r] = best;");
 	} else {
@@ -246,7 +266,8 @@ void cu_emit_topk(Emit *E, Kern *k)
 		memo_pick(k, top, &row, axis, &o, "best", 2);
 		store_picks(k, &n->shape, &o);
 	}
-	cu_kline(k, 2, NULL, "prev = best;");
+	if (!stream)
+		cu_kline(k, 2, NULL, "prev = best;");
 	if (hold)
 		cu_kline(k, 1, NULL, "#pragma unroll");        /* pk[r] in registers */
 	cu_kclose(k, cu_fmt(k->a, "for (int r = 0; r < %lld; r++)", (long long)K));
