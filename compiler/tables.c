@@ -119,7 +119,8 @@ FgOp fg_op_lookup(const char *name)
 const char *fg_op_scalar(FgOp op)
 {
 	const FgOpInfo *in = &fg_op_info[op];
-	return in->cls == FG_CLASS_EW && op != FG_OP_CAST && op != FG_OP_DROPOUT && *in->attrs ? in->attrs : NULL;
+	return in->cls == FG_CLASS_EW && op != FG_OP_CAST && op != FG_OP_DROPOUT && op != FG_OP_IOTA && *in->attrs
+		? in->attrs : NULL;
 }
 
 /* Names other frameworks give the language's ops, suggested by meaning

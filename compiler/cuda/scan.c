@@ -110,8 +110,10 @@ static Ix open_item(Kern *k, const Scan *sc, const Ix *row, const char **in)
 		cu_kline(k, 3, NULL, "const %s %s = min(%s, (%s)%lld);", k->idx, j, p, k->idx, (long long)last);
 	*in = cu_fmt(k->a, "%s < hi", p);
 	Ix x = *row;
-	x.c[sc->n->a.scan.axis] = j;
-	x.lv[sc->n->a.scan.axis] = 3;
+	if (sc->sh.len > 1) {   /* an axis of 1 keeps its coordinate 0, as every index does */
+		x.c[sc->n->a.scan.axis] = j;
+		x.lv[sc->n->a.scan.axis] = 3;
+	}
 	x.lin = NULL;
 	return x;
 }

@@ -940,14 +940,177 @@ class Gen:
         for w in (q, k, val, s, p, o):
             w.uses += 1
 
+    # ------------------------------------------------------ language v2
+    def v2_unary(self, v):
+        """A version 2 elementwise op of one float input, on values where
+        it is well conditioned; the rounding ones (floor ceil round trunc
+        sign) only on exact values, as comparisons."""
+        e = ref(v)
+        if e.bound > SQUASH_AT:
+            e = self.squash(e)
+        op = self.r.choice(["log1p", "expm1", "exp2", "log2", "tan", "asin", "acos", "atan", "sinh", "cosh",
+                            "asinh", "acosh", "atanh", "softplus", "mish", "hardsigmoid", "hardswish",
+                            "leaky_relu", "elu", "rounding", "clamp", "pow_infix"])
+        b = e.bound
+        if op == "rounding":
+            if not e.exact:
+                return None
+            op = self.r.choice(["floor", "ceil", "round", "trunc", "sign"])
+            x = Expr("%s * 4" % paren(e), e.dt, e.shape, b * 4, exact=True, ops=e.ops + 1) if op != "sign" else e
+            return Expr("%s(%s)" % (op, x.text), v.dt, v.shape, x.bound + 1, exact=True, simple=True,
+                        ops=x.ops + 1)
+        if op in ("expm1", "exp2", "sinh", "cosh") and b > 4:
+            e, b = self.squash(e), 1.0
+        if op in ("asin", "acos", "atanh"):
+            # |x| <= 0.5: away from the ends, where the slope is infinite
+            e = Expr("tanh(%s) * 0.5" % e.text, e.dt, e.shape, 0.5, ops=e.ops + 2)
+        if op in ("log1p",):
+            e = Expr("abs(%s)" % e.text, e.dt, e.shape, b, ops=e.ops + 1, simple=True)
+        if op in ("log2",):
+            e = self.positive(e)
+        if op == "acosh":
+            e = Expr("abs(%s) + 1.5" % e.text, e.dt, e.shape, b + 1.5, lo=1.5, ops=e.ops + 2)
+        if op == "tan":
+            e = Expr("tanh(%s)" % e.text, e.dt, e.shape, 1.0, ops=e.ops + 1, simple=True)
+        bound = {"log1p": math.log1p(b), "expm1": math.exp(min(b, 4)), "exp2": 2 ** min(b, 4),
+                 "log2": max(abs(math.log2(e.lo or 1)), math.log2(max(e.bound, 1))) if op == "log2" else 1,
+                 "tan": 1.6, "asin": 0.53, "acos": 2.1, "atan": 1.6, "sinh": math.exp(min(b, 4)),
+                 "cosh": math.exp(min(b, 4)), "asinh": math.asinh(b), "acosh": math.acosh(max(e.bound, 1.0)),
+                 "atanh": 0.55, "softplus": b + 1, "mish": b + 1, "hardsigmoid": 1, "hardswish": b + 1,
+                 "leaky_relu": b, "elu": max(b, 1), "clamp": min(b, 0.5), "pow_infix": 0}[op]
+        if op == "leaky_relu":
+            return Expr("leaky_relu(%s, slope=0.1)" % e.text, v.dt, v.shape, bound, simple=True, ops=e.ops + 1)
+        if op == "elu":
+            return Expr("elu(%s, alpha=1.0)" % e.text, v.dt, v.shape, bound, simple=True, ops=e.ops + 1)
+        if op == "clamp":
+            return Expr("clamp(%s, -0.5, 0.5)" % e.text, v.dt, v.shape, bound, exact=e.exact, simple=True,
+                        ops=e.ops + 1)
+        if op == "pow_infix":
+            p = self.positive(e)
+            ex = self.r.choice([2, 0.5, 3])
+            return Expr("%s ** %s" % (paren(p), fmt_num(ex)), v.dt, v.shape, p.bound ** ex, ops=p.ops + 1)
+        return Expr("%s(%s)" % (op, e.text), v.dt, v.shape, bound, simple=True, ops=e.ops + 1)
+
+    def index_expr(self, shape, axis, n):
+        """An i32 expression of shape: indices in [-n, n) from positions
+        (iota), some negative (counted from the end)."""
+        other = self.r.randrange(len(shape))
+        a, c = self.r.choice([1, 3, 7]), self.r.choice([0, 1, 2])
+        t = "mod(iota(shape=[%s], axis=%d) * %d + iota(shape=[%s], axis=%d) + %d, %d)" % (
+            ", ".join(map(str, shape)), axis, a, ", ".join(map(str, shape)), other, c, n)
+        return t + (" - %d" % n if self.chance(0.3) else "")
+
+    def v2(self, v):
+        """A version 2 op on v: the elementwise ones, the new reductions and
+        scans, topk, gather and take_along_axis at computed indices, a
+        cross-entropy."""
+        if v.dt not in FLOATS:
+            return None
+        e = ref(v)
+        rank = len(v.shape)
+        k = self.r.random()
+        if k < 0.35:
+            return self.v2_unary(v)
+        if k < 0.42:
+            w = self.partner(v)
+            if w is None:
+                return None
+            self.use(w)
+            p = self.positive(ref(w))
+            return Expr("atan2(%s, %s)" % (e.text, p.text), v.dt, bcast(v.shape, w.shape), 1.6, simple=True,
+                        ops=p.ops + 1)
+        if not v.shape:
+            return None
+        axis = self.r.randrange(rank)
+        n = v.shape[axis]
+        if e.bound > SQUASH_AT:
+            e = self.squash(e)
+        if k < 0.58:
+            op = self.r.choice(["prod", "logsumexp", "var", "std", "argmax", "argmin", "any", "all"])
+            keep = self.chance(0.5)
+            shape = tuple((1 if i == axis else d) for i, d in enumerate(v.shape) if keep or i != axis)
+            attrs = "axis=%d%s" % (axis, "" if keep else ", keepdims=false")
+            if op == "prod":
+                if n > 17:
+                    return None
+                x = Expr("sigmoid(%s) + 0.5" % e.text, v.dt, v.shape, 1.5, ops=e.ops + 2)
+                return Expr("prod(%s, %s)" % (x.text, attrs), v.dt, shape, 1.5 ** n, simple=True, ops=x.ops + 1)
+            if op in ("var", "std"):
+                if n < 3:
+                    return None
+                c = ", correction=1" if self.chance(0.3) else ""
+                return Expr("%s(%s, %s%s)" % (op, e.text, attrs, c), v.dt, shape, e.bound ** 2 * 2 + 1,
+                            simple=True, ops=e.ops + 4)
+            if op == "logsumexp":
+                if e.bound > 4:
+                    e = self.squash(e)
+                return Expr("logsumexp(%s, %s)" % (e.text, attrs), v.dt, shape, e.bound + math.log(n) + 1,
+                            simple=True, ops=e.ops + 4)
+            if op in ("argmax", "argmin"):
+                if not e.exact:
+                    return None
+                return Expr("%s(%s, %s)" % (op, e.text, attrs), "i32", shape, n, exact=True, simple=True,
+                            ops=e.ops + 1)
+            if not e.exact:
+                return None
+            return Expr("%s(%s > 0.1, %s)" % (op, paren(e), attrs), "bool", shape, 1, exact=True, simple=True,
+                        ops=e.ops + 2)
+        if k < 0.68:
+            op = self.r.choice(["cumsum", "cumprod"])
+            attrs = "axis=%d" % axis + (", exclusive=true" if self.chance(0.3) else "") + \
+                (", reverse=true" if self.chance(0.3) else "")
+            if op == "cumprod":
+                if n > 17:
+                    return None
+                x = Expr("sigmoid(%s) + 0.5" % e.text, v.dt, v.shape, 1.5, ops=e.ops + 2)
+                return Expr("cumprod(%s, %s)" % (x.text, attrs), v.dt, v.shape, 1.5 ** n, simple=True,
+                            ops=x.ops + 1)
+            # a running sum grows with the axis: scaled back, as sum's
+            sc = 2.0 ** -round(math.log2(n)) if n > 2 else 1.0
+            return Expr("cumsum(%s, %s)%s" % (e.text, attrs, " * " + fmt_num(sc) if sc != 1 else ""), v.dt, v.shape,
+                        e.bound * n * sc, ops=e.ops + 1 + (sc != 1))
+        if k < 0.78:
+            # topk of exact values (a rounding cannot reorder them)
+            if not e.exact:
+                return None
+            kk = self.r.randint(1, min(n, 5))
+            vals, idx = self.newname(), self.newname()
+            shape = tuple(kk if i == axis else d for i, d in enumerate(v.shape))
+            ann = " @save" if self.chance(0.1) else ""
+            self.lines.append("  %s, %s = topk(%s, k=%d, axis=%d%s)%s" % (
+                vals, idx, e.text, kk, axis, ", largest=false" if self.chance(0.3) else "", ann))
+            self.ops += e.ops + 2
+            self.pool.append(Val(vals, v.dt, shape, e.bound, exact=True))
+            self.pool.append(Val(idx, "i32", shape, n, exact=True))
+            return None
+        if k < 0.92:
+            m = self.r.choice([1, 2, 3, 5, n])
+            if self.chance(0.5):
+                ishape = (m,) if self.chance(0.6) else (m, 2)
+                shape = v.shape[:axis] + ishape + v.shape[axis + 1:]
+                if numel(shape) > MAX_NUMEL or len(shape) > 6:
+                    return None
+                return Expr("gather(%s, %s, axis=%d)" % (e.text, self.index_expr(ishape, 0, n), axis), v.dt, shape,
+                            e.bound, exact=e.exact, simple=True, ops=e.ops + 1)
+            ishape = tuple(m if i == axis else (d if self.chance(0.7) else 1) for i, d in enumerate(v.shape))
+            shape = tuple(m if i == axis else d for i, d in enumerate(v.shape))
+            return Expr("take_along_axis(%s, %s, axis=%d)" % (e.text, self.index_expr(ishape, axis, n), axis),
+                        v.dt, shape, e.bound, exact=e.exact, simple=True, ops=e.ops + 1)
+        # a cross-entropy along the last axis, targets from positions
+        tshape = v.shape[:-1] + (1,)
+        if e.bound > 4:
+            e = self.squash(e)
+        return Expr("cross_entropy(%s, %s)" % (e.text, self.index_expr(tshape, 0, v.shape[-1])), v.dt, tshape,
+                    2 * e.bound + math.log(v.shape[-1]) + 1, simple=True, ops=e.ops + 5)
+
     # ---------------------------------------------------------------- graph
     def step(self):
         v = self.pick(lambda w: w.dt in FLOATS) if self.chance(0.8) else self.pick()
         if v is None:
             v = self.pick()
         k = self.r.random()
-        table = [(0.22, self.unary), (0.44, self.binary), (0.54, self.reduction), (0.62, self.composite),
-                 (0.78, self.layout), (0.88, self.matmul), (0.95, self.convert), (1.0, self.where)]
+        table = [(0.2, self.unary), (0.4, self.binary), (0.49, self.reduction), (0.56, self.composite),
+                 (0.7, self.layout), (0.79, self.matmul), (0.85, self.convert), (0.9, self.where), (1.0, self.v2)]
         f = next(fn for lim, fn in table if k < lim)
         e = f(v)
         if e is None or not self.dtype_shape_ok(e.shape):
@@ -1178,9 +1341,15 @@ def main(argv):
         for g in rep["groups"]:
             ops = [o["op"] for o in g["ops"]]
             mm = ops.count("matmul")
-            red = sum(ops.count(r) for r in ("sum", "mean", "max", "min"))
-            ok = {"loop": mm == 0 and red == 0, "gemm": mm == 1 and red == 0,
-                  "rowreduce": mm == 0 and red >= 1, "reduce": mm == 0 and red >= 1}.get(g["kind"], False)
+            red = sum(ops.count(r) for r in ("sum", "mean", "max", "min", "prod", "any", "all", "argmax", "argmin"))
+            scan = ops.count("cumsum") + ops.count("cumprod")
+            top = ops.count("topk")
+            ok = {"loop": mm == 0 and red == 0 and scan == 0 and top == 0,
+                  "gemm": mm == 1 and red == 0 and scan == 0 and top == 0,
+                  "rowreduce": mm == 0 and red >= 1 and scan == 0 and top == 0,
+                  "reduce": mm == 0 and red >= 1 and scan == 0 and top == 0,
+                  "scan": mm == 0 and red == 0 and scan == 1 and top == 0,
+                  "topk": mm == 0 and scan == 0 and top == 1}.get(g["kind"], False)
             if not ok:
                 print("group %s (%s) holds %s" % (g["id"], g["kind"], " ".join(ops)))
                 bad += 1
@@ -1190,9 +1359,11 @@ def main(argv):
         return 1 if bad else 0
     if argv[:1] == ["--plan-sig"]:
         # `fgc report --format json` on stdin: the groups' kinds and members
+        # (an identity as a cast: --promote makes a cast to f16 of an f16
+        # value, an identity, a cast to f16 and back)
         rep = json.load(sys.stdin)
         for g in rep["groups"]:
-            print(g["kind"], " ".join(o["op"] + ":" + o["value"] for o in g["ops"]),
+            print(g["kind"], " ".join(o["op"].replace("identity", "cast") + ":" + o["value"] for o in g["ops"]),
                   "| writes", " ".join(w["value"] for w in g["writes"]))
         return 0
     if len(argv) >= 2 and argv[0] == "--finite":
