@@ -769,6 +769,47 @@ static int heavy_source(const Fuser *f, int p, int depth)
 	return -1;
 }
 
+/* The highest member of group gi: groups run in the order of theirs
+ * (passes/groups.c). */
+static int last_member(const Fuser *f, int gi)
+{
+	const BGroup *b = &f->groups.v[gi];
+	int key = -1;
+	for (int k = 0; k < b->nodes.n; k++)
+		key = b->nodes.v[k] > key ? b->nodes.v[k] : key;
+	return key;
+}
+
+/* Whether p, joining group cg[k], is written there before its other
+ * consumer groups read it: cg[k] runs before each of them, and none of
+ * cg[k]'s members is computed from what they compute (from p through a
+ * node outside cg[k]), which would be a cycle. */
+static int runs_first(Fuser *f, int p, const int *cg, int ncg, int k)
+{
+	int key = last_member(f, cg[k]);
+	for (int j = 0; j < ncg; j++)
+		if (j != k && last_member(f, cg[j]) <= key)
+			return 0;
+	int *stack = fg_arena_array(f->a, (size_t)f->g->nnodes + 1, sizeof(int)), n = 0;
+	int mark = ++f->stamp_now;
+	FOR_CONSUMERS(f, p, c)
+		if (!in_group(f, c, cg[k]) && f->stamp[c] != mark) {
+			f->stamp[c] = mark;
+			stack[n++] = c;
+		}
+	while (n) {
+		int v = stack[--n];
+		if (in_group(f, v, cg[k]))
+			return 0;
+		FOR_CONSUMERS(f, v, c)
+			if (c <= key && f->stamp[c] != mark) {
+				f->stamp[c] = mark;
+				stack[n++] = c;
+			}
+	}
+	return 1;
+}
+
 static void refuse(Fuser *f, int p, FgReason why, const char *detail)
 {
 	f->block[p] = why;
@@ -812,8 +853,9 @@ static void place(Fuser *f, int p)
 	FgOpClass c = fg_op_info[n->op].cls;
 	for (int k = 0; k < ncg && c == FG_CLASS_SELECT; k++) {
 		/* topk joins the first group that takes it (the picks'
-		 * renormalization) and is written there for the others */
-		if (!can_join(f, cg[k], p, &why, &detail))
+		 * renormalization) and is written there for the others, when
+		 * that group runs before them */
+		if (!runs_first(f, p, cg, ncg, k) || !can_join(f, cg[k], p, &why, &detail))
 			continue;
 		join(f, cg[k], p);
 		f->block[p] = FG_WHY_FANOUT;

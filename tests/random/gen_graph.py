@@ -1358,13 +1358,16 @@ def main(argv):
                 bad += 1
         return 1 if bad else 0
     if argv[:1] == ["--plan-sig"]:
-        # `fgc report --format json` on stdin: the groups' kinds and members
-        # (an identity as a cast: --promote makes a cast to f16 of an f16
-        # value, an identity, a cast to f16 and back)
+        # `fgc report --format json` on stdin: the groups' kinds and members,
+        # without casts and identities (--promote makes a cast to f16 of an
+        # f16 value, an identity, a cast to f16 and back) and with the
+        # compiler's temporaries unnumbered (the extra cast shifts them)
         rep = json.load(sys.stdin)
+        name = lambda v: "_" if v.startswith("_") else v
         for g in rep["groups"]:
-            print(g["kind"], " ".join(o["op"].replace("identity", "cast") + ":" + o["value"] for o in g["ops"]),
-                  "| writes", " ".join(w["value"] for w in g["writes"]))
+            print(g["kind"], " ".join(o["op"] + ":" + name(o["value"]) for o in g["ops"]
+                                      if o["op"] not in ("cast", "identity")),
+                  "| writes", " ".join(name(w["value"]) for w in g["writes"]))
         return 0
     if len(argv) >= 2 and argv[0] == "--finite":
         ok, bad = all_finite(argv[1])
