@@ -366,6 +366,7 @@ unsigned char *cu_after_reduction(Kern *k);
 void cu_declare_reds(Kern *k, int lv, int pass, const int *passes);
 void cu_accumulate(Kern *k, const Ix *x, int pass, const int *passes);
 void cu_collect_reds(Kern *k);
+int cu_red_passes(Kern *k, int *passes);
 int cu_group_reductions(Kern *k, RedInfo *ri, const char *what);
 const char *cu_row_desc(Emit *E, const RedInfo *ri, const char *how);
 void cu_store_reduced(Kern *k, int first, const unsigned char *dep, const Ix *at,

@@ -226,6 +226,30 @@ void cu_accumulate(Kern *k, const Ix *x, int pass, const int *passes)
 	}
 }
 
+/* The pass of each of the group's reductions (k->reds) into passes[]:
+ * one more than the reductions its input needs (softmax: the max in
+ * pass 1, the sum of exps in pass 2); returns their count. */
+int cu_red_passes(Kern *k, int *passes)
+{
+	int *need = fg_arena_array(k->a, (size_t)k->g->nnodes + 1, sizeof(int));
+	int npass = 0;
+	for (int i = 0; i < k->gr->nnodes; i++) {
+		int id = k->gr->nodes[i], m = 0;
+		const FgNode *n = &k->g->nodes[id];
+		if (!cu_is_member(k, id))
+			continue;
+		for (int j = 0; j < n->nin; j++)
+			m = need[n->in[j]] > m ? need[n->in[j]] : m;
+		need[id] = m;
+		for (int r = 0; r < k->reds.n; r++)
+			if (k->reds.v[r].id == id) {
+				passes[r] = need[id] = m + 1;
+				npass = m + 1 > npass ? m + 1 : npass;
+			}
+	}
+	return npass;
+}
+
 void cu_collect_reds(Kern *k)
 {
 	for (int i = 0; i < k->gr->nnodes; i++) {

@@ -491,26 +491,8 @@ void cu_emit_rowreduce(Emit *E, Kern *k)
 	int first = cu_group_reductions(k, &ri, "a row reduction group");
 	if (first < 0)
 		return;
-	/* pass of each reduction: one more than the reductions its input needs */
 	int *passes = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof(int));
-	int *need = fg_arena_array(k->a, (size_t)k->g->nnodes + 1, sizeof(int));
-	int npass = 0;
-	for (int i = 0; i < k->gr->nnodes; i++) {
-		int id = k->gr->nodes[i];
-		const FgNode *n = &k->g->nodes[id];
-		if (!cu_is_member(k, id))
-			continue;
-		int m = 0;
-		for (int j = 0; j < n->nin; j++)
-			m = need[n->in[j]] > m ? need[n->in[j]] : m;
-		need[id] = m;
-		for (int r = 0; r < k->reds.n; r++)
-			if (k->reds.v[r].id == id) {
-				passes[r] = m + 1;
-				need[id] = m + 1;
-				npass = m + 1 > npass ? m + 1 : npass;
-			}
-	}
+	int npass = cu_red_passes(k, passes);
 	unsigned char *dep = cu_after_reduction(k);
 	RowTeam rt;
 	RowParts rp;

@@ -55,29 +55,6 @@ static int after_top(const Kern *k, int id, int top, unsigned char *memo)
 	return a;
 }
 
-/* The pass of each of the group's reductions (k->reds): one more than
- * the reductions its input needs; returns their count. */
-static int red_passes(Kern *k, int *passes)
-{
-	int *need = fg_arena_array(k->a, (size_t)k->g->nnodes + 1, sizeof(int));
-	int npass = 0;
-	for (int i = 0; i < k->gr->nnodes; i++) {
-		int id = k->gr->nodes[i], m = 0;
-		const FgNode *n = &k->g->nodes[id];
-		if (!cu_is_member(k, id))
-			continue;
-		for (int j = 0; j < n->nin; j++)
-			m = need[n->in[j]] > m ? need[n->in[j]] : m;
-		need[id] = m;
-		for (int r = 0; r < k->reds.n; r++)
-			if (k->reds.v[r].id == id) {
-				passes[r] = need[id] = m + 1;
-				npass = m + 1 > npass ? m + 1 : npass;
-			}
-	}
-	return npass;
-}
-
 /* Combines reduction rd's accumulator over the block (when `block`) and
  * defines its value, of `count` elements, in scope lv. */
 static void red_value(Kern *k, Red *rd, int block, int64_t count, int lv)
@@ -147,7 +124,7 @@ void cu_emit_topk(Emit *E, Kern *k)
 	cu_collect_reds(k);
 	int *passes = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof(int));
 	unsigned char *later = fg_arena_alloc(k->a, (size_t)k->g->nnodes + 1);
-	int npass = red_passes(k, passes), hold = 0, npro = 0;
+	int npass = cu_red_passes(k, passes), hold = 0, npro = 0;
 	for (int r = 0; r < k->reds.n; r++)
 		hold |= after_top(k, k->reds.v[r].id, top, later);
 	if (hold && K > FG_TOPK_PICKS_HELD) {
