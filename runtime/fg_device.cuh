@@ -31,6 +31,7 @@
 #include "fgrt_program.h"
 
 #define FG_DEV static __device__ __forceinline__
+#define FG_HD static __host__ __device__ __forceinline__ /* also a host test's (tests/runtime) */
 
 /* ------------------------------------------------------------ the ops */
 
@@ -140,6 +141,23 @@ FG_DEV long long fg_maximum(long long a, long long b) { return a > b ? a : b; }
 FG_DEV long long fg_minimum(long long a, long long b) { return a < b ? a : b; }
 FG_DEV float fg_clampv(float a, float lo, float hi) { return fg_minimum(fg_maximum(a, lo), hi); }
 FG_DEV int fg_clampv(int a, int lo, int hi) { return fg_minimum(fg_maximum(a, lo), hi); }
+
+/* A quotient a / d that is then rounded to an integer (compiler/cuda/gen.c,
+ * rounded_later), from r = fg_rcp_rn(d), d's reciprocal computed once: the
+ * product a * r is within 2^-21 of the quotient relative to it (r
+ * correctly rounded and normal, one more rounding), so it rounds to the
+ * same integer unless it lies within 2^-20 of a boundary of that rounding
+ * (boundary 0.5: the halves, round's; 0: the integers, floor's, ceil's,
+ * trunc's), where the correctly rounded division decides.  NaN, an
+ * infinity, a zero divisor and an r that fg_rcp_rn refused (NaN) all take
+ * the division.  tests/runtime/div_rounded.cu checks it against a / d over
+ * f16 and f32 pairs (boundaries at 2^-23 pass there too; 2^-25 fail). */
+FG_HD float fg_rcp_rn(float d) { return fabsf(d) < 0x1p126f ? 1.0f / d : nanf(""); }
+FG_HD float fg_div_rounded(float a, float d, float r, float boundary)
+{
+	const float q = a * r, t = q - boundary;
+	return fabsf(t - rintf(t)) > fabsf(q) * 0x1p-20f ? q : a / d;
+}
 
 /* floordiv and mod as Python's // and % (the interpreter's fg_ref_floordiv
  * and fg_ref_mod, NumPy's npy_divmod): the quotient rounded toward -inf,

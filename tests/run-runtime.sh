@@ -11,7 +11,10 @@
 #      generated matmul's kernel in every schedule it tests) and
 #      tests/runtime/initcheck_bulk.cu (docs/testing.md's probe) compile;
 #   4. tests/runtime/gpu-failures.sh parses (it runs on a GPU machine);
-#   5. tests/random/gpu-campaign.sh's batched builds: two random graphs'
+#   5. tests/runtime/div_rounded.cu, a host program: fg_div_rounded (a
+#      quotient rounded to an integer, by a reciprocal) rounds as the
+#      division does;
+#   6. tests/random/gpu-campaign.sh's batched builds: two random graphs'
 #      four programs in two binaries, each run picking its own program
 #      (NO_GPU=1: each must print its own graph's no-device line).
 # Where a GPU does answer, the no-device checks are skipped with a note
@@ -65,6 +68,8 @@ nvcc "${nvflags[@]}" -D_POSIX_C_SOURCE=200809L -o "$tmp/gemm_sm90" \
 sm90_pid=$!
 nvcc "${nvflags[@]}" -o "$tmp/initcheck_bulk" "$src/tests/runtime/initcheck_bulk.cu" >"$tmp/bulk.log" 2>&1 &
 bulk_pid=$!
+nvcc -O2 -I"$src/runtime" -o "$tmp/div_rounded" "$src/tests/runtime/div_rounded.cu" >"$tmp/divr.log" 2>&1 &
+divr_pid=$!
 if ! "$fgc" compile "$src/samples/ew4_f32.fg" "${dims[@]}" -o "$model" --build >"$tmp/build.log" 2>&1; then
 	bad build "fgc compile --build failed" "$tmp/build.log"
 	wait
@@ -111,7 +116,16 @@ if wait "$bulk_pid"; then ok initcheck-bulk-builds; else bad initcheck-bulk-buil
 # 4. the GPU-side script parses
 if bash -n "$src/tests/runtime/gpu-failures.sh" 2>"$tmp/syntax.log"; then ok gpu-failures-parses; else bad gpu-failures-parses "bash -n" "$tmp/syntax.log"; fi
 
-# 5. the campaign's batches (without a GPU only: with one, the campaign
+# 5. a division's shortcut, on the host
+if ! wait "$divr_pid"; then
+	bad div-rounded-builds "nvcc failed" "$tmp/divr.log"
+elif "$tmp/div_rounded" >"$tmp/divr.log" 2>&1; then
+	ok div-rounded
+else
+	bad div-rounded "some quotient rounds otherwise than a / d" "$tmp/divr.log"
+fi
+
+# 6. the campaign's batches (without a GPU only: with one, the campaign
 # itself runs there)
 if [ $gpu -eq 0 ]; then
 	if NO_GPU=1 BATCH=2 bash "$src/tests/random/gpu-campaign.sh" "$fgc" 2 500000 "$tmp/campaign" 2 \

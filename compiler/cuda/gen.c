@@ -234,35 +234,42 @@ static int uniform_divisor(const Kern *k, const Val *ops, int lv)
 	return 0;
 }
 
-/* Whether member id's value is rounded to an integer by a member that
- * reads it (round, floor, ceil, trunc, a cast to an integer dtype): there
- * a quotient exactly halfway or on an integer must be the correctly
- * rounded one, which x * (1/d) is not (int8 quantization's
- * round(x * 127 / max|x|) of f16 values is often exactly a half). */
+/* How the readers of node id round it to an integer: 0 none, else where
+ * a value's rounding changes, which a quotient there must get as the
+ * division does (int8 quantization's round(x * 127 / max|x|) of f16
+ * values is often exactly a half): ROUND_HALVES for round, ROUND_INTEGERS
+ * for floor, ceil, trunc and a cast to an integer dtype, ROUND_BOTH for
+ * both.  Readers in other groups count too: they round the value this
+ * group stores. */
+enum { ROUND_HALVES = 1, ROUND_INTEGERS = 2, ROUND_BOTH = 3 };
 static int rounded_later(const Kern *k, int id)
 {
-	for (int i = 0; i < k->gr->nnodes; i++) {
-		const FgNode *c = &k->g->nodes[k->gr->nodes[i]];
-		if (c->nin < 1 || c->in[0] != id || !cu_is_member(k, k->gr->nodes[i]))
+	int how = 0;
+	for (int i = 0; i < k->g->nnodes; i++) {
+		const FgNode *c = &k->g->nodes[i];
+		if (c->nin < 1 || c->in[0] != id)
 			continue;
-		if (c->op == FG_OP_ROUND || c->op == FG_OP_FLOOR || c->op == FG_OP_CEIL || c->op == FG_OP_TRUNC ||
+		if (c->op == FG_OP_ROUND)
+			how |= ROUND_HALVES;
+		if (c->op == FG_OP_FLOOR || c->op == FG_OP_CEIL || c->op == FG_OP_TRUNC ||
 		    (c->op == FG_OP_CAST && fg_dtype_is_int(c->dt)))
-			return 1;
+			how |= ROUND_INTEGERS;
 	}
-	return 0;
+	return how;
 }
 
 /* 1 / d, once, where d is defined: a division by a uniform divisor becomes
  * a multiplication (within 2 ulp of the quotient in f32, far inside every
  * float dtype's tolerance), which costs one instruction, not a dozen. */
-static const char *reciprocal(Kern *k, Val d)
+static const char *reciprocal(Kern *k, Val d, int rounded)
 {
-	const char *key = cu_fmt(k->a, "R%s", d.e);
+	const char *key = cu_fmt(k->a, "R%d%s", rounded, d.e);
 	for (int i = k->memo.n - 1; i >= 0; i--)
 		if (k->memo.v[i].id == -1 && strcmp(k->memo.v[i].key, key) == 0)
 			return k->memo.v[i].v.e;
 	const char *r = cu_fresh(k, d.lv, cu_fmt(k->a, "rcp_%s", cu_simple(d.e) ? d.e : "d"));
-	cu_kline(k, d.lv, r, "const float %s = 1.0f / %s;", r, cu_paren(k->a, d.e));
+	cu_kline(k, d.lv, r, rounded ? "const float %s = fg_rcp_rn(%s);" : "const float %s = 1.0f / %s;", r,
+		 rounded ? d.e : cu_paren(k->a, d.e));
 	Memo m = {-1, key, {r, d.lv}};
 	fg_vec_push(k->a, &k->memo, m);
 	return r;
@@ -312,9 +319,18 @@ static Val gen_ew(Kern *k, int id, const Ix *x)
 		break;
 	}
 	case FG_OP_DIV:
-		if (!fg_dtype_is_int(n->dt) && uniform_divisor(k, ops, lv) && !rounded_later(k, id)) {
-			e = cu_fmt(k->a, "%s * %s", cu_paren(k->a, ops[0].e), reciprocal(k, ops[1]));
-			break;
+		if (!fg_dtype_is_int(n->dt) && uniform_divisor(k, ops, lv)) {
+			/* a quotient rounded to an integer: the product, but
+			 * the division where the product is near a boundary
+			 * of that rounding (fg_div_rounded) */
+			int how = rounded_later(k, id);
+			if (how == 0)
+				e = cu_fmt(k->a, "%s * %s", cu_paren(k->a, ops[0].e), reciprocal(k, ops[1], 0));
+			else if (how != ROUND_BOTH)
+				e = cu_fmt(k->a, "fg_div_rounded(%s, %s, %s, %s)", ops[0].e, ops[1].e, reciprocal(k, ops[1], 1),
+					   how == ROUND_HALVES ? "0.5f" : "0.0f");
+			if (how != ROUND_BOTH)
+				break;
 		}
 		e = subst(k->a, fg_op_info[n->op].cuda, n, ops);
 		break;
