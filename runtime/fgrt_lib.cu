@@ -176,7 +176,7 @@ static void layout(cublasLtMatrixLayout_t *l, cudaDataType_t t, uint64_t rows, u
 }
 
 /* The epilogue's requirements on g and on the pointers passed. */
-static const Epilogue *check_epilogue(int slot, const FgrtGemm *g, const void *bias, const void *aux)
+static const Epilogue *check_epilogue(int slot, const FgrtGemm *g, const void *bias, const void *aux, const void *c)
 {
 	if ((unsigned)g->epilogue > FGRT_EP_GELU_AUX_BIAS)
 		fgrt_fail("gemm slot %d: no epilogue number %d", slot, (int)g->epilogue);
@@ -189,6 +189,12 @@ static const Epilogue *check_epilogue(int slot, const FgrtGemm *g, const void *b
 		fgrt_fail("gemm slot %d: the %s epilogue writes an aux tensor, and none was passed", slot, ep->name);
 	if (!ep->aux && aux)
 		fgrt_fail("gemm slot %d: an aux tensor was passed, but the %s epilogue writes none", slot, ep->name);
+	if (g->residual && !c)
+		fgrt_fail("gemm slot %d: the matmul adds a residual C, and none was passed", slot);
+	if (!g->residual && c)
+		fgrt_fail("gemm slot %d: a residual C was passed, but the matmul adds none", slot);
+	if (g->residual && g->epilogue != FGRT_EP_NONE && g->epilogue != FGRT_EP_BIAS)
+		fgrt_fail("gemm slot %d: a residual C with the %s epilogue (only with none or BIAS)", slot, ep->name);
 	if (ep->aux) {
 		/* cuBLASLt's rule: GELU input pitch in elements, a multiple of 8;
 		 * the ReLU mask's in bits, a multiple of 128; strides alike */
@@ -215,9 +221,9 @@ static const Epilogue *check_epilogue(int slot, const FgrtGemm *g, const void *b
  * columns) is one value per column of ours, and aux, stored like D^T with
  * leading dimension ld_aux, is row-major [m, ld_aux]. */
 static FgrtGemmPlan *make_plan(FgrtContext *ctx, int slot, const FgrtGemm *g, const void *A, const void *B,
-			       const void *D, const void *bias, void *aux)
+			       const void *D, const void *bias, void *aux, const void *C)
 {
-	const Epilogue *ep = check_epilogue(slot, g, bias, aux);
+	const Epilogue *ep = check_epilogue(slot, g, bias, aux, C);
 	FgrtGemmPlan *p = (FgrtGemmPlan *)calloc(1, sizeof *p);
 	if (!p)
 		fgrt_fail("out of memory");
@@ -252,6 +258,12 @@ static FgrtGemmPlan *make_plan(FgrtContext *ctx, int slot, const FgrtGemm *g, co
 		xa[n] = (uint64_t)g->outer_a[i] * ea, xb[n] = (uint64_t)g->outer_b[i] * ea,
 		xd[n] = (uint64_t)g->outer_d[i] * ed;
 	uint32_t al_a = (uint32_t)alignment(xb, n), al_b = (uint32_t)alignment(xa, n), al_d = (uint32_t)alignment(xd, n);
+	/* C (a residual) is laid out as D: its base alone may differ */
+	uint32_t al_c = al_d;
+	if (C) {
+		xd[0] = (uint64_t)(uintptr_t)C;
+		al_c = (uint32_t)alignment(xd, n);
+	}
 
 	/* The epilogue: its kind, then the bias and aux strides, and for the
 	 * heuristic pointers as aligned as the least aligned call's. */
@@ -293,7 +305,7 @@ static FgrtGemmPlan *make_plan(FgrtContext *ctx, int slot, const FgrtGemm *g, co
 	LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
 	LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a));
 	LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b));
-	LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d, sizeof al_d));
+	LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c));
 	LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof al_d));
 	cublasLtMatmulHeuristicResult_t res;
 	int found = 0;
@@ -309,12 +321,12 @@ static FgrtGemmPlan *make_plan(FgrtContext *ctx, int slot, const FgrtGemm *g, co
 }
 
 void fgrt_gemm_ep(FgrtContext *ctx, int slot, const FgrtGemm *g, const void *a, const void *b, void *d,
-		  const void *bias, void *aux)
+		  const void *bias, void *aux, const void *c)
 {
 	if (!ctx->gemm[slot])
-		ctx->gemm[slot] = make_plan(ctx, slot, g, a, b, d, bias, aux);
+		ctx->gemm[slot] = make_plan(ctx, slot, g, a, b, d, bias, aux, c);
 	const FgrtGemmPlan *p = ctx->gemm[slot];
-	const float alpha = 1.0f, beta = 0.0f;
+	const float alpha = 1.0f, beta = g->residual ? 1.0f : 0.0f;
 	size_t ea = fgrt_dtype_size[g->ab], ed = fgrt_dtype_size[g->d];
 	int64_t idx[FGRT_PROGRAM_MAX_RANK] = {0};
 	for (;;) {
@@ -325,6 +337,7 @@ void fgrt_gemm_ep(FgrtContext *ctx, int slot, const FgrtGemm *g, const void *a, 
 		}
 		const char *pa = (const char *)a + oa * (int64_t)ea, *pb = (const char *)b + ob * (int64_t)ea;
 		char *pd = (char *)d + od * (int64_t)ed;
+		const char *pc = g->residual ? (const char *)c + od * (int64_t)ed : pd;
 		/* the epilogue's pointers live in the descriptor: this call's */
 		if (p->ep->bias) {
 			const void *pbias = (const char *)bias + obias * (int64_t)p->ebias;
@@ -335,7 +348,7 @@ void fgrt_gemm_ep(FgrtContext *ctx, int slot, const FgrtGemm *g, const void *a, 
 			LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &paux,
 							  sizeof paux));
 		}
-		LT(cublasLtMatmul((cublasLtHandle_t)ctx->lt, p->op, &alpha, pb, p->a, pa, p->b, &beta, pd, p->d, pd, p->d,
+		LT(cublasLtMatmul((cublasLtHandle_t)ctx->lt, p->op, &alpha, pb, p->a, pa, p->b, &beta, pc, p->d, pd, p->d,
 				  &p->algo, ctx->workspace, ctx->workspace_bytes, ctx->stream));
 		int i = g->nouter - 1;
 		for (; i >= 0 && ++idx[i] == g->outer_n[i]; i--)
@@ -347,7 +360,7 @@ void fgrt_gemm_ep(FgrtContext *ctx, int slot, const FgrtGemm *g, const void *a, 
 
 void fgrt_gemm(FgrtContext *ctx, int slot, const FgrtGemm *g, const void *a, const void *b, void *d)
 {
-	fgrt_gemm_ep(ctx, slot, g, a, b, d, NULL, NULL);
+	fgrt_gemm_ep(ctx, slot, g, a, b, d, NULL, NULL, NULL);
 }
 
 void fgrt_cuda(cudaError_t e, const char *call)

@@ -29,7 +29,8 @@
  * --bench times replays.  --no-graph keeps every run eager, for
  * debugging.  --bench N prints the median of N runs after warm-up, with
  * CUDA events: the whole program as replayed, the whole program launched
- * eagerly, and each launch of eager runs with an event after every launch.
+ * eagerly, and each launch of eager runs with an event after every launch,
+ * the three taking turns run by run.
  *
  * A failure anywhere (the library's FgrtError, or this file's) ends the
  * binary with exit status 1 and one line: `GRAPH: error: what and why`.
@@ -459,33 +460,34 @@ static void run_once(FgrtContext *ctx, cudaGraphExec_t exec)
 		fg_program_run(ctx);
 }
 
-/* The median of `runs` whole runs after 3 warm-ups, from events around
- * each; t holds runs floats. */
-static float time_runs(FgrtContext *ctx, cudaGraphExec_t exec, int runs, float *t, cudaEvent_t e0, cudaEvent_t e1)
+/* One whole run timed by events around it, in ms. */
+static float time_run(FgrtContext *ctx, cudaGraphExec_t exec, cudaEvent_t e0, cudaEvent_t e1)
 {
-	for (int i = 0; i < 3; i++)
-		run_once(ctx, exec);
-	for (int r = 0; r < runs; r++) {
-		CUDA(cudaEventRecord(e0, ctx->stream));
-		run_once(ctx, exec);
-		CUDA(cudaEventRecord(e1, ctx->stream));
-		CUDA(cudaEventSynchronize(e1));
-		CUDA(cudaEventElapsedTime(&t[r], e0, e1));
-	}
-	return median(t, runs);
+	float ms;
+	CUDA(cudaEventRecord(e0, ctx->stream));
+	run_once(ctx, exec);
+	CUDA(cudaEventRecord(e1, ctx->stream));
+	CUDA(cudaEventSynchronize(e1));
+	CUDA(cudaEventElapsedTime(&ms, e0, e1));
+	return ms;
 }
 
 /* exec: the program's graph, or NULL (--no-graph).  Three timings, each
  * the median of `runs`: the replayed graph (the headline total), eager
  * launches with no event between them, and each launch of eager runs
- * with an event recorded after every launch (which costs a little). */
+ * with an event recorded after every launch (which costs a little).  The
+ * three take turns run by run, after 3 warm-ups of each: timed one after
+ * the other, a matmul's later timings ran under lower clocks (the H200's
+ * power cap sets in after a few tens of milliseconds of load), which made
+ * the graph replay, timed second, look up to 15% slower than the eager
+ * launches timed first (docs/performance.md v13). */
 static void bench(FgrtContext *ctx, cudaGraphExec_t exec, int runs)
 {
 	const FgrtProgram *p = &fg_program;
 	cudaEvent_t e0, e1;
-	float *t = (float *)calloc((size_t)runs, sizeof *t);
+	float *te = (float *)calloc((size_t)runs, sizeof *te), *tg = (float *)calloc((size_t)runs, sizeof *tg);
 	float *per = (float *)calloc((size_t)runs * (size_t)(p->nlaunches + 1), sizeof *per);
-	if (!t || !per)
+	if (!te || !tg || !per)
 		fgrt_fail("out of memory");
 	double ideal = 0;
 	for (int i = 0; i < p->ntensors; i++)
@@ -494,22 +496,34 @@ static void bench(FgrtContext *ctx, cudaGraphExec_t exec, int runs)
 	double copy = copy_gbs(ctx->stream);
 	CUDA(cudaEventCreate(&e0));
 	CUDA(cudaEventCreate(&e1));
-	float eager = time_runs(ctx, NULL, runs, t, e0, e1);
-	float ms = exec ? time_runs(ctx, exec, runs, t, e0, e1) : eager;
 	/* each launch: the time between its mark and the one before */
-	ctx->marks = (cudaEvent_t *)calloc((size_t)p->nlaunches + 1, sizeof(cudaEvent_t));
-	if (!ctx->marks)
+	cudaEvent_t *marks = (cudaEvent_t *)calloc((size_t)p->nlaunches + 1, sizeof(cudaEvent_t));
+	if (!marks)
 		fgrt_fail("out of memory");
 	for (int i = 0; i < p->nlaunches; i++)
-		CUDA(cudaEventCreate(&ctx->marks[i]));
-	for (int r = 0; r < runs && p->nlaunches > 0; r++) {
+		CUDA(cudaEventCreate(&marks[i]));
+	for (int w = 0; w < 3; w++) {
+		run_once(ctx, NULL);
+		if (exec)
+			run_once(ctx, exec);
+	}
+	for (int r = 0; r < runs; r++) {
+		te[r] = time_run(ctx, NULL, e0, e1);
+		if (exec)
+			tg[r] = time_run(ctx, exec, e0, e1);
+		if (p->nlaunches == 0)
+			continue;
+		ctx->marks = marks;
 		CUDA(cudaEventRecord(e0, ctx->stream));
 		fg_program_run(ctx);
-		CUDA(cudaEventSynchronize(ctx->marks[p->nlaunches - 1]));
+		ctx->marks = NULL;
+		CUDA(cudaEventSynchronize(marks[p->nlaunches - 1]));
 		for (int i = 0; i < p->nlaunches; i++)
-			CUDA(cudaEventElapsedTime(&per[(size_t)i * runs + r], i ? ctx->marks[i - 1] : e0, ctx->marks[i]));
+			CUDA(cudaEventElapsedTime(&per[(size_t)i * runs + r], i ? marks[i - 1] : e0, marks[i]));
 	}
-	printf("bench %s: %d runs after 3 warm-ups, medians of CUDA-event times\n", p->graph, runs);
+	const float eager = median(te, runs), ms = exec ? median(tg, runs) : eager;
+	printf("bench %s: %d runs after 3 warm-ups, medians of CUDA-event times, the timings taking turns run by run\n",
+	       p->graph, runs);
 	printf("  per launch: eager runs, an event recorded after every launch\n");
 	for (int i = 0; i < p->nlaunches; i++)
 		printf("  launch %-2d group %-3d %-40s %10.4f ms\n", i, p->launches[i].group, p->launches[i].kernel,
@@ -522,12 +536,12 @@ static void bench(FgrtContext *ctx, cudaGraphExec_t exec, int runs)
 	       ms, exec ? "replay of one CUDA graph" : "eager launches, --no-graph", ideal / 1e6, gbs,
 	       100.0 * gbs / copy, copy, ideal / (copy * 1e9) * 1e3);
 	for (int i = 0; i < p->nlaunches; i++)
-		CUDA(cudaEventDestroy(ctx->marks[i]));
-	free(ctx->marks);
-	ctx->marks = NULL;
+		CUDA(cudaEventDestroy(marks[i]));
+	free(marks);
 	CUDA(cudaEventDestroy(e0));
 	CUDA(cudaEventDestroy(e1));
-	free(t);
+	free(te);
+	free(tg);
 	free(per);
 }
 

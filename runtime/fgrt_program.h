@@ -160,7 +160,11 @@ typedef enum FgrtEpilogue {
  * matrix).  aux is row-major [m, ld_aux] per matrix: for GELU_AUX ld_aux
  * counts elements, a multiple of 8 and at least n; for RELU_AUX it counts
  * bits, a multiple of 128 and at least n (stride_aux and outer_aux
- * too). */
+ * too).  residual 1 adds a tensor C laid out as D (D's type, strides and
+ * batch) to the product, D = A B + C (+ bias), in f32 and rounded once:
+ * cuBLASLt's beta = 1, with fgrt_gemm_ep's c; only with FGRT_EP_NONE or
+ * FGRT_EP_BIAS (where cuBLASLt puts C against an activation is not
+ * relied on).  C may be D itself. */
 typedef struct FgrtGemm {
 	FgrtDtype ab, d;                /* operand and result types */
 	int64_t m, n, k;
@@ -174,6 +178,7 @@ typedef struct FgrtGemm {
 	int64_t stride_bias;            /* per matrix of the strided batch */
 	int64_t ld_aux, stride_aux;     /* aux's row pitch and batch stride */
 	int64_t outer_bias[FGRT_PROGRAM_MAX_RANK], outer_aux[FGRT_PROGRAM_MAX_RANK];
+	int residual;                   /* 1: D = A B + C (+ bias) */
 } FgrtGemm;
 
 typedef struct FgrtGemmPlan FgrtGemmPlan;      /* the runtime's, per slot */
@@ -198,14 +203,15 @@ void fg_program_run(FgrtContext *ctx);
 /* The runtime's, for the generated code: a cuBLASLt matmul (every status
  * checked) and the check after launch number `i` of fg_program.launches.
  * fgrt_gemm_ep is the same with g->epilogue applied: bias (g->n values
- * per matrix; NULL unless the epilogue adds one) and aux (NULL unless it
- * is an AUX form).  fgrt_gemm(...) is fgrt_gemm_ep(..., NULL, NULL).  A
+ * per matrix; NULL unless the epilogue adds one), aux (NULL unless it is
+ * an AUX form) and c (NULL unless g->residual).  fgrt_gemm(...) is
+ * fgrt_gemm_ep(..., NULL, NULL, NULL).  A
  * slot's plan (descriptors and algorithm) is made at its first call, so
  * every call of one slot must pass the same g. */
 void fgrt_gemm(FgrtContext *ctx, int slot, const FgrtGemm *g, const void *a,
 	       const void *b, void *d);
 void fgrt_gemm_ep(FgrtContext *ctx, int slot, const FgrtGemm *g, const void *a,
-		  const void *b, void *d, const void *bias, void *aux);
+		  const void *b, void *d, const void *bias, void *aux, const void *c);
 void fgrt_launched(FgrtContext *ctx, int i);
 /* After a run (synchronizes ctx->stream): 0 when no run-time check of the
  * program failed; else 1, with the first failure in graph order written

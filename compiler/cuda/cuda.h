@@ -82,6 +82,7 @@
 	X(GEMM_LT_GELU_BIAS, "gemm.cublaslt.GELU_BIAS")                                 \
 	X(GEMM_LT_GELU_AUX, "gemm.cublaslt.GELU_AUX")                                   \
 	X(GEMM_LT_GELU_AUX_BIAS, "gemm.cublaslt.GELU_AUX_BIAS") /* (ReLU's AUX, a bit mask, unused) */ \
+	X(GEMM_LT_RESIDUAL, "gemm.cublaslt.C")  /* a residual added as C (beta 1) */    \
 	X(GEMM_LT_SCRATCH, "gemm.cublaslt.scratch") /* into f32 scratch, then an epilogue kernel */ \
 	X(GEMM_COOP_64x256, "gemm.fgc.cooperative.64x256") /* the generated matmul */   \
 	X(GEMM_PP_128x128, "gemm.fgc.pingpong.128x128")                                 \

@@ -145,17 +145,27 @@ static int column_bias(const Kern *k, int b, FgDtype dt, const FgShape *s)
 	       n->shape.d[n->shape.rank - 1] == s->d[s->rank - 1] && cu_numel(&n->shape) == s->d[s->rank - 1];
 }
 
+/* Whether node r, outside the group, can be cuBLASLt's C for mm's result
+ * (dtype dt, shape s): a tensor of D's type and shape, laid out as D. */
+static int residual_operand(const Kern *k, int r, FgDtype dt, const FgShape *s)
+{
+	const FgNode *n = &k->g->nodes[r];
+	return !cu_is_member(k, r) && n->op != FG_OP_CONST && n->dt == dt && fg_shape_eq(&n->shape, s);
+}
+
 /* cuBLASLt's own epilogue for the gemm group of matmul mm, when it is
  * exactly what the group computes after mm: a bias per column, then relu
  * or gelu_tanh, or either alone, each rounded once into the one value the
  * group writes (*y); a written GELU input (the sum with the bias, or mm)
- * is the AUX output (*aux).  Returns the FGRT_EP_ constant, or NULL (the
- * group then takes the matmul and one epilogue kernel). */
-static const char *lt_epilogue(const Kern *k, int mm, int *y, int *bias, int *aux)
+ * is the AUX output (*aux).  Without an activation, a tensor of D's shape
+ * added before or after the bias (a residual) is cuBLASLt's C (*res, beta
+ * 1): D = A B + C + bias, rounded once.  Returns the FGRT_EP_ constant, or
+ * NULL (the group then takes the matmul and one epilogue kernel). */
+static const char *lt_epilogue(const Kern *k, int mm, int *y, int *bias, int *aux, int *res)
 {
 	const FgNode *m = &k->g->nodes[mm];
-	int chain[2], nc = 0;
-	*y = *bias = *aux = -1;
+	int chain[3], nc = 0;
+	*y = *bias = *aux = *res = -1;
 	if (simple_matmul(k->g, m))
 		return NULL;
 	for (int i = 0; i < k->gr->nnodes; i++) {
@@ -163,17 +173,20 @@ static const char *lt_epilogue(const Kern *k, int mm, int *y, int *bias, int *au
 		const FgNode *n = &k->g->nodes[id];
 		if (!cu_is_member(k, id) || id == mm || n->op == FG_OP_CONST || operand_side(k, m, id))
 			continue;
-		if (nc == 2 || n->dt != m->dt || !fg_shape_eq(&n->shape, &m->shape))
+		if (nc == 3 || n->dt != m->dt || !fg_shape_eq(&n->shape, &m->shape))
 			return NULL;
 		chain[nc++] = id;
 	}
 	int at = 0, pre = mm;         /* pre: what the activation reads */
-	if (at < nc && k->g->nodes[chain[at]].op == FG_OP_ADD) {
+	while (at < nc && k->g->nodes[chain[at]].op == FG_OP_ADD) {
 		const FgNode *a = &k->g->nodes[chain[at]];
-		int other = a->in[0] == mm ? a->in[1] : a->in[1] == mm ? a->in[0] : -1;
-		if (other < 0 || !column_bias(k, other, m->dt, &m->shape))
+		int other = a->in[0] == pre ? a->in[1] : a->in[1] == pre ? a->in[0] : -1;
+		if (other >= 0 && *bias < 0 && column_bias(k, other, m->dt, &m->shape))
+			*bias = other;
+		else if (other >= 0 && *res < 0 && residual_operand(k, other, m->dt, &m->shape))
+			*res = other;
+		else
 			return NULL;
-		*bias = other;
 		pre = chain[at++];
 	}
 	int act = -1;
@@ -183,7 +196,7 @@ static const char *lt_epilogue(const Kern *k, int mm, int *y, int *bias, int *au
 			return NULL;
 		act = chain[at++];
 	}
-	if (at != nc || nc == 0)
+	if (at != nc || nc == 0 || (*res >= 0 && act >= 0))
 		return NULL;
 	*y = chain[nc - 1];
 	int writes_pre = 0;
@@ -201,7 +214,7 @@ static const char *lt_epilogue(const Kern *k, int mm, int *y, int *bias, int *au
 		return *bias >= 0 ? "FGRT_EP_GELU_AUX_BIAS" : "FGRT_EP_GELU_AUX";
 	}
 	if (act < 0)
-		return "FGRT_EP_BIAS";
+		return *bias >= 0 ? "FGRT_EP_BIAS" : "FGRT_EP_NONE";
 	if (k->g->nodes[act].op == FG_OP_RELU)
 		return *bias >= 0 ? "FGRT_EP_RELU_BIAS" : "FGRT_EP_RELU";
 	return *bias >= 0 ? "FGRT_EP_GELU_BIAS" : "FGRT_EP_GELU";
@@ -217,7 +230,7 @@ typedef struct GemmPlan {
 	int64_t st[3][FG_MAX_RANK];     /* per batch dim: A's, B's and D's strides */
 	int direct;                     /* the matmul alone, written as it is */
 	const char *ep;                 /* cuBLASLt's own epilogue, or NULL */
-	int y, bias, aux;               /* its value, bias and AUX output */
+	int y, bias, aux, res;          /* its value, bias, AUX output and C */
 	const char *refusal;            /* why not the generated kernel, or NULL */
 	double est_own, est_lt;         /* own_gemm_pays' estimates, s */
 	int own;                        /* the generated kernel runs it */
@@ -255,22 +268,24 @@ static GemmTile gemm_tile(int64_t M, int64_t N, int64_t Z, int heavy)
 
 /* The rule (own_gemm_pays) that picks the generated matmul over cuBLASLt
  * for a gemm group whose epilogue cuBLASLt cannot fuse (fgc compile --gemm
- * auto), a cost comparison calibrated on the H200 (docs/performance.md),
- * made in plan_gemm from gemm_estimates().  cuBLASLt
- * writes D in f32 to scratch, and an epilogue kernel reads it back beside
- * the group's other reads and writes, one launch more: flops / LT_TFLOPS
- * + (8 bytes an element of D + the other bytes) / bandwidth + a launch.
- * The generated kernel ran the matmul alone at 87-103% of cuBLASLt's rate
- * (OWN_SHARE between), but its epilogue's traffic shows through at about
- * OWN_EPI_GBS: on the samples, swiglu_bf16's up projection (470 MB read
- * and written by the epilogue) took 0.23 ms more than cuBLASLt and its
- * pass, gemm_bias_gelu_bf16 (134 MB) tied.  So flops / (OWN_SHARE
- * LT_TFLOPS) + the other bytes / OWN_EPI_GBS; the smaller wins: the
- * generated kernel for an epilogue that moves about 2 bytes an element
- * of D with K below ~4000, cuBLASLt for the rest. */
+ * auto), made in plan_gemm from gemm_estimates(), with figures measured on
+ * the H200 (`make -f Makefile.gpu bench-gemm`, docs/performance.md v13).
+ * cuBLASLt's path is its plain matmul into f32 scratch, then an epilogue
+ * kernel, which moved its bytes (8 an element of D, and the group's other
+ * reads and writes) at 4.3-4.4 TB/s, about the copy bandwidth: flops /
+ * LT_TFLOPS + bytes / bandwidth + a launch.  The generated kernel with the
+ * epilogue in its registers (bias, erf-GELU, residual) ran at 93.2-99.7%
+ * of cuBLASLt's plain matmul at the samples' five large shapes (median
+ * 97.2%; K 4096-16384, 2,048 tiles of 128 x 128 or more) and at 55-61% at
+ * the two small ones measured (K = 1024: 4096 x 4096 and 4096 x 1024), so
+ * flops / (share * LT_TFLOPS), share OWN_SHARE_LARGE where K >= 4096 and
+ * the tiles fill 4 waves of 132 multiprocessors, OWN_SHARE_SMALL
+ * elsewhere (unmeasured between: the smaller figure keeps cuBLASLt).  The
+ * smaller estimate wins: the generated kernel wherever the epilogue
+ * kernel would take more than about 3% of the matmul's time. */
 #define LT_TFLOPS 792.0
-#define OWN_SHARE 0.97
-#define OWN_EPI_GBS 1000.0
+#define OWN_SHARE_LARGE 0.972
+#define OWN_SHARE_SMALL 0.55
 /* tf32 (--tf32): the tensor cores' tf32 rate is half their 16-bit one (the
  * H200's datasheet); not measured here yet */
 #define TF32_SHARE 0.5
@@ -305,7 +320,9 @@ static void gemm_estimates(const Kern *k, GemmPlan *p)
 	}
 	const FgFuseOptions *o = &k->plan->opt;
 	const double rate = LT_TFLOPS * 1e12 * (n->dt == FG_DT_F32 ? TF32_SHARE : 1);
-	p->est_own = flops / (OWN_SHARE * rate) + other / (OWN_EPI_GBS * 1e9);
+	const int64_t tiles = (p->M + 127) / 128 * ((p->N + 127) / 128) * (cu_numel(&n->shape) / (p->M * p->N));
+	const double share = p->K >= 4096 && tiles >= 4 * 132 ? OWN_SHARE_LARGE : OWN_SHARE_SMALL;
+	p->est_own = flops / (share * rate);
 	p->est_lt = flops / rate + (8.0 * (double)cu_numel(&n->shape) + other) / (o->bw_gbs * 1e9) + o->launch_us * 1e-6;
 }
 
@@ -497,7 +514,7 @@ static const char *us_str(FgArena *a, double t)
 static int plan_gemm(Emit *E, Kern *k, GemmPlan *p)
 {
 	memset(p, 0, sizeof *p);
-	p->mm = p->y = p->bias = p->aux = -1;
+	p->mm = p->y = p->bias = p->aux = p->res = -1;
 	for (int i = 0; i < k->gr->nnodes; i++)
 		if (k->g->nodes[k->gr->nodes[i]].op == FG_OP_MATMUL && cu_is_member(k, k->gr->nodes[i]))
 			p->mm = p->mm < 0 ? k->gr->nodes[i] : -2;
@@ -548,7 +565,7 @@ static int plan_gemm(Emit *E, Kern *k, GemmPlan *p)
 	 * transpose (the GPU campaign's seed 800914) needs the epilogue kernel */
 	for (int w = 0; w < k->gr->nwrites; w++)
 		p->direct &= k->gr->writes[w] == mm;
-	p->ep = p->direct ? NULL : lt_epilogue(k, mm, &p->y, &p->bias, &p->aux);
+	p->ep = p->direct ? NULL : lt_epilogue(k, mm, &p->y, &p->bias, &p->aux, &p->res);
 	if (p->ep && (E->plan->home[p->y] != k->gi || (p->aux >= 0 && E->plan->home[p->aux] != k->gi)))
 		p->ep = NULL;
 	if (simple_matmul(k->g, n))
@@ -578,7 +595,7 @@ void cu_emit_gemm(Emit *E, Kern *k)
 	const FgNode *n = &k->g->nodes[mm];
 	const FgShape *os = &n->shape;
 	const char *ep = p.ep;
-	const int y = p.y, bias = p.bias, aux = p.aux;
+	const int y = p.y, bias = p.bias, aux = p.aux, res = p.res;
 	int64_t(*ms)[FG_MAX_RANK] = p.ms;
 	if (simple_matmul(k->g, n)) {
 		emit_matmul_simple(E, k, mm, A, ta, B, tb, p.st[0], p.st[1]);
@@ -599,10 +616,13 @@ void cu_emit_gemm(Emit *E, Kern *k)
 		outer_d = cu_fmt(k->a, "%s%s%lld", outer_d, sep, (long long)ms[2][i]);
 		outer_0 = cu_fmt(k->a, "%s%s0", outer_0, sep);
 	}
-	/* an epilogue's bias is one row for every matrix; aux is laid out as D */
-	const char *epf = !ep ? "" : cu_fmt(k->a, "\t%s, 0, %lld, %lld, {%s}, {%s},\t/* epilogue: bias and aux strides */\n",
+	/* an epilogue's bias is one row for every matrix; aux and C are laid
+	 * out as D */
+	const char *epf = !ep ? "" : cu_fmt(k->a, "\t%s, 0, %lld, %lld, {%s}, {%s},\t/* epilogue: bias and aux strides */\n"
+					 "\t%d,\t/* C: %s */\n",
 					 ep, (long long)(aux >= 0 ? N : 0), (long long)(aux >= 0 && nd ? ms[2][0] : 0),
-					 outer_0, aux >= 0 ? outer_d : outer_0);
+					 outer_0, aux >= 0 ? outer_d : outer_0, res >= 0,
+					 res >= 0 ? cu_fmt(k->a, "%s, added (beta 1)", k->plan->names[res]) : "none");
 	const char *def = cu_fmt(k->a,
 		"\t{%s, %s,\t/* operands, result */\n"
 		"\t%lld, %lld, %lld,\t/* m, n, k */\n"
@@ -633,13 +653,20 @@ void cu_emit_gemm(Emit *E, Kern *k)
 	if (ep) {
 		const char *pbias = bias >= 0 ? cu_tensor_param(k, bias) : "NULL";
 		const char *paux = aux >= 0 ? cu_tensor_param(k, aux) : "NULL";
-		fg_vec_push(E->a, &E->run, cu_fmt(E->a, "fgrt_gemm_ep(ctx, slot, &fg_gemms[slot], %s, %s, %s, %s, %s);",
-					      pa, pb, cu_tensor_param(k, y), pbias, paux));
+		const char *pres = res >= 0 ? cu_tensor_param(k, res) : "NULL";
+		fg_vec_push(E->a, &E->run, cu_fmt(E->a, "fgrt_gemm_ep(ctx, slot, &fg_gemms[slot], %s, %s, %s, %s, %s, %s);",
+					      pa, pb, cu_tensor_param(k, y), pbias, paux, pres));
 		cu_add_launch(E, "cublasLt", k->gi, 0, 0, NULL);
-		lt_paths(E, k, A, ep_path(E, ep));
-		cu_emit_comment(E, k->gi, cu_fmt(E->a, "gemm on cuBLASLt with its own epilogue %s (fg_gemms[%d]), straight into "
-					   "%s%s%s; no epilogue kernel", ep + strlen("FGRT_EP_"), slot, k->plan->names[y],
-					   aux >= 0 ? " and, as AUX, " : "", aux >= 0 ? k->plan->names[aux] : ""));
+		lt_paths(E, k, A, strcmp(ep, "FGRT_EP_NONE") ? ep_path(E, ep) : CU_PATH_GEMM_LT_RESIDUAL);
+		if (res >= 0)
+			cu_path(E, k->gi, CU_PATH_GEMM_LT_RESIDUAL);
+		const char *how = cu_fmt(k->a, "%s%s%s%s", strcmp(ep, "FGRT_EP_NONE") ? " with its own epilogue " : "",
+					 strcmp(ep, "FGRT_EP_NONE") ? ep + strlen("FGRT_EP_") : "",
+					 res >= 0 ? strcmp(ep, "FGRT_EP_NONE") ? " and " : " with " : "",
+					 res >= 0 ? cu_fmt(k->a, "%s added as its C (beta 1)", k->plan->names[res]) : "");
+		cu_emit_comment(E, k->gi, cu_fmt(E->a, "gemm on cuBLASLt%s (fg_gemms[%d]), straight into %s%s%s; no epilogue "
+					   "kernel", how, slot,
+					   k->plan->names[y], aux >= 0 ? " and, as AUX, " : "", aux >= 0 ? k->plan->names[aux] : ""));
 		cu_out(E, "\n");
 		return;
 	}
@@ -698,7 +725,9 @@ const char *fg_cuda_gemm_note(const FgPlan *plan, int gi)
 	if (p.direct)
 		return cu_fmt(E.a, "cuBLASLt, straight into %s", plan->names[p.mm]);
 	if (p.ep)
-		return cu_fmt(E.a, "cuBLASLt with its own epilogue %s", p.ep + strlen("FGRT_EP_"));
+		return cu_fmt(E.a, "cuBLASLt%s%s%s", strcmp(p.ep, "FGRT_EP_NONE") ? " with its own epilogue " : "",
+			   strcmp(p.ep, "FGRT_EP_NONE") ? p.ep + strlen("FGRT_EP_") : "",
+			   p.res >= 0 ? cu_fmt(E.a, ", %s added as its C (beta 1)", plan->names[p.res]) : "");
 	if (p.refusal)
 		return cu_fmt(E.a, "cuBLASLt into f32 scratch, then an epilogue kernel; not the generated matmul: %s",
 			   p.refusal);

@@ -6,18 +6,20 @@
  *                                  result type and epilogue, exit 1 on a FAIL
  *   gemm_epilogue --case NAME      one failure on purpose (gpu-failures.sh):
  *                                  lt-null-handle, lt-unsupported, aux-ld,
- *                                  bias-missing; the runtime must report it
+ *                                  bias-missing, residual-relu; the runtime must report it
  *                                  and exit 1
  *
  * The sweep: every epilogue (none, BIAS, RELU, RELU_BIAS, GELU, GELU_BIAS
- * and the four AUX forms) for bf16, f16 and f32 operands with a result of
+ * and the four AUX forms, and none and BIAS with a residual C added: D =
+ * A B + C (+ bias), FgrtGemm.residual) for bf16, f16 and f32 operands with a result of
  * their own type, bf16 and f16 operands with an f32 result, and f32
  * operands multiplied as tf32 (FGRT_TF32, fgc compile --tf32) into f32,
  * judged by the tf32 gate (fgrt_tolerance(..., 2)); a tf32 group none of
  * whose cases leaves the f32 gate fails (tf32 was not in effect); odd shapes
  * (m, n, k among 1, 7, 33, 64, 127), A and B each stored plain or
  * transposed, one matrix or a strided batch of 3, and per pair one case
- * with an outer batch dim of 2 over a broadcast B and a bias per matrix.
+ * with an outer batch dim of 2 over a broadcast B and a bias per matrix
+ * (and C per matrix, as D).
  * --quick keeps two shapes, two transposes and the batch of 3 (for
  * compute-sanitizer).  Inputs are drawn in [-1, 1] and rounded to their
  * types; D and aux are filled with 0xff bytes (NaN) first, so an element
@@ -144,6 +146,7 @@ typedef struct Case {
 	int64_t m, n, k, batch;
 	int ta, tb;
 	int outer;              /* an outer dim of 2 over a broadcast B, a bias per matrix */
+	int residual;           /* C added, laid out as D */
 } Case;
 
 typedef struct Result {
@@ -179,13 +182,13 @@ static int aux_kind(FgrtEpilogue e)
 
 static void describe(const Case *c, char *buf, size_t n)
 {
-	snprintf(buf, n, "m=%lld n=%lld k=%lld batch %lld%s%s%s", (long long)c->m, (long long)c->n,
+	snprintf(buf, n, "m=%lld n=%lld k=%lld batch %lld%s%s%s%s", (long long)c->m, (long long)c->n,
 		 (long long)c->k, (long long)c->batch, c->outer ? " x outer 2" : "", c->ta ? " A^T" : "",
-		 c->tb ? " B^T" : "");
+		 c->tb ? " B^T" : "", c->residual ? " + C" : "");
 }
 
 typedef struct Bufs {
-	void *a, *b, *d, *bias, *aux;
+	void *a, *b, *d, *bias, *aux, *c;
 } Bufs;
 
 static void free_bufs(Bufs *b)
@@ -195,6 +198,7 @@ static void free_bufs(Bufs *b)
 	CK(cudaFree(b->d));
 	CK(cudaFree(b->bias));
 	CK(cudaFree(b->aux));
+	CK(cudaFree(b->c));
 	memset(b, 0, sizeof *b);
 }
 
@@ -217,6 +221,9 @@ static void run_case(FgrtContext *ctx, const Case *c, uint64_t seed, Result *res
 	rng = seed;
 	double *A = (double *)malloc(sizeof(double) * (size_t)na), *Bm = (double *)malloc(sizeof(double) * (size_t)nb);
 	double *bias = (double *)malloc(sizeof(double) * (size_t)(nbias + 1));
+	const int64_t nc = c->residual ? nd : 0;
+	double *C = (double *)malloc(sizeof(double) * (size_t)(nc + 1));
+	void *hc = malloc((size_t)(nc + 1) * type_size(c->d));
 	void *ha = malloc((size_t)na * type_size(c->ab)), *hb = malloc((size_t)nb * type_size(c->ab));
 	void *hbias = malloc((size_t)(nbias + 1) * type_size(bdt));
 	for (int64_t i = 0; i < na; i++)
@@ -225,6 +232,8 @@ static void run_case(FgrtContext *ctx, const Case *c, uint64_t seed, Result *res
 		put(c->ab, hb, i, Bm[i] = round_to(c->ab, uniform()));
 	for (int64_t i = 0; i < nbias; i++)
 		put(bdt, hbias, i, bias[i] = round_to(bdt, uniform()));
+	for (int64_t i = 0; i < nc; i++)
+		put(c->d, hc, i, C[i] = round_to(c->d, uniform()));
 
 	Bufs dev;
 	memset(&dev, 0, sizeof dev);
@@ -245,6 +254,10 @@ static void run_case(FgrtContext *ctx, const Case *c, uint64_t seed, Result *res
 		CK(cudaMalloc(&dev.aux, aux_bytes));
 		CK(cudaMemsetAsync(dev.aux, 0xff, aux_bytes, st));
 	}
+	if (nc) {
+		CK(cudaMalloc(&dev.c, (size_t)nc * type_size(c->d)));
+		CK(cudaMemcpyAsync(dev.c, hc, (size_t)nc * type_size(c->d), cudaMemcpyHostToDevice, st));
+	}
 
 	/* The table a generated model.cu would hold: A [O][B][m,k] (or
 	 * [k,m]), B [B][k,n] (or [n,k]) shared by the outer dim, D [O][B][m,n],
@@ -256,6 +269,7 @@ static void run_case(FgrtContext *ctx, const Case *c, uint64_t seed, Result *res
 	g.trans_a = c->ta, g.trans_b = c->tb;
 	g.batch = B, g.stride_a = m * k, g.stride_b = k * n, g.stride_d = m * n;
 	g.epilogue = c->ep;
+	g.residual = c->residual;
 	g.ld_aux = ld_aux, g.stride_aux = m * ld_aux;
 	if (c->outer) {
 		g.nouter = 1;
@@ -266,7 +280,7 @@ static void run_case(FgrtContext *ctx, const Case *c, uint64_t seed, Result *res
 	}
 	ctx->gemm[0] = NULL;
 	try {
-		fgrt_gemm_ep(ctx, 0, &g, dev.a, dev.b, dev.d, dev.bias, dev.aux);
+		fgrt_gemm_ep(ctx, 0, &g, dev.a, dev.b, dev.d, dev.bias, dev.aux, dev.c);
 		CK(cudaStreamSynchronize(ctx->stream));
 	} catch (FgrtError &e) {
 		report(e);
@@ -274,7 +288,7 @@ static void run_case(FgrtContext *ctx, const Case *c, uint64_t seed, Result *res
 		snprintf(res->why, sizeof res->why, "the runtime reported a failure (the error above)");
 		CK(cudaStreamSynchronize(st));
 		free_bufs(&dev);
-		free(A), free(Bm), free(bias), free(ha), free(hb), free(hbias);
+		free(A), free(Bm), free(bias), free(ha), free(hb), free(hbias), free(C), free(hc);
 		return;
 	}
 
@@ -284,7 +298,7 @@ static void run_case(FgrtContext *ctx, const Case *c, uint64_t seed, Result *res
 	if (aux)
 		CK(cudaMemcpy(haux, dev.aux, aux_bytes, cudaMemcpyDeviceToHost));
 
-	/* The reference: pre = A B + bias in f64, out = act(pre). */
+	/* The reference: pre = A B + C + bias in f64, out = act(pre). */
 	double *pre = (double *)malloc(sizeof(double) * (size_t)nd), *out = (double *)malloc(sizeof(double) * (size_t)nd);
 	double *outr = (double *)malloc(sizeof(double) * (size_t)nd), *got = (double *)malloc(sizeof(double) * (size_t)nd);
 	double *mag = (double *)malloc(sizeof(double) * (size_t)nd);        /* |A B| + |bias| */
@@ -298,6 +312,8 @@ static void run_case(FgrtContext *ctx, const Case *c, uint64_t seed, Result *res
 						s += (c->ta ? a[kk * m + i] : a[i * k + kk]) *
 						     (c->tb ? bm[j * k + kk] : bm[kk * n + j]);
 					int64_t at = ((o * B + bi) * m + i) * n + j;
+					if (nc)
+						s += C[at];
 					mag[at] = fabs(s);
 					if (nbias) {
 						double bj = bias[(c->outer ? (o * B + bi) * n : 0) + j];
@@ -361,7 +377,7 @@ static void run_case(FgrtContext *ctx, const Case *c, uint64_t seed, Result *res
 	}
 	free(pre), free(out), free(outr), free(got), free(mag), free(hd), free(haux);
 	free_bufs(&dev);
-	free(A), free(Bm), free(bias), free(ha), free(hb), free(hbias);
+	free(A), free(Bm), free(bias), free(ha), free(hb), free(hbias), free(C), free(hc);
 }
 
 /* ------------------------------------------------------------- main */
@@ -407,12 +423,16 @@ static int fail_case(FgrtContext *ctx, const char *name)
 		fgrt_gemm(ctx, 0, &g, a, b, d);
 	} else if (!strcmp(name, "aux-ld")) {
 		g.epilogue = FGRT_EP_GELU_AUX, g.ld_aux = 41;   /* no multiple of 8 */
-		fgrt_gemm_ep(ctx, 0, &g, a, b, d, NULL, aux);
+		fgrt_gemm_ep(ctx, 0, &g, a, b, d, NULL, aux, NULL);
 	} else if (!strcmp(name, "bias-missing")) {
 		g.epilogue = FGRT_EP_BIAS;
-		fgrt_gemm_ep(ctx, 0, &g, a, b, d, NULL, NULL);
+		fgrt_gemm_ep(ctx, 0, &g, a, b, d, NULL, NULL, NULL);
+	} else if (!strcmp(name, "residual-relu")) {
+		g.epilogue = FGRT_EP_RELU, g.residual = 1;      /* C only with none or BIAS */
+		fgrt_gemm_ep(ctx, 0, &g, a, b, d, NULL, NULL, aux);
 	} else {
-		fprintf(stderr, "gemm_epilogue: no case '%s' (lt-null-handle, lt-unsupported, aux-ld, bias-missing)\n", name);
+		fprintf(stderr, "gemm_epilogue: no case '%s' (lt-null-handle, lt-unsupported, aux-ld, bias-missing, "
+			"residual-relu)\n", name);
 		return 2;
 	}
 	CK(cudaStreamSynchronize(ctx->stream));
@@ -458,8 +478,13 @@ int main(int argc, char **argv)
 
 	int cases = 0, failed = 0, groups_failed = 0;
 	uint64_t seed = 1;
+	/* every epilogue, then none and BIAS with a residual C */
+	const int neps = FGRT_EP_GELU_AUX_BIAS + 1, groups = neps + 2;
 	for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
-		for (int e = FGRT_EP_NONE; e <= FGRT_EP_GELU_AUX_BIAS; e++) {
+		for (int v = 0; v < groups; v++) {
+			const int e = v < neps ? v : v == neps ? FGRT_EP_NONE : FGRT_EP_BIAS, residual = v >= neps;
+			char name[32];
+			snprintf(name, sizeof name, "%s%s", ep_name[e], residual ? "+C" : "");
 			int n = 0, bad = 0, shown = 0, past_f32 = 0;
 			double worst = 0;
 			for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
@@ -477,6 +502,7 @@ int main(int argc, char **argv)
 							c.ab = types[t].ab, c.d = types[t].d, c.ep = (FgrtEpilogue)e;
 							c.m = shapes[s][0], c.n = shapes[s][1], c.k = shapes[s][2];
 							c.ta = tr & 1, c.tb = tr >> 1, c.batch = batch, c.outer = outer;
+							c.residual = residual;
 							run_case(&ctx, &c, seed++, &r);
 							n++;
 							past_f32 += r.past_f32;
@@ -489,7 +515,7 @@ int main(int argc, char **argv)
 								char d[256];
 								describe(&c, d, sizeof d);
 								printf("    %s %s->%s %s: %s: %s\n", r.died ? "DIED" : "WRONG",
-								       type_name[c.ab], type_name[c.d], ep_name[e], d, r.why);
+								       type_name[c.ab], type_name[c.d], name, d, r.why);
 							}
 						}
 			/* tf32 that never leaves the f32 gate was not tf32 */
@@ -499,17 +525,17 @@ int main(int argc, char **argv)
 			groups_failed += bad > 0 || not_tf32;
 			if (not_tf32)
 				printf("FAIL %s->%s %s: every case within the f32 gate: cuBLASLt did not multiply as tf32\n",
-				       type_name[types[t].ab], type_name[types[t].d], ep_name[e]);
+				       type_name[types[t].ab], type_name[types[t].d], name);
 			else if (bad)
 				printf("FAIL %s->%s %s: %d of %d cases\n", type_name[types[t].ab], type_name[types[t].d],
-				       ep_name[e], bad, n);
+				       name, bad, n);
 			else
 				printf("PASS %s->%s %s: %d cases (worst rmse / limit %.2f)\n", type_name[types[t].ab],
-				       type_name[types[t].d], ep_name[e], n, worst);
+				       type_name[types[t].d], name, n, worst);
 			fflush(stdout);
 		}
 
 	printf("%s gemm_epilogue: %d cases, %d failed, %d of %d groups failed\n", groups_failed ? "FAIL" : "ok", cases,
-	       failed, groups_failed, (int)(sizeof types / sizeof types[0]) * (FGRT_EP_GELU_AUX_BIAS + 1));
+	       failed, groups_failed, (int)(sizeof types / sizeof types[0]) * groups);
 	return groups_failed ? 1 : 0;
 }

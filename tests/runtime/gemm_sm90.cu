@@ -303,7 +303,7 @@ static int bench(FgrtContext *ctx, int M, int N, int K, int profile)
 	auto launch = [&](int v) {
 		switch (v) {
 		case 0: fgrt_gemm(ctx, 0, &g, a, b, d); break;
-		case 1: fgrt_gemm_ep(ctx, 1, &ge, a, b, d, bias, NULL); break;
+		case 1: fgrt_gemm_ep(ctx, 1, &ge, a, b, d, bias, NULL, NULL); break;
 		case 2: launch_own<64, 256, 0>(ctx, a, b, M, N, K, st); break;
 		case 3: launch_own<128, 128, 1>(ctx, a, b, M, N, K, st); break;
 		case 4: launch_own<64, 256, 1>(ctx, a, b, M, N, K, st); break;

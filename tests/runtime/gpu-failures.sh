@@ -15,7 +15,8 @@
 #                    table lists them), and CUDA's error
 #   lt-null-handle   a cuBLASLt call that fails: file, line, call, status
 #   lt-unsupported   a type mix cuBLASLt has no kernel for (f32 x f32 -> f16)
-#   aux-ld, bias-missing   epilogue arguments the runtime refuses itself
+#   aux-ld, bias-missing, residual-relu
+#                    epilogue arguments the runtime refuses itself
 #   graph-check, no-graph-check, graph-bench(-eager-line), no-graph-bench
 #   fault-index, fault-index-no-graph, fault-divisor   run-time errors: the
 #                    first bad gather index and the first zero divisor (in
@@ -106,6 +107,8 @@ expect aux-ld 1 '^gemm_epilogue: error: gemm slot 0: the GELU_AUX epilogue needs
 	"$gemm" --case aux-ld
 expect bias-missing 1 '^gemm_epilogue: error: gemm slot 0: the BIAS epilogue needs a bias vector, and none was passed$' \
 	"$gemm" --case bias-missing
+expect residual-relu 1 '^gemm_epilogue: error: gemm slot 0: a residual C with the RELU epilogue \(only with none or BIAS\)$' \
+	"$gemm" --case residual-relu
 
 expect graph-check 0 '^ok gemm_bias_gelu_bf16: 1 of 1 values match' "$dir/gbg" --seed 7 --check "$dir/gbg.ref"
 expect no-graph-check 0 '^ok gemm_bias_gelu_bf16: 1 of 1 values match' "$dir/gbg" --seed 7 --check "$dir/gbg.ref" --no-graph
