@@ -155,12 +155,8 @@ FG_DEV int fg_clampv(int a, int lo, int hi) { return fg_minimum(fg_maximum(a, lo
 FG_HD float fg_rcp_rn(float d) { return fabsf(d) < 0x1p126f ? 1.0f / d : nanf(""); }
 FG_HD float fg_div_rounded(float a, float d, float r, float boundary)
 {
-	/* t's distance to the nearest integer, by 1.5 * 2^23 (adds, not a
-	 * conversion, which the H200 issues at an eighth of the rate: three
-	 * FADDs cost less than one FRND) while |t| < 2^22; past that, the
-	 * division */
-	const float q = a * r, t = q - boundary, m = 0x1.8p23f;
-	return fabsf(q) < 0x1p22f && fabsf(t - ((t + m) - m)) > fabsf(q) * 0x1p-20f ? q : a / d;
+	const float q = a * r, t = q - boundary;
+	return fabsf(t - rintf(t)) > fabsf(q) * 0x1p-20f ? q : a / d;
 }
 
 /* floordiv and mod as Python's // and % (the interpreter's fg_ref_floordiv

@@ -346,6 +346,7 @@ Val cu_load(Kern *k, int id, const Ix *x);
  * (other dtypes: expr itself). */
 const char *cu_wrap_int(FgArena *a, FgDtype dt, const char *expr);
 Val cu_gen(Kern *k, int id, const Ix *x);
+const char *cu_stored_form(Kern *k, Val v, FgDtype dt);
 
 /* ----------------------------------------------- compiler/cuda/store.c */
 

@@ -77,6 +77,21 @@ const char *cu_wrap_int(FgArena *a, FgDtype dt, const char *expr)
 	return cu_fmt(a, "(int)(%s)%s", dt == FG_DT_I8 ? "signed char" : "unsigned char", cu_paren(a, expr));
 }
 
+/* x where expr is the one call fn(x), else NULL. */
+static const char *call_argument(FgArena *a, const char *expr, const char *fn)
+{
+	size_t nf = strlen(fn), ne = strlen(expr);
+	if (strncmp(expr, fn, nf) != 0 || expr[nf] != '(' || expr[ne - 1] != ')')
+		return NULL;
+	int depth = 0;
+	for (size_t i = nf; i < ne; i++) {
+		depth += expr[i] == '(' ? 1 : expr[i] == ')' ? -1 : 0;
+		if (depth == 0 && i != ne - 1)
+			return NULL;    /* fn(x) op (y) */
+	}
+	return cu_fmt(a, "%.*s", (int)(ne - nf - 2), expr + nf + 1);
+}
+
 static Val define(Kern *k, int id, int lv, const char *expr)
 {
 	const FgNode *n = &k->g->nodes[id];
@@ -84,7 +99,28 @@ static Val define(Kern *k, int id, int lv, const char *expr)
 		expr = cu_wrap_int(k->a, n->dt, expr);
 	const char *v = cu_fresh(k, lv, cu_fmt(k->a, "v_%s", cu_name(k, id)));
 	cu_kline(k, lv, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, v, expr);
+	/* a value rounded to a narrow float dtype, fg_round_DT(x): its store
+	 * converts x (cu_stored_form) */
+	const char *x = call_argument(k->a, expr, cu_fmt(k->a, "fg_round_%s", fg_dtype_name[n->dt]));
+	if (x) {
+		Memo m = {-2, cu_fmt(k->a, "%s %s", v, fg_dtype_name[n->dt]), {x, lv}};
+		fg_vec_push(k->a, &k->memo, m);
+	}
 	return (Val){v, lv};
+}
+
+/* What a store of value v converts to dtype dt: the unrounded x where v
+ * was defined as fg_round_DT(x) with DT dt (another dtype, a wider one
+ * above all, must store the rounded value; converting the rounded value
+ * again costs two conversions an element, which nvcc keeps: f16's F2FP
+ * and HADD2 in quant_int8_f16's SASS), else v. */
+const char *cu_stored_form(Kern *k, Val v, FgDtype dt)
+{
+	const char *key = cu_fmt(k->a, "%s %s", v.e, fg_dtype_name[dt]);
+	for (int i = k->memo.n - 1; i >= 0; i--)
+		if (k->memo.v[i].id == -2 && strcmp(k->memo.v[i].key, key) == 0)
+			return k->memo.v[i].v.e;
+	return v.e;
 }
 
 /* The read (its index in gr->reads) that a row kernel keeping its row in

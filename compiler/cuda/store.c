@@ -23,7 +23,7 @@ void cu_store(Kern *k, int w, const Ix *x, const char *cond, const char *extra_c
 	if (extra_cond)
 		c = c ? cu_fmt(k->a, "%s && %s", extra_cond, c) : extra_cond;
 	const char *st = cu_fmt(k->a, "%s[%s] = %s(%s);", cu_tensor_param(k, w), cu_ix_linear(k, x, &n->shape),
-			     fg_dtype_info[n->dt].store, v.e);
+			     fg_dtype_info[n->dt].store, cu_stored_form(k, v, n->dt));
 	if (c)
 		cu_kline(k, k->depth, NULL, "if (%s)", c), cu_kline(k, k->depth, NULL, "\t%s", st);
 	else
@@ -46,7 +46,8 @@ void cu_store_lanes(Kern *k, int w, const Ix *xs, const char *const *conds, cons
 	}
 	const char *e = "";
 	for (int l = 0; l < vw; l++)
-		e = cu_fmt(k->a, "%s%s%s(%s)", e, l ? ", " : "", fg_dtype_info[n->dt].store, cu_gen(k, w, &xs[l]).e);
+		e = cu_fmt(k->a, "%s%s%s(%s)", e, l ? ", " : "", fg_dtype_info[n->dt].store,
+			   cu_stored_form(k, cu_gen(k, w, &xs[l]), n->dt));
 	Ix x0 = cu_lane0(k, &xs[0]);
 	const char *st = cu_fmt(k->a, "fg_stv(%s + %s, FgVec<%s, %d>{{%s}});", cu_tensor_param(k, w),
 			     cu_paren(k->a, cu_ix_linear(k, &x0, &n->shape)), fg_dtype_info[n->dt].cuda_store, vw, e);

@@ -22,8 +22,8 @@
 /* fg_div_rounded with t from the unrounded product, as an FMA. */
 static float div_rounded_fused(float a, float d, float r, float boundary)
 {
-	const float q = a * r, t = fmaf(a, r, -boundary), m = 0x1.8p23f;
-	return fabsf(q) < 0x1p22f && fabsf(t - ((t + m) - m)) > fabsf(q) * 0x1p-20f ? q : a / d;
+	const float q = a * r, t = fmaf(a, r, -boundary);
+	return fabsf(t - rintf(t)) > fabsf(q) * 0x1p-20f ? q : a / d;
 }
 
 static float f16_value(unsigned h)
