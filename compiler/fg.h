@@ -1002,6 +1002,11 @@ const char *fg_cuda_gemm_note(const FgPlan *plan, int gi);
  * share one kernel; --gemm auto), -1 when it has no kernel (cuBLASLt
  * alone).  Returns how many groups own theirs. */
 int fg_cuda_kernel_owners(const FgPlan *plan, int *owner);
+/* The plan's costs as compile (--gemm gemm) emits it: each group's launches
+ * (kernels and cuBLASLt calls, the .cu's launch table) and its bytes with
+ * the scratch it writes and reads back (a matmul into f32 scratch, a split
+ * reduction's partial results, a scan's part totals); the totals again. */
+void fg_cuda_plan_costs(FgPlan *plan, FgGemmChoice gemm);
 /* fgc compile: writes o->out.cu (nothing on failure), then builds o->out
  * with nvcc when o->build; with o->lib the .cu, a header of the model's C
  * ABI and the shared library o->out.  0, or 1 after reporting the error. */

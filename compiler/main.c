@@ -122,7 +122,21 @@ static int cmd_run(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
 
 static int cmd_report(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
 {
-	(void)g, (void)d;
+	/* launches and scratch as compile emits them, for the plan and for
+	 * the unfused baseline (one group per op) beside it */
+	fg_cuda_plan_costs(plan, o->gemm);
+	if (plan->opt.no_fuse) {
+		plan->unfused = plan->fused;
+	} else {
+		FgFuseOptions uo = plan->opt;
+		FgPlan un;
+		uo.no_fuse = 1;
+		if (fg_pass_fuse(g, &uo, &un, d) == 0) {
+			fg_pass_memplan(&un);
+			fg_cuda_plan_costs(&un, o->gemm);
+			plan->unfused = un.fused;
+		}
+	}
 	if (!o->format || strcmp(o->format, "text") == 0)
 		fg_report_text(stdout, plan);
 	else if (strcmp(o->format, "json") == 0)

@@ -203,6 +203,10 @@ static void text_io(const Report *r, const FgGroup *gr)
 	}
 	text_values(r, "reads:", gr->reads, gr->nreads, wn, wb, 0);
 	text_values(r, "writes:", gr->writes, gr->nwrites, wn, wb, 1);
+	int64_t more = gr->cost.bytes - fg_bytes_add(gr->bytes_read, gr->bytes_written);
+	if (more > 0)   /* fg_cuda_plan_costs: scratch written and read back; a scan's second read */
+		fprintf(r->f, "  and:     %s more, scratch written and read back or a second read: %s in all\n",
+			human_bytes(b, sizeof b, more), human_bytes((char[32]){0}, 32, gr->cost.bytes));
 }
 
 static void text_groups(const Report *r)
@@ -466,8 +470,9 @@ static void json_group(const Report *r, int gi)
 		fputs("null", r->f);
 	fprintf(r->f, ",\n      \"launches\": %d,\n      \"est_us\": ", gr->cost.launches);
 	json_real(r->f, gr->cost.est_us);
-	fprintf(r->f, ",\n      \"est_regs\": %d,\n      \"bytes_read\": %lld,\n      \"bytes_written\": %lld,\n",
-		gr->est_regs, (long long)gr->bytes_read, (long long)gr->bytes_written);
+	fprintf(r->f, ",\n      \"est_regs\": %d,\n      \"bytes_read\": %lld,\n      \"bytes_written\": %lld,\n"
+		"      \"bytes\": %lld,\n", gr->est_regs, (long long)gr->bytes_read, (long long)gr->bytes_written,
+		(long long)gr->cost.bytes);
 	if (r->owner[gi] >= 0)
 		fprintf(r->f, "      \"kernel_of\": %d,\n", r->owner[gi]);
 	else

@@ -257,6 +257,8 @@ struct Emit {
 	int *owner;             /* per group: the group whose kernels it runs */
 	int *sharers;           /* per group: how many groups run its kernels */
 	int *kernels;           /* per group: whether it writes kernels */
+	int *nlaunch;           /* per group: its launches (kernels and cuBLASLt calls) */
+	int64_t *scratch_io;    /* per group: bytes it writes to scratch and reads back */
 	FG_VEC(int) step_tensors;       /* the steps' tensor indices (program.c) */
 	/* Run-time checks (gather and take_along_axis indices, integer
 	 * divisors): per node, its check's record in fg_faults[], or -1;
@@ -314,6 +316,9 @@ CuPath cu_path_named(const char *name);
 const char *cu_path_names(FgArena *a, uint64_t mask);
 const char *cu_emit_kernel(Kern *k, const char *name, int block, const Param *extra, int nextra,
 			       int with_writes);
+/* Scratch of bytes for group gi: the buffer grows to it, and the group's
+ * traffic counts it written and read back once. */
+void cu_use_scratch(Emit *E, int gi, int64_t bytes);
 void cu_add_call(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *line);
 void cu_add_launch(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *args);
 void cu_add_launch_smem(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, int64_t smem,

@@ -105,8 +105,7 @@ static void emit_matmul_simple(Emit *E, Kern *k, int mm, int A, int ta, int B, i
 		{cu_fmt(k->a, "const %s *__restrict__ %s", st, cu_tensor_param(k, A)), cu_tensor_param(k, A)},
 		{cu_fmt(k->a, "const %s *__restrict__ %s", st, cu_tensor_param(k, B)), cu_tensor_param(k, B)},
 	};
-	if (scratch > E->scratch)
-		E->scratch = scratch;
+	cu_use_scratch(E, k->gi, scratch);
 	cu_path(E, k->gi, f8 ? CU_PATH_GEMM_F8 : CU_PATH_GEMM_I32);
 	cu_emit_comment(E, k->gi, cu_fmt(E->a, "gemm: %s = matmul(%s%s, %s%s) in %s, a thread per element into scratch "
 				   "(%s), then the epilogue (%s)", k->plan->names[mm], k->plan->names[A], ta ? "^T" : "",
@@ -670,9 +669,7 @@ void cu_emit_gemm(Emit *E, Kern *k)
 		cu_out(E, "\n");
 		return;
 	}
-	int64_t scratch = cu_numel(os) * 4;
-	if (scratch > E->scratch)
-		E->scratch = scratch;
+	cu_use_scratch(E, k->gi, cu_numel(os) * 4);
 	fg_vec_push(E->a, &E->run, cu_fmt(E->a, "fgrt_gemm(ctx, slot, &fg_gemms[slot], %s, %s, ctx->scratch);", pa, pb));
 	cu_add_launch(E, "cublasLt", k->gi, 0, 0, NULL);
 	lt_paths(E, k, A, CU_PATH_GEMM_LT_SCRATCH);

@@ -41,11 +41,13 @@ static int run_emitter(Emit *E, int gi, int canon)
 	E->slot = -1;
 	if (canon)
 		E->d = NULL, E->key.n = 0;
+	E->scratch_io[gi] = 0;
 	cu_kern_init(&k, E, gi);
 	emitters[k.gr->kind](E, &k);
 	cu_kern_done(&k);
 	for (int i = nl; i < E->launches.n; i++)
 		kernels += E->launches.v[i].block > 0;
+	E->nlaunch[gi] = k.failed ? -1 : E->launches.n - nl;
 	if (canon) {
 		for (int i = 0; i < E->run.n; i++) {
 			for (const char *c = E->run.v[i]; *c; c++)
@@ -378,6 +380,8 @@ static void emit_init(Emit *E, const FgPlan *plan, FgGemmChoice gemm, FgDiag *d,
 	E->member = fg_arena_array(E->a, (size_t)g->nnodes + 1, sizeof(int));
 	E->tensor = fg_arena_array(E->a, (size_t)g->nnodes + 1, sizeof(int));
 	E->group_paths = fg_arena_array(E->a, (size_t)plan->ngroups + 1, sizeof(uint64_t));
+	E->nlaunch = fg_arena_array(E->a, (size_t)plan->ngroups + 1, sizeof(int));
+	E->scratch_io = fg_arena_array(E->a, (size_t)plan->ngroups + 1, sizeof(int64_t));
 	for (int id = 0; id < g->nnodes; id++)
 		E->tensor[id] = -1;
 	for (int k = 0; k < g->ninputs; k++) {
@@ -413,6 +417,26 @@ int fg_cuda_emit(FILE *f, const FgPlan *plan, const char *source, FgGemmChoice g
 		run_emitter(&E, gi, 0);
 	emit_program(&E, source);
 	return E.errors;
+}
+
+void fg_cuda_plan_costs(FgPlan *plan, FgGemmChoice gemm)
+{
+	Emit E;
+	emit_init(&E, plan, gemm, NULL, NULL);
+	find_owners(&E);
+	const FgFuseOptions *o = &plan->opt;
+	plan->fused.bytes = 0, plan->fused.launches = 0;
+	for (int gi = 0; gi < plan->ngroups; gi++) {
+		FgCost *c = &plan->groups[gi].cost;
+		if (E.nlaunch[gi] >= 0) {
+			c->launches = E.nlaunch[gi];
+			c->bytes = fg_bytes_add(c->bytes, E.scratch_io[gi]);
+			c->est_us = (double)c->bytes / (o->bw_gbs * 1e3) + c->launches * o->launch_us;
+		}
+		plan->fused.bytes = fg_bytes_add(plan->fused.bytes, c->bytes);
+		plan->fused.launches += c->launches;
+	}
+	plan->fused.est_us = (double)plan->fused.bytes / (o->bw_gbs * 1e3) + plan->fused.launches * o->launch_us;
 }
 
 int fg_cuda_kernel_owners(const FgPlan *plan, int *owner)

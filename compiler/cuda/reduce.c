@@ -38,8 +38,8 @@ static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, co
 	const char *pname = cu_kname(k, nsplit > 1 ? "partial" : NULL);
 	Param part_out = {cu_fmt(k->a, "%s *__restrict__ partial", acct), cu_fmt(k->a, "(%s *)ctx->scratch", acct)};
 	Param part_in = {cu_fmt(k->a, "const %s *__restrict__ partial", acct), part_out.arg};
-	if (nsplit > 1 && nsplit * ri->nkept * 8 > E->scratch)
-		E->scratch = nsplit * ri->nkept * 8;
+	if (nsplit > 1)
+		cu_use_scratch(E, k->gi, nsplit * ri->nkept * 8);
 
 	cu_kline(k, 0, NULL, "__shared__ %s part[%d][%d];", acct, SPLIT_ROWS, SPLIT_COLS + 1);
 	cu_kline(k, 0, NULL, "const int tx = threadIdx.x %% %d, ty = threadIdx.x / %d;", SPLIT_COLS, SPLIT_COLS);
@@ -169,9 +169,7 @@ static void emit_reduce_all(Emit *E, Kern *k, const RedInfo *ri, int first, cons
 	const char *acct = cu_acc_type(k, n);
 	if (nb > FULL_BLOCKS)
 		nb = FULL_BLOCKS;
-	int64_t scratch = nb * 8;
-	if (scratch > E->scratch)
-		E->scratch = scratch;
+	cu_use_scratch(E, k->gi, nb * 8);
 	const char *pname = cu_kname(k, "partial");
 	Param part_out = {cu_fmt(k->a, "%s *__restrict__ partial", acct), cu_fmt(k->a, "(%s *)ctx->scratch", acct)};
 	Param part_in = {cu_fmt(k->a, "const %s *__restrict__ partial", acct), part_out.arg};

@@ -228,8 +228,7 @@ void cu_emit_scan(Emit *E, Kern *k)
 	Param totals_out = {cu_fmt(k->a, "%s *__restrict__ totals", sc.acc), cu_fmt(k->a, "(%s *)ctx->scratch", sc.acc)};
 	Param totals_in = {cu_fmt(k->a, "const %s *__restrict__ totals", sc.acc), totals_out.arg};
 	if (sc.sh.parts > 1) {
-		if (work * 4 > E->scratch)
-			E->scratch = work * 4;
+		cu_use_scratch(E, k->gi, work * 4);
 		if (emit_totals(E, k, &sc, &totals_out) != 0)
 			return;
 	}
