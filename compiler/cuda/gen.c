@@ -358,8 +358,13 @@ static Val gen_ew(Kern *k, int id, const Ix *x)
 		if (!fg_dtype_is_int(n->dt) && uniform_divisor(k, ops, lv)) {
 			/* a quotient rounded to an integer: the product, but
 			 * the division where the product is near a boundary
-			 * of that rounding (fg_div_rounded) */
+			 * of that rounding (fg_div_rounded); in a narrower
+			 * dtype the quotient is rounded to it first, whose
+			 * boundaries next to an integer the test does not
+			 * see: the division */
 			int how = rounded_later(k, id);
+			if (how && n->dt != FG_DT_F32)
+				how = ROUND_BOTH;
 			if (how == 0)
 				e = cu_fmt(k->a, "%s * %s", cu_paren(k->a, ops[0].e), reciprocal(k, ops[1], 0));
 			else if (how != ROUND_BOTH)
