@@ -837,6 +837,12 @@ typedef struct FgFuseOptions {
 				 * ones (the backend's choice, as tf32) */
 } FgFuseOptions;
 
+/* The cost model's time: bytes over the bandwidth, plus the launches. */
+static inline double fg_est_us(const FgFuseOptions *o, int64_t bytes, int launches)
+{
+	return (double)bytes / (o->bw_gbs * 1e3) + launches * o->launch_us;
+}
+
 typedef struct FgPlan {
 	const FgGraph *g;
 	FgFuseOptions opt;
@@ -851,6 +857,9 @@ typedef struct FgPlan {
 	int64_t *offset;        /* per node: arena offset (memplan), or -1 */
 	int64_t planned_bytes;  /* arena size with reuse by liveness */
 	int64_t naive_bytes;    /* one buffer per materialized value */
+	int *kernel_owner;      /* per group, once fg_cuda_plan_costs ran: as
+				   fg_cuda_kernel_owners answers; else NULL */
+	int kernel_owners;
 } FgPlan;
 
 /* Partitions g (composites expanded) into fusion groups.  Reports a
@@ -1005,7 +1014,9 @@ int fg_cuda_kernel_owners(const FgPlan *plan, int *owner);
 /* The plan's costs as compile (--gemm gemm) emits it: each group's launches
  * (kernels and cuBLASLt calls, the .cu's launch table) and its bytes with
  * the scratch it writes and reads back (a matmul into f32 scratch, a split
- * reduction's partial results, a scan's part totals); the totals again. */
+ * reduction's partial results, a scan's part totals); the totals again;
+ * and, from the same emission, plan->kernel_owner(s).  Once per plan: the
+ * scratch is added to the partitioner's bytes. */
 void fg_cuda_plan_costs(FgPlan *plan, FgGemmChoice gemm);
 /* fgc compile: writes o->out.cu (nothing on failure), then builds o->out
  * with nvcc when o->build; with o->lib the .cu, a header of the model's C

@@ -38,8 +38,13 @@ static Report report_open(FILE *f, const FgPlan *plan, int kernels)
 		r.names = fg_ir_names(plan->g);
 	if (!kernels)
 		return r;
-	r.owner = fg_arena_array(plan->g->arena, (size_t)plan->ngroups + 1, sizeof(int));
-	r.owners = fg_cuda_kernel_owners(plan, r.owner);
+	if (plan->kernel_owner) {       /* fg_cuda_plan_costs asked already */
+		r.owner = plan->kernel_owner;
+		r.owners = plan->kernel_owners;
+	} else {
+		r.owner = fg_arena_array(plan->g->arena, (size_t)plan->ngroups + 1, sizeof(int));
+		r.owners = fg_cuda_kernel_owners(plan, r.owner);
+	}
 	for (int gi = 0; gi < plan->ngroups; gi++)
 		r.kernels += r.owner[gi] >= 0;
 	return r;

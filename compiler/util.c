@@ -129,6 +129,15 @@ char *fg_arena_printf(FgArena *a, const char *fmt, ...)
 	return p;
 }
 
+const char *fg_axes_list(FgArena *a, uint32_t axes)
+{
+	const char *s = "[";
+	for (int i = 0; i < 32; i++)
+		if (axes & (1u << i))
+			s = fg_arena_printf(a, "%s%s%d", s, s[1] ? ", " : "", i);
+	return fg_arena_printf(a, "%s]", s);
+}
+
 void fg_vec_grow_(FgArena *a, void **v, int *cap, size_t elem, int n)
 {
 	int ncap = *cap ? *cap * 2 : 8;

@@ -44,6 +44,8 @@ void *fg_arena_array(FgArena *a, size_t n, size_t elem); /* n*elem, checked */
 char *fg_arena_strndup(FgArena *a, const char *s, size_t n);
 char *fg_arena_strdup(FgArena *a, const char *s);
 char *fg_arena_printf(FgArena *a, const char *fmt, ...) FG_PRINTF(2, 3);
+/* A mask of axes as a list: "[0, 2]". */
+const char *fg_axes_list(FgArena *a, uint32_t axes);
 
 /* Growable arrays in the arena: a struct with fields `v`, `n`, `cap` of any
  * element type.  Growth doubles and copies; the old storage stays in the

@@ -219,16 +219,6 @@ static const char *value_name(FgArena *a, const FgGraph *g, int id)
 			       n->composite ? n->composite : "", n->loc.line, n->loc.col);
 }
 
-/* A mask of axes as a list: "[0, 2]". */
-static const char *axes_list(FgArena *a, uint32_t ax)
-{
-	const char *s = "[";
-	for (int i = 0; i < FG_MAX_RANK; i++)
-		if (ax & (1u << i))
-			s = fg_arena_printf(a, "%s%s%d", s, s[1] ? ", " : "", i);
-	return fg_arena_printf(a, "%s]", s);
-}
-
 /* ------------------------------------------ the rows of a reduction */
 
 /* A reduction group runs one block per row (a thread per result element
@@ -667,7 +657,7 @@ static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
 		else
 			*detail = fg_arena_printf(f->a, "%s over axis %s of %s is needed across the %s group's "
 						  "blocks, which split those axes",
-						  fg_op_info[n->op].name, axes_list(f->a, ax), type_str(f, n->in[0]), kind);
+						  fg_op_info[n->op].name, fg_axes_list(f->a, ax), type_str(f, n->in[0]), kind);
 		return 0;
 	}
 	if (c == FG_CLASS_MATMUL) {
@@ -888,7 +878,7 @@ static void place(Fuser *f, int p)
 				       ncg, fg_op_info[node(f, heavy)->op].name));
 		return;
 	}
-	double t_store = est_us(&f->opt, store, 1), t_recompute = est_us(&f->opt, recompute, 0);
+	double t_store = fg_est_us(&f->opt, store, 1), t_recompute = fg_est_us(&f->opt, recompute, 0);
 	if (t_recompute <= t_store || in_fuse_block) {
 		for (int k = 0; k < ncg; k++)
 			join(f, cg[k], p);

@@ -51,10 +51,6 @@ typedef struct Fuser {
 	unsigned char *seen;    /* per node: scratch of rows_kept (SEEN_*) */
 } Fuser;
 
-static inline double est_us(const FgFuseOptions *o, int64_t bytes, int launches)
-{
-	return (double)bytes / (o->bw_gbs * 1e3) + launches * o->launch_us;
-}
 
 static inline FgOpClass cls(const Fuser *f, int id)
 {

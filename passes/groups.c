@@ -318,7 +318,7 @@ static void finish_group(Fuser *f, FgGroup *out, const BGroup *b, int gi)
 			out->cost.bytes = fg_bytes_add(out->cost.bytes, out->bytes_read);
 		}
 	}
-	out->cost.est_us = est_us(&f->opt, out->cost.bytes, out->cost.launches);
+	out->cost.est_us = fg_est_us(&f->opt, out->cost.bytes, out->cost.launches);
 	int *sorted = fg_arena_array(f->a, (size_t)nmembers + 1, sizeof(int));
 	int ns = 0;
 	for (int k = 0; k < nodes.n; k++)
@@ -403,7 +403,7 @@ static void merge_into(Fuser *f, int i, int j)
 	for (int k = 0; k < a->nwrites; k++)
 		a->bytes_written = fg_bytes_add(a->bytes_written, fg_value_bytes(f->g, a->writes[k]));
 	a->cost.bytes = fg_bytes_add(a->bytes_read, a->bytes_written);
-	a->cost.est_us = est_us(&f->opt, a->cost.bytes, a->cost.launches);
+	a->cost.est_us = fg_est_us(&f->opt, a->cost.bytes, a->cost.launches);
 	for (int k = 0; k < b->nnodes; k++) {
 		int *mv = f->memb[b->nodes[k]].v, w = 0;
 		for (int r = 0; r < f->memb[b->nodes[k]].n; r++) {     /* j becomes i, once */
@@ -608,7 +608,7 @@ void fuse_finish(Fuser *f)
 		plan->fused.bytes = fg_bytes_add(plan->fused.bytes, plan->groups[i].cost.bytes);
 		plan->fused.launches += plan->groups[i].cost.launches;
 	}
-	plan->fused.est_us = est_us(&f->opt, plan->fused.bytes, plan->fused.launches);
+	plan->fused.est_us = fg_est_us(&f->opt, plan->fused.bytes, plan->fused.launches);
 	/* Edges: every operand a group reads that another group wrote. */
 	FG_VEC(FgEdge) edges = {0};
 	for (int gi = 0; gi < plan->ngroups; gi++) {
@@ -657,7 +657,7 @@ FgCost fuse_unfused_cost(const Fuser *f)
 		if (fg_op_info[n->op].cls == FG_CLASS_REDUCE && all_axes(&g->nodes[n->in[0]].shape, n->a.red.axes))
 			c.launches++;
 	}
-	c.est_us = est_us(&f->opt, c.bytes, c.launches);
+	c.est_us = fg_est_us(&f->opt, c.bytes, c.launches);
 	return c;
 }
 

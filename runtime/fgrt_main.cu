@@ -479,7 +479,7 @@ static float time_run(FgrtContext *ctx, cudaGraphExec_t exec, cudaEvent_t e0, cu
  * three take turns run by run, after 3 warm-ups of each: timed one after
  * the other, a matmul's later timings ran under lower clocks (the H200's
  * power cap sets in after a few tens of milliseconds of load), which made
- * the graph replay, timed second, look up to 15% slower than the eager
+ * the graph replay, timed second, look 5-13% slower than the eager
  * launches timed first (docs/performance.md v13). */
 static void bench(FgrtContext *ctx, cudaGraphExec_t exec, int runs)
 {

@@ -22,7 +22,7 @@ one() {         # one FILE FLAG...: prints PASS or FAIL lines
 		echo "FAIL $name: fgc failed"; sed 's/^/    /' "$out.log" | head -5
 		return
 	fi
-	python3 - "$out.json" "$out.cu" "$name" <<'PY'
+	python3 - "$out.json" "$out.cu" "$name" <<'PY' || echo "FAIL $name: the check itself failed (above)"
 import json, re, sys
 report, cu, name = json.load(open(sys.argv[1])), open(sys.argv[2]).read(), sys.argv[3]
 table = re.search(r"fg_launches\[\] = \{(.*?)\n\};", cu, re.S)
@@ -41,9 +41,9 @@ PY
 }
 export -f one
 export fgc tmp
-ls "$src"/samples/*.fg "$src"/tests/gpu/*.fg | while read -r f; do printf '%s\n%s --no-fuse\n' "$f" "$f"; done |
-	xargs -P "$(nproc)" -I{} bash -c 'one {}' >"$tmp/all.log"
+ls "$src"/samples/*.fg "$src"/tests/gpu/*.fg | while read -r f; do printf '%s\n%s --no-fuse\n' "$f" "$f"; done >"$tmp/cases"
+xargs -P "$(nproc)" -I{} bash -c 'one {}' <"$tmp/cases" >"$tmp/all.log" 2>&1
 sort "$tmp/all.log"
-pass=$(grep -c '^PASS' "$tmp/all.log") fail=$(grep -c '^FAIL' "$tmp/all.log")
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
+cases=$(grep -c . "$tmp/cases") pass=$(grep -c '^PASS' "$tmp/all.log") fail=$(grep -c '^FAIL' "$tmp/all.log")
+echo "$pass passed, $fail failed, of $cases"
+[ "$fail" -eq 0 ] && [ "$pass" -eq "$cases" ]

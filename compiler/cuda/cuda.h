@@ -136,7 +136,9 @@ typedef struct Ix {
 enum { LANES_SAME = -1, LANES_APART = -2 };
 
 typedef struct Memo {
-	int id;
+	int id;                 /* the node, or -1 for a value keyed by its text
+				   alone: R a reciprocal, I a checked index, U a
+				   stored value's unrounded form (gen.c) */
 	const char *key;
 	Val v;
 } Memo;

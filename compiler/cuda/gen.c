@@ -103,7 +103,7 @@ static Val define(Kern *k, int id, int lv, const char *expr)
 	 * converts x (cu_stored_form) */
 	const char *x = call_argument(k->a, expr, cu_fmt(k->a, "fg_round_%s", fg_dtype_name[n->dt]));
 	if (x) {
-		Memo m = {-2, cu_fmt(k->a, "%s %s", v, fg_dtype_name[n->dt]), {x, lv}};
+		Memo m = {-1, cu_fmt(k->a, "U%s %s", v, fg_dtype_name[n->dt]), {x, lv}};
 		fg_vec_push(k->a, &k->memo, m);
 	}
 	return (Val){v, lv};
@@ -116,9 +116,9 @@ static Val define(Kern *k, int id, int lv, const char *expr)
  * and HADD2 in quant_int8_f16's SASS), else v. */
 const char *cu_stored_form(Kern *k, Val v, FgDtype dt)
 {
-	const char *key = cu_fmt(k->a, "%s %s", v.e, fg_dtype_name[dt]);
+	const char *key = cu_fmt(k->a, "U%s %s", v.e, fg_dtype_name[dt]);
 	for (int i = k->memo.n - 1; i >= 0; i--)
-		if (k->memo.v[i].id == -2 && strcmp(k->memo.v[i].key, key) == 0)
+		if (k->memo.v[i].id == -1 && strcmp(k->memo.v[i].key, key) == 0)
 			return k->memo.v[i].v.e;
 	return v.e;
 }

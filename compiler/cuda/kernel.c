@@ -366,17 +366,16 @@ const char *cu_emit_kernel(Kern *k, const char *name, int block, const Param *ex
 	return args;
 }
 
-/* Records launch `kernel` of group gi, enqueued by the statement `line`
- * (none for a cuBLASLt call: the caller wrote it), then its check, which
- * counts launches from the group's first (`launch`, program.c). */
 void cu_use_scratch(Emit *E, int gi, int64_t bytes)
 {
 	if (bytes > E->scratch)
 		E->scratch = bytes;
-	if (E->scratch_io)
-		E->scratch_io[gi] += 2 * bytes;
+	E->scratch_io[gi] += 2 * bytes;
 }
 
+/* Records launch `kernel` of group gi, enqueued by the statement `line`
+ * (none for a cuBLASLt call: the caller wrote it), then its check, which
+ * counts launches from the group's first (`launch`, program.c). */
 void cu_add_call(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *line)
 {
 	Launch l = {kernel, gi, grid, block};

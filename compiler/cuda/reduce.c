@@ -22,16 +22,6 @@
  * combines its threads in order; with several slabs a second kernel
  * combines the slabs' partials (scratch) in order and runs the epilogue.
  * Deterministic: the same partials every run. */
-/* A set of axes as a list: [0, 2]. */
-static const char *axes_str(FgArena *a, unsigned axes)
-{
-	const char *s = "[";
-	for (int i = 0; i < 32; i++)
-		if (axes >> i & 1)
-			s = cu_fmt(a, "%s%s%d", s, s[1] ? ", " : "", i);
-	return cu_fmt(a, "%s]", s);
-}
-
 static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, const unsigned char *dep)
 {
 	Red *rd = &k->reds.v[0];
@@ -89,7 +79,7 @@ static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, co
 	if (k->failed)
 		return;
 	const char *how = cu_fmt(E->a, "reduce %s over axes %s to %lld elements; blocks of %d x %d threads",
-			      cu_shape_str(E->a, FG_DT_F32, &ri->S) + 3, axes_str(E->a, ri->axes), (long long)ri->nkept,
+			      cu_shape_str(E->a, FG_DT_F32, &ri->S) + 3, fg_axes_list(E->a, ri->axes), (long long)ri->nkept,
 			      SPLIT_COLS, SPLIT_ROWS);
 	int any_s = cu_writes_space(k, first, dep);
 	cu_path(E, k->gi, nsplit > 1 ? CU_PATH_RED_SLABS : CU_PATH_RED_SPLIT1);
@@ -159,7 +149,7 @@ static void emit_reduce_cols(Emit *E, Kern *k, const RedInfo *ri, int first, con
 		return;
 	cu_path(E, k->gi, CU_PATH_RED_COLS);
 	cu_emit_comment(E, k->gi, cu_fmt(E->a, "reduce %s over axes %s to %lld elements; a thread per element",
-				   cu_shape_str(E->a, FG_DT_F32, &ri->S) + 3, axes_str(E->a, ri->axes), (long long)ri->nkept));
+				   cu_shape_str(E->a, FG_DT_F32, &ri->S) + 3, fg_axes_list(E->a, ri->axes), (long long)ri->nkept));
 	const char *args = cu_emit_kernel(k, cu_kname(k, NULL), LOOP_BLOCK, NULL, 0, 1);
 	cu_add_launch(E, cu_kname(k, NULL), k->gi, cu_grid_for(ri->nkept, LOOP_BLOCK), LOOP_BLOCK, args);
 }
