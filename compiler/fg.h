@@ -764,7 +764,8 @@ void fg_pass_expand(FgGraph *g);
 	X(REDUCE, reduce, "#fef3c7", "#d97706")                                \
 	X(GEMM, gemm, "#f3e8ff", "#9333ea")                                    \
 	X(SCAN, scan, "#fce7f3", "#db2777")                                    \
-	X(TOPK, topk, "#e0f2fe", "#0284c7")
+	X(TOPK, topk, "#e0f2fe", "#0284c7")                                    \
+	X(ATTENTION, attention, "#ffe4e6", "#e11d48")
 
 typedef enum FgGroupKind {
 #define X(id, name, fill, border) FG_GROUP_##id,
@@ -929,6 +930,29 @@ typedef struct FgScanShape {
 	int64_t rows, len, parts, part_len;
 } FgScanShape;
 void fg_kind_scan_shape(const FgShape *s, int axis, FgScanShape *out);
+
+/* An attention group (passes/attention.c, compiler/cuda/attention.c):
+ *     o = matmul(p, v), p = softmax(x) over the last axis (expanded: max,
+ *     sub, exp, sum, div), x = elementwise ops on s, s = matmul(q, k^T)
+ * found in primitives.  The ops on the scores (chain, mm1's consumer
+ * first, x last) each take the scores as one operand and, as the others,
+ * values that broadcast into them (a scale, a mask, a bias).  q is
+ * [.., Sq, D] and has o's batch dims; k and v are [.., Sk, D] with batch
+ * dims of 1 or o's (GQA and MQA share K and V over query heads). */
+#define FG_ATTN_CHAIN_MAX 16
+typedef struct FgAttn {
+	int mm1, mm2;           /* the scores' matmul and the output's */
+	int q, k, v;            /* the stored operands */
+	int kt;                 /* the transpose of k that mm1 reads */
+	int max, sub, exp, sum, p;      /* the softmax */
+	int x;                  /* what the softmax reads (mm1 without a chain) */
+	int chain[FG_ATTN_CHAIN_MAX], nchain;
+	int64_t sq, sk, d;
+} FgAttn;
+/* Whether matmul mm2 ends the attention pattern: 0 when it does not
+ * (a matmul of something else), 1 with *a filled, -1 when it does but a
+ * condition of the kernel fails: *why says which, with the shapes. */
+int fg_kind_attention(const FgGraph *g, int mm2, FgAttn *a, const char **why, FgArena *ar);
 
 /* ------------------------------------------------------ passes/memplan.c */
 

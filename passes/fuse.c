@@ -981,8 +981,10 @@ int fg_pass_fuse(const FgGraph *g, const FgFuseOptions *o, FgPlan *plan, FgDiag 
 		place(&f, p);
 		mark_operand_side(&f, p);
 	}
+	if (!o->no_fuse)
+		fuse_attention(&f);
 	for (int gi = 0, n = f.groups.n; gi < n; gi++)
-		if (f.groups.v[gi].kind == FG_GROUP_LOOP && !o->no_fuse)
+		if (f.groups.v[gi].kind == FG_GROUP_LOOP && !f.groups.v[gi].dead && !o->no_fuse)
 			fuse_split_for_registers(&f, gi);
 	fuse_finish(&f);
 	plan->unfused = fuse_unfused_cost(&f);

@@ -103,6 +103,12 @@ static inline int first_reduction(const Fuser *f, const BGroup *b)
 	fg_die("a reduction group without a reduction");
 }
 
+/* passes/attention.c */
+/* Merges the scores gemm, softmax and output gemm of each attention
+ * pattern into one attention group where the kernel can run it; where
+ * not, the probabilities' boundary says why. */
+void fuse_attention(Fuser *f);
+
 /* passes/groups.c */
 /* Splits loop group gi where its estimated registers pass the limit. */
 void fuse_split_for_registers(Fuser *f, int gi);

@@ -88,7 +88,9 @@
 	X(GEMM_PP_128x128, "gemm.fgc.pingpong.128x128")                                 \
 	X(GEMM_PP_64x128, "gemm.fgc.pingpong.64x128")                                   \
 	X(GEMM_PP_64x64, "gemm.fgc.pingpong.64x64")                                     \
-	X(GEMM_FGC_TF32, "gemm.fgc.tf32")
+	X(GEMM_FGC_TF32, "gemm.fgc.tf32")                                               \
+	X(ATTN_D64, "attention.d64")            /* the flash kernel, head dim 64 */     \
+	X(ATTN_D128, "attention.d128")          /* ... 128 */
 
 typedef enum CuPath {
 #define X(id, name) CU_PATH_##id,
@@ -394,6 +396,13 @@ typedef void CuEmitFn(Emit *E, Kern *k);
 #define X(id, stem, fill, border) CuEmitFn cu_emit_##stem;
 FG_GROUP_KINDS(X)
 #undef X
+
+/* ------------------------------------------------ compiler/cuda/gemm.c */
+
+/* Batch strides (st[0..nb), elements) of an operand of shape s, matrices
+ * of mat elements, against the output's batch dims bn[0..nb): 0 where it
+ * broadcasts (attention.c reads K and V so, in matrices). */
+void cu_batch_strides(const FgShape *s, int nb, const int64_t *bn, int64_t mat, int64_t *st);
 
 /* ------------------------------------------------ compiler/cuda/loop.c */
 

@@ -33,9 +33,7 @@ static int gemm_operand(Kern *k, int id, int *trans)
 	return id;
 }
 
-/* Batch strides of an operand of shape s (matrices of mat elements)
- * against the output's batch dims bn[0..nb). */
-static void batch_strides(const FgShape *s, int nb, const int64_t *bn, int64_t mat, int64_t *st)
+void cu_batch_strides(const FgShape *s, int nb, const int64_t *bn, int64_t mat, int64_t *st)
 {
 	int sb = s->rank - 2;
 	int64_t acc = mat;
@@ -530,9 +528,9 @@ static int plan_gemm(Emit *E, Kern *k, GemmPlan *p)
 	const FgShape *as = cu_shape_of(k, n->in[0]), *bs = cu_shape_of(k, n->in[1]), *os = &n->shape;
 	int nb = os->rank - 2;
 	p->M = as->d[as->rank - 2], p->K = as->d[as->rank - 1], p->N = bs->d[bs->rank - 1];
-	batch_strides(as, nb, os->d, p->M * p->K, p->st[0]);
-	batch_strides(bs, nb, os->d, p->K * p->N, p->st[1]);
-	batch_strides(os, nb, os->d, p->M * p->N, p->st[2]);
+	cu_batch_strides(as, nb, os->d, p->M * p->K, p->st[0]);
+	cu_batch_strides(bs, nb, os->d, p->K * p->N, p->st[1]);
+	cu_batch_strides(os, nb, os->d, p->M * p->N, p->st[2]);
 	/* merge batch dims, innermost first, where every stride allows */
 	for (int i = nb - 1; i >= 0; i--) {
 		if (os->d[i] == 1)

@@ -361,7 +361,7 @@ static void emit_header(Emit *E, const char *source, int owners)
 			" * same as an earlier one on other tensors and launch its kernels with their own pointers.\n",
 			owners, kernels, kernels - owners);
 	fprintf(E->f, " */\n");
-	fprintf(E->f, "#include \"fg_device.cuh\"\n#include \"fg_gemm_sm90.cuh\"\n\n");
+	fprintf(E->f, "#include \"fg_device.cuh\"\n#include \"fg_gemm_sm90.cuh\"\n#include \"fg_attn_sm90.cuh\"\n\n");
 	if (E->faults.n)
 		fprintf(E->f, "/* the run-time checks' records (fg_fault), fg_faults_info's order */\n"
 			"__device__ FgrtFaultRecord fg_faults[%d];\n\n", E->faults.n);

@@ -1,0 +1,376 @@
+/*
+ * fg_attn_sm90.cuh - the attention kernel fgc generates for Hopper
+ * (sm_90a): o = softmax(f(q k^T)) v in one launch, the scores and the
+ * probabilities never leaving the chip (the attention group,
+ * compiler/cuda/attention.c; issue 16).
+ *
+ * fga::attention<T, D, Score, Out>: q [Z, Sq, D], k [Zk, Sk, D], v [Zv,
+ * Sk, D] of T (f16 or bf16), row-major; output matrix z reads k's matrix
+ * bt.k(z) and v's bt.v(z) (K and V shared over query heads: GQA, MQA).
+ * A block takes BM = 128 query rows of one z and walks the keys in tiles
+ * of BN = 128, FlashAttention-style, with three warpgroups: a producer
+ * whose one thread feeds the tensor-memory accelerator (q's tile once,
+ * then each key tile's K and V, 128-byte swizzle, into STAGES buffers
+ * completing on `kfull` and `vfull` mbarriers), and two consumers of 64
+ * query rows each, which per key tile
+ *   1. multiply S = Q K^T on wgmma (m64n128k16, both from shared memory,
+ *      f32 accumulators in registers),
+ *   2. apply the group's score ops (the Score functor: scale, mask,
+ *      bias, softcap, in f32 on the accumulators) and mask the keys past
+ *      Sk to -inf,
+ *   3. update each row's running max m and sum l (online softmax: the
+ *      output so far and l rescaled by exp(m_old - m_new)), P = exp(S - m)
+ *      in exp2 form,
+ *   4. multiply O += P V on wgmma with P from registers (the accumulator
+ *      layout of S is the A-operand layout of the next product, a pair of
+ *      T per register) and V by descriptor (N-major, transposed by the
+ *      instruction),
+ * then release the stage on its `empty` mbarrier.  At the end O / l goes
+ * to the Out functor, which computes the group's epilogue and stores.
+ * The two consumers' softmax and wgmma interleave on the multiprocessor
+ * (no explicit ping-pong yet), and the producer runs STAGES tiles ahead.
+ *
+ * A row whose scores are all -inf (masked out) has l = 0 and yields NaN,
+ * as softmax's reference does (max -inf, exp(-inf - -inf)); the running
+ * max stands at 0 for such a row meanwhile, so no NaN enters the others.
+ * Residues need no code beyond the -inf: the accelerator fills rows past
+ * Sq and Sk with zeros, the functors are called for r < Sq and c < Sk
+ * only (c even, c + 1 may be Sk when Sk is odd: the functor checks).
+ *
+ * The functors the compiler writes per group:
+ *     void Score::operator()(int z, int r, int c, float &v0, float &v1) const
+ *     void Out::operator()(int z, int r, int c, float v0, float v1) const
+ * for S[z][r][c], S[z][r][c + 1] (and O's).  The accumulator layout gives
+ * each thread such pairs: for n8 block j of each 64 rows, thread t of the
+ * warpgroup holds rows 16(t/32) + (t%32)/4 (+ 8) at columns 8j + 2(t%4).
+ */
+#ifndef FG_ATTN_SM90_CUH
+#define FG_ATTN_SM90_CUH
+
+#include "fg_gemm_sm90.cuh"
+
+namespace fga {
+
+using fgg::bar_arrive;
+using fgg::bar_expect;
+using fgg::bar_init;
+using fgg::bar_wait;
+using fgg::desc;
+using fgg::pin;
+using fgg::tma_load;
+using fgg::wg_commit;
+using fgg::wg_fence;
+using fgg::wg_wait;
+
+constexpr int BM = 128;         /* query rows a block: 64 a consumer */
+constexpr int BN = 128;         /* keys a tile */
+constexpr int ROW = 128;        /* bytes of a swizzled row: 64 values */
+constexpr int THREADS = 384;
+constexpr int MAX_BATCH = 6;    /* batch dims of the output */
+
+/* Shared memory: q's tile (D / 64 blocks of BM rows of ROW bytes), then
+ * STAGES K tiles and STAGES V tiles (D / 64 blocks of BN rows each), then
+ * the barriers.  Two stages of 128-wide K and V fill 160 KB at D = 128;
+ * D = 64 affords four. */
+template <int D> struct Plan {
+	static_assert(D == 64 || D == 128, "head dims 64 and 128");
+	static constexpr int STAGES = D == 64 ? 4 : 2;
+	static constexpr int Q_BYTES = BM * D * 2;
+	static constexpr int KV_BYTES = BN * D * 2;
+	static constexpr int SMEM = 1024 + Q_BYTES + 2 * STAGES * KV_BYTES + 8 * (1 + 3 * STAGES);
+};
+
+/* Where output matrix z reads k and v: the output's batch dims (ext, C
+ * order), and per dim the stride of k's and v's matrices (0 where they
+ * broadcast). */
+struct Batch {
+	int nd;
+	int ext[MAX_BATCH], ks[MAX_BATCH], vs[MAX_BATCH];
+	__device__ __forceinline__ void of(int z, int &kz, int &vz) const
+	{
+		kz = vz = 0;
+#pragma unroll
+		for (int i = MAX_BATCH - 1; i >= 0; i--) {
+			if (i >= nd)
+				continue;
+			const int c = z % ext[i];
+			z /= ext[i];
+			kz += c * ks[i];
+			vz += c * vs[i];
+		}
+	}
+};
+
+/* wgmma m64nNk16 with A from registers (a[4]: pairs of T, the m16k16
+ * fragment of each warp) and B by descriptor, N-major (transposed by the
+ * instruction), accumulating into d. */
+template <int N, class T> struct WgmmaRA;
+
+#define FG_WGMMA_RA_N64(CT, TY) \
+template <> struct WgmmaRA<64, CT> { \
+	static __device__ __forceinline__ void mma(float *d, const uint32_t *a, uint64_t db) \
+	{ \
+		asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n" \
+			"wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {" \
+			"%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+			"%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
+			"}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n" \
+			: "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+			  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+			  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+			  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
+			: "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db)); \
+	} \
+};
+
+#define FG_WGMMA_RA_N128(CT, TY) \
+template <> struct WgmmaRA<128, CT> { \
+	static __device__ __forceinline__ void mma(float *d, const uint32_t *a, uint64_t db) \
+	{ \
+		asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n" \
+			"wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {" \
+			"%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+			"%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+			"%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+			"%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
+			"}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n" \
+			: "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+			  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+			  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+			  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+			  "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+			  "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+			  "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+			  "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) \
+			: "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db)); \
+	} \
+};
+FG_WGMMA_RA_N64(__nv_bfloat16, "bf16")
+FG_WGMMA_RA_N64(__half, "f16")
+FG_WGMMA_RA_N128(__nv_bfloat16, "bf16")
+FG_WGMMA_RA_N128(__half, "f16")
+
+/* Two floats as a pair of T, the first in the low half. */
+template <class T> static __device__ __forceinline__ uint32_t pack2(float lo, float hi);
+template <> __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi)
+{
+	__nv_bfloat162 p = __floats2bfloat162_rn(lo, hi);
+	return *(uint32_t *)&p;
+}
+template <> __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi)
+{
+	__half2 p = __floats2half2_rn(lo, hi);
+	return *(uint32_t *)&p;
+}
+
+constexpr float LOG2E = 1.4426950408889634f;
+
+template <class T, int D, class Score, class Out>
+__global__ void __launch_bounds__(THREADS, 1)
+attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
+	  const __grid_constant__ CUtensorMap mv, int Sq, int Sk, Batch bt, Score score, Out out)
+{
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+	using P = Plan<D>;
+	constexpr int DB = D / 64, ST = P::STAGES;
+	extern __shared__ uint8_t fg_smem[];
+	uint8_t *sq = (uint8_t *)(((uintptr_t)fg_smem + 1023) & ~(uintptr_t)1023);
+	uint8_t *sk = sq + P::Q_BYTES, *sv = sk + ST * P::KV_BYTES;
+	uint64_t *qfull = (uint64_t *)(sv + ST * P::KV_BYTES), *kfull = qfull + 1, *vfull = kfull + ST,
+		 *empty = vfull + ST;
+	const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
+	const int ntm = (Sq + BM - 1) / BM, z = blockIdx.x / ntm, m0 = (blockIdx.x % ntm) * BM;
+	const int nkt = (Sk + BN - 1) / BN;
+	if (threadIdx.x == 0) {
+		bar_init(qfull, 1);
+		for (int s = 0; s < ST; s++) {
+			bar_init(&kfull[s], 1);
+			bar_init(&vfull[s], 1);
+			bar_init(&empty[s], 8);         /* lane 0 of each consumer warp */
+		}
+		asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+	}
+	__syncthreads();
+	if (wg == 0) {
+		fgg::regs_dec<24>();
+		if (t != 0)
+			return;
+		int kz, vz;
+		bt.of(z, kz, vz);
+		bar_expect(qfull, P::Q_BYTES);
+#pragma unroll
+		for (int j = 0; j < DB; j++)
+			tma_load(sq + j * BM * ROW, &mq, qfull, 64 * j, m0, z);
+		for (int n = 0, s = 0, ph = 0; n < nkt; n++) {
+			bar_wait(&empty[s], ph ^ 1);
+			bar_expect(&kfull[s], P::KV_BYTES);
+#pragma unroll
+			for (int j = 0; j < DB; j++)
+				tma_load(sk + s * P::KV_BYTES + j * BN * ROW, &mk, &kfull[s], 64 * j, n * BN, kz);
+			bar_expect(&vfull[s], P::KV_BYTES);
+#pragma unroll
+			for (int j = 0; j < DB; j++)
+				tma_load(sv + s * P::KV_BYTES + j * BN * ROW, &mv, &vfull[s], 64 * j, n * BN, vz);
+			if (++s == ST)
+				s = 0, ph ^= 1;
+		}
+		return;
+	}
+	fgg::regs_inc<240>();
+	const int c = wg - 1, w = t / 32, l = t % 32;
+	const int r0 = m0 + c * 64 + w * 16 + l / 4;    /* this thread's rows: r0, r0 + 8 */
+	const int rows_in = m0 + BM <= Sq;              /* every row of the block is one of q's */
+	float o[D / 2];
+#pragma unroll
+	for (int i = 0; i < D / 2; i++)
+		o[i] = 0.0f;
+	float mrow[2] = {-CUDART_INF_F, -CUDART_INF_F}, lsum[2] = {0.0f, 0.0f};
+	bar_wait(qfull, 0);
+	for (int n = 0, s = 0, ph = 0; n < nkt; n++) {
+		float sc[BN / 2];
+		/* 1. S = Q K^T */
+		bar_wait(&kfull[s], ph);
+		wg_fence();
+#pragma unroll
+		for (int j = 0; j < DB; j++)
+#pragma unroll
+			for (int kk = 0; kk < 4; kk++) {
+				const uint64_t da = desc(sq + j * BM * ROW + c * 64 * ROW + kk * 32, 16, 1024);
+				const uint64_t db = desc(sk + s * P::KV_BYTES + j * BN * ROW + kk * 32, 16, 1024);
+				fgg::Wgmma<BN, T>::template mma<0, 0>(sc, da, db, j > 0 || kk > 0);
+			}
+		wg_commit();
+		wg_wait<0>();
+		pin<BN / 2>(sc);
+		/* 2. the score ops, and -inf past the keys */
+		const int c0 = n * BN + 2 * (l % 4);
+		if (rows_in && (n + 1) * BN <= Sk) {
+#pragma unroll
+			for (int j = 0; j < BN / 8; j++) {
+				score(z, r0, c0 + 8 * j, sc[4 * j], sc[4 * j + 1]);
+				score(z, r0 + 8, c0 + 8 * j, sc[4 * j + 2], sc[4 * j + 3]);
+			}
+		} else {
+#pragma unroll
+			for (int j = 0; j < BN / 8; j++) {
+				const int col = c0 + 8 * j;
+				if (col < Sk && r0 < Sq)
+					score(z, r0, col, sc[4 * j], sc[4 * j + 1]);
+				if (col < Sk && r0 + 8 < Sq)
+					score(z, r0 + 8, col, sc[4 * j + 2], sc[4 * j + 3]);
+				if (col >= Sk)
+					sc[4 * j] = sc[4 * j + 2] = -CUDART_INF_F;
+				if (col + 1 >= Sk)
+					sc[4 * j + 1] = sc[4 * j + 3] = -CUDART_INF_F;
+			}
+		}
+		/* 3. the online softmax, row r0 + 8h of each pair */
+#pragma unroll
+		for (int h = 0; h < 2; h++) {
+			float mx = mrow[h];
+#pragma unroll
+			for (int j = 0; j < BN / 8; j++)
+				mx = fmaxf(mx, fmaxf(sc[4 * j + 2 * h], sc[4 * j + 2 * h + 1]));
+			mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
+			mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
+			const float mu = mx == -CUDART_INF_F ? 0.0f : mx, mb = mu * LOG2E;
+			const float alpha = fg_ex2(mrow[h] * LOG2E - mb);
+			mrow[h] = mx;
+			lsum[h] *= alpha;
+#pragma unroll
+			for (int j = 0; j < D / 8; j++) {
+				o[4 * j + 2 * h] *= alpha;
+				o[4 * j + 2 * h + 1] *= alpha;
+			}
+#pragma unroll
+			for (int j = 0; j < BN / 8; j++) {
+				sc[4 * j + 2 * h] = fg_ex2(fmaf(sc[4 * j + 2 * h], LOG2E, -mb));
+				sc[4 * j + 2 * h + 1] = fg_ex2(fmaf(sc[4 * j + 2 * h + 1], LOG2E, -mb));
+				lsum[h] += sc[4 * j + 2 * h] + sc[4 * j + 2 * h + 1];
+			}
+		}
+		/* 4. O += P V, P from registers */
+		uint32_t pa[BN / 16][4];
+#pragma unroll
+		for (int kk = 0; kk < BN / 16; kk++)
+#pragma unroll
+			for (int i = 0; i < 4; i++)
+				pa[kk][i] = pack2<T>(sc[8 * kk + 2 * i], sc[8 * kk + 2 * i + 1]);
+		bar_wait(&vfull[s], ph);
+		pin<D / 2>(o);
+		wg_fence();
+#pragma unroll
+		for (int kk = 0; kk < BN / 16; kk++)
+			WgmmaRA<D, T>::mma(o, pa[kk], desc(sv + s * P::KV_BYTES + kk * 16 * ROW, BN * ROW, 1024));
+		wg_commit();
+		wg_wait<0>();
+		pin<D / 2>(o);
+		if (l == 0)
+			bar_arrive(&empty[s]);
+		if (++s == ST)
+			s = 0, ph ^= 1;
+	}
+	/* O / l to the epilogue */
+	float inv[2];
+#pragma unroll
+	for (int h = 0; h < 2; h++) {
+		float sum = lsum[h];
+		sum += __shfl_xor_sync(0xffffffff, sum, 1);
+		sum += __shfl_xor_sync(0xffffffff, sum, 2);
+		inv[h] = 1.0f / sum;
+	}
+	const int cb = 2 * (l % 4);
+#pragma unroll
+	for (int j = 0; j < D / 8; j++) {
+		if (r0 < Sq)
+			out(z, r0, cb + 8 * j, o[4 * j] * inv[0], o[4 * j + 1] * inv[0]);
+		if (r0 + 8 < Sq)
+			out(z, r0 + 8, cb + 8 * j, o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]);
+	}
+#else
+	__trap();       /* built for another target: the launcher refuses first */
+#endif
+}
+
+/* ------------------------------------------------------------ the host */
+
+/* A 3-d tensor map of n matrices [rows, D] of T at p, boxes of 64
+ * columns by box_rows rows. */
+template <class T>
+static void tmap(CUtensorMap *m, const void *p, int64_t rows, int D, int64_t n, uint32_t box_rows)
+{
+	const FgrtDtype dt = std::is_same<T, __half>::value ? FGRT_F16 : FGRT_BF16;
+	const uint64_t dims[3] = {(uint64_t)D, (uint64_t)rows, (uint64_t)n};
+	const uint64_t pitch[2] = {(uint64_t)D * sizeof(T), (uint64_t)rows * D * sizeof(T)};
+	const uint32_t box[3] = {64, box_rows, 1};
+	fgrt_tmap(m, p, dt, dims, pitch, box);
+}
+
+/* Launches attention<T, D> on ctx->stream: Z output matrices of Sq rows;
+ * k and v hold zk and zv matrices of Sk rows. */
+template <class T, int D, class Score, class Out>
+static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v, int Sq, int Sk, int Z, int zk,
+		   int zv, const Batch &bt, const Score &score, const Out &out)
+{
+	using P = Plan<D>;
+	CUtensorMap mq, mk, mv;
+	tmap<T>(&mq, q, Sq, D, Z, BM);
+	tmap<T>(&mk, k, Sk, D, zk, BN);
+	tmap<T>(&mv, v, Sk, D, zv, BN);
+	static int ready[64];
+	int dev;
+	fgrt_cuda(cudaGetDevice(&dev), "cudaGetDevice");
+	if (dev < 0 || dev >= 64)
+		fgrt_cuda(cudaErrorInvalidDevice, "the generated attention on a device past the 64th");
+	if (!ready[dev]) {
+		fgrt_cuda(cudaFuncSetAttribute(attention<T, D, Score, Out>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+					       P::SMEM), "cudaFuncSetAttribute");
+		ready[dev] = 1;
+	}
+	const int64_t grid = (int64_t)((Sq + BM - 1) / BM) * Z;
+	attention<T, D, Score, Out><<<(unsigned)grid, THREADS, P::SMEM, ctx->stream>>>(mq, mk, mv, Sq, Sk, bt, score, out);
+}
+
+} /* namespace fga */
+
+#endif
