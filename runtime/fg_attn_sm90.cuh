@@ -4,7 +4,7 @@
  * probabilities never leaving the chip (the attention group,
  * compiler/cuda/attention.c; issue 16).
  *
- * fga::attention<T, D, Score, Out>: q [Z, Sq, D], k [Zk, Sk, D], v [Zv,
+ * fga::attention<T, D, Score, Tiles, Out>: q [Z, Sq, D], k [Zk, Sk, D], v [Zv,
  * Sk, D] of T (f16 or bf16), row-major; output matrix z reads k's matrix
  * bt.k(z) and v's bt.v(z) (K and V shared over query heads: GQA, MQA).
  * A block takes BM = 128 query rows of one z and walks the keys in tiles
@@ -39,7 +39,14 @@
  *
  * The functors the compiler writes per group:
  *     void Score::operator()(int z, int r, int c, float &v0, float &v1) const
+ *     bool Tiles::operator()(int r0, int r1, int c0, int c1) const
  *     void Out::operator()(int z, int r, int c, float v0, float v1) const
+ * Tiles says that every score of rows [r0, r1] and keys [c0, c1] is -inf
+ * (a causal mask above the diagonal, a sliding window's outside): such a
+ * tile adds nothing to a row.  The producer skips the tiles masked for
+ * the block's rows (and the consumers with it); a consumer whose 64 rows
+ * alone are masked releases the stage unread.  Query tiles are walked
+ * last first, as a causal mask gives them the most keys.
  * for S[z][r][c], S[z][r][c + 1] (and O's).  The accumulator layout gives
  * each thread such pairs: for n8 block j of each 64 rows, thread t of the
  * warpgroup holds rows 16(t/32) + (t%32)/4 (+ 8) at columns 8j + 2(t%4).
@@ -77,7 +84,7 @@ template <int D> struct Plan {
 	static constexpr int STAGES = D == 64 ? 4 : 2;
 	static constexpr int Q_BYTES = BM * D * 2;
 	static constexpr int KV_BYTES = BN * D * 2;
-	static constexpr int SMEM = 1024 + Q_BYTES + 2 * STAGES * KV_BYTES + 8 * (1 + 3 * STAGES);
+	static constexpr int SMEM = 1024 + Q_BYTES + 2 * STAGES * KV_BYTES + 8 * (1 + 4 * STAGES);
 };
 
 /* Where output matrix z reads k and v: the output's batch dims (ext, C
@@ -150,6 +157,16 @@ FG_WGMMA_RA_N64(__half, "f16")
 FG_WGMMA_RA_N128(__nv_bfloat16, "bf16")
 FG_WGMMA_RA_N128(__half, "f16")
 
+/* Pins P's registers at this point (fgg::pin's, for wgmma's A operand):
+ * computed before the fence that precedes the wgmma reading them, as
+ * ptxas otherwise waits for them (its C7519). */
+template <int N> static __device__ __forceinline__ void pin_a(uint32_t *a)
+{
+#pragma unroll
+	for (int i = 0; i < N; i++)
+		asm volatile("" : "+r"(a[i])::"memory");
+}
+
 /* Two floats as a pair of T, the first in the low half. */
 template <class T> static __device__ __forceinline__ uint32_t pack2(float lo, float hi);
 template <> __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi)
@@ -165,10 +182,33 @@ template <> __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi
 
 constexpr float LOG2E = 1.4426950408889634f;
 
-template <class T, int D, class Score, class Out>
+/* The Tiles functor of a group without a mask the compiler can bound:
+ * no tile is skipped. */
+struct NoSkip {
+	__device__ __forceinline__ bool operator()(int, int, int, int) const
+	{
+		return false;
+	}
+};
+
+/* The tile bounds' intervals and helpers (compiler/cuda/attention.c,
+ * NAME_tiles): a value's least and greatest over a tile. */
+struct Range {
+	double lo, hi;
+};
+static __device__ __forceinline__ double min4(double a, double b, double c, double d)
+{
+	return fmin(fmin(a, b), fmin(c, d));
+}
+static __device__ __forceinline__ double max4(double a, double b, double c, double d)
+{
+	return fmax(fmax(a, b), fmax(c, d));
+}
+
+template <class T, int D, class Score, class Tiles, class Out>
 __global__ void __launch_bounds__(THREADS, 1)
 attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
-	  const __grid_constant__ CUtensorMap mv, int Sq, int Sk, Batch bt, Score score, Out out)
+	  const __grid_constant__ CUtensorMap mv, int Sq, int Sk, Batch bt, Score score, Tiles masked, Out out)
 {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	using P = Plan<D>;
@@ -177,16 +217,18 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	uint8_t *sq = (uint8_t *)(((uintptr_t)fg_smem + 1023) & ~(uintptr_t)1023);
 	uint8_t *sk = sq + P::Q_BYTES, *sv = sk + ST * P::KV_BYTES;
 	uint64_t *qfull = (uint64_t *)(sv + ST * P::KV_BYTES), *kfull = qfull + 1, *vfull = kfull + ST,
-		 *empty = vfull + ST;
+		 *kempty = vfull + ST, *vempty = kempty + ST;
 	const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
-	const int ntm = (Sq + BM - 1) / BM, z = blockIdx.x / ntm, m0 = (blockIdx.x % ntm) * BM;
-	const int nkt = (Sk + BN - 1) / BN;
+	/* the last query tiles first: under a causal mask they have the most keys */
+	const int ntm = (Sq + BM - 1) / BM, z = blockIdx.x / ntm, m0 = (ntm - 1 - blockIdx.x % ntm) * BM;
+	const int nkt = (Sk + BN - 1) / BN, rlast = min(m0 + BM, Sq) - 1;
 	if (threadIdx.x == 0) {
 		bar_init(qfull, 1);
 		for (int s = 0; s < ST; s++) {
 			bar_init(&kfull[s], 1);
 			bar_init(&vfull[s], 1);
-			bar_init(&empty[s], 8);         /* lane 0 of each consumer warp */
+			bar_init(&kempty[s], 8);        /* lane 0 of each consumer warp */
+			bar_init(&vempty[s], 8);
 		}
 		asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 	}
@@ -201,12 +243,17 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 #pragma unroll
 		for (int j = 0; j < DB; j++)
 			tma_load(sq + j * BM * ROW, &mq, qfull, 64 * j, m0, z);
+		/* K of a stage is free once both consumers' S = Q K^T read it,
+		 * V once their O += P V did: K runs a product ahead of V */
 		for (int n = 0, s = 0, ph = 0; n < nkt; n++) {
-			bar_wait(&empty[s], ph ^ 1);
+			if (masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
+				continue;
+			bar_wait(&kempty[s], ph ^ 1);
 			bar_expect(&kfull[s], P::KV_BYTES);
 #pragma unroll
 			for (int j = 0; j < DB; j++)
 				tma_load(sk + s * P::KV_BYTES + j * BN * ROW, &mk, &kfull[s], 64 * j, n * BN, kz);
+			bar_wait(&vempty[s], ph ^ 1);
 			bar_expect(&vfull[s], P::KV_BYTES);
 #pragma unroll
 			for (int j = 0; j < DB; j++)
@@ -225,12 +272,27 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	for (int i = 0; i < D / 2; i++)
 		o[i] = 0.0f;
 	float mrow[2] = {-CUDART_INF_F, -CUDART_INF_F}, lsum[2] = {0.0f, 0.0f};
-	bar_wait(qfull, 0);
-	for (int n = 0, s = 0, ph = 0; n < nkt; n++) {
-		float sc[BN / 2];
-		/* 1. S = Q K^T */
-		bar_wait(&kfull[s], ph);
-		wg_fence();
+	uint32_t pa[BN / 16][4];        /* the previous tile's P, as wgmma's A */
+	/* The consumers take turns on the tensor cores (named barriers 1 and
+	 * 2, as the generated matmul's ping-pong): a turn issues O += P V of
+	 * the previous tile and S = Q K^T of this one, back to back, then
+	 * passes the turn; the softmax of S runs while the other consumer's
+	 * turn keeps the tensor cores busy.  Consumer 0 takes the first turn
+	 * without waiting; consumer 1 passes no turn after its last. */
+	int turns = 0, ps = -1, pph = 0;
+	auto take_turn = [&]() {
+		if (c == 1 || turns > 0)
+			fgg::named_sync(1 + c);
+		turns++;
+	};
+	/* O += P V of the previous tile (stage ps), issued */
+	auto pv = [&]() {
+#pragma unroll
+		for (int kk = 0; kk < BN / 16; kk++)
+			WgmmaRA<D, T>::mma(o, pa[kk], desc(sv + ps * P::KV_BYTES + kk * 16 * ROW, BN * ROW, 1024));
+	};
+	/* S = Q K^T of stage s, issued */
+	auto qk = [&](float *sc, int s) {
 #pragma unroll
 		for (int j = 0; j < DB; j++)
 #pragma unroll
@@ -239,12 +301,41 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 				const uint64_t db = desc(sk + s * P::KV_BYTES + j * BN * ROW + kk * 32, 16, 1024);
 				fgg::Wgmma<BN, T>::template mma<0, 0>(sc, da, db, j > 0 || kk > 0);
 			}
+	};
+	bar_wait(qfull, 0);
+	for (int n = 0, s = 0, ph = 0; n < nkt; n++) {
+		const int k0 = n * BN;
+		if (masked(m0, rlast, k0, min(k0 + BN, Sk) - 1))
+			continue;       /* not loaded */
+		float sc[BN / 2];
+		/* 1. a turn: O += P V of the previous tile, S = Q K^T */
+		take_turn();
+		bar_wait(&kfull[s], ph);
+		if (ps >= 0)
+			bar_wait(&vfull[ps], pph);
+		pin<D / 2>(o);
+		pin<BN / 2>(sc);
+		pin_a<BN / 4>(&pa[0][0]);
+		wg_fence();
+		if (ps >= 0) {  /* straight-line between fence and commit: no wgmma under a branch */
+			pv();
+			qk(sc, s);
+		} else {
+			qk(sc, s);
+		}
 		wg_commit();
+		fgg::named_arrive(2 - c);
 		wg_wait<0>();
 		pin<BN / 2>(sc);
+		pin<D / 2>(o);
+		if (l == 0) {
+			bar_arrive(&kempty[s]);
+			if (ps >= 0)
+				bar_arrive(&vempty[ps]);
+		}
 		/* 2. the score ops, and -inf past the keys */
-		const int c0 = n * BN + 2 * (l % 4);
-		if (rows_in && (n + 1) * BN <= Sk) {
+		const int c0 = k0 + 2 * (l % 4);
+		if (rows_in && k0 + BN <= Sk) {
 #pragma unroll
 			for (int j = 0; j < BN / 8; j++) {
 				score(z, r0, c0 + 8 * j, sc[4 * j], sc[4 * j + 1]);
@@ -264,7 +355,8 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 					sc[4 * j + 1] = sc[4 * j + 3] = -CUDART_INF_F;
 			}
 		}
-		/* 3. the online softmax, row r0 + 8h of each pair */
+		/* 3. the online softmax, row r0 + 8h of each pair: O (now with
+		 * the previous tile's P V) and l rescaled to the new max */
 #pragma unroll
 		for (int h = 0; h < 2; h++) {
 			float mx = mrow[h];
@@ -289,26 +381,30 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 				lsum[h] += sc[4 * j + 2 * h] + sc[4 * j + 2 * h + 1];
 			}
 		}
-		/* 4. O += P V, P from registers */
-		uint32_t pa[BN / 16][4];
+		/* 4. P as the next turn's A operand */
 #pragma unroll
 		for (int kk = 0; kk < BN / 16; kk++)
 #pragma unroll
 			for (int i = 0; i < 4; i++)
 				pa[kk][i] = pack2<T>(sc[8 * kk + 2 * i], sc[8 * kk + 2 * i + 1]);
-		bar_wait(&vfull[s], ph);
+		ps = s, pph = ph;
+		if (++s == ST)
+			s = 0, ph ^= 1;
+	}
+	if (ps >= 0) {          /* the last turn: the last tile's O += P V */
+		take_turn();
+		bar_wait(&vfull[ps], pph);
 		pin<D / 2>(o);
+		pin_a<BN / 4>(&pa[0][0]);
 		wg_fence();
-#pragma unroll
-		for (int kk = 0; kk < BN / 16; kk++)
-			WgmmaRA<D, T>::mma(o, pa[kk], desc(sv + s * P::KV_BYTES + kk * 16 * ROW, BN * ROW, 1024));
+		pv();
 		wg_commit();
+		if (c == 0)
+			fgg::named_arrive(2 - c);
 		wg_wait<0>();
 		pin<D / 2>(o);
 		if (l == 0)
-			bar_arrive(&empty[s]);
-		if (++s == ST)
-			s = 0, ph ^= 1;
+			bar_arrive(&vempty[ps]);
 	}
 	/* O / l to the epilogue */
 	float inv[2];
@@ -348,9 +444,9 @@ static void tmap(CUtensorMap *m, const void *p, int64_t rows, int D, int64_t n, 
 
 /* Launches attention<T, D> on ctx->stream: Z output matrices of Sq rows;
  * k and v hold zk and zv matrices of Sk rows. */
-template <class T, int D, class Score, class Out>
+template <class T, int D, class Score, class Tiles, class Out>
 static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v, int Sq, int Sk, int Z, int zk,
-		   int zv, const Batch &bt, const Score &score, const Out &out)
+		   int zv, const Batch &bt, const Score &score, const Tiles &masked, const Out &out)
 {
 	using P = Plan<D>;
 	CUtensorMap mq, mk, mv;
@@ -363,12 +459,13 @@ static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v
 	if (dev < 0 || dev >= 64)
 		fgrt_cuda(cudaErrorInvalidDevice, "the generated attention on a device past the 64th");
 	if (!ready[dev]) {
-		fgrt_cuda(cudaFuncSetAttribute(attention<T, D, Score, Out>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+		fgrt_cuda(cudaFuncSetAttribute(attention<T, D, Score, Tiles, Out>, cudaFuncAttributeMaxDynamicSharedMemorySize,
 					       P::SMEM), "cudaFuncSetAttribute");
 		ready[dev] = 1;
 	}
 	const int64_t grid = (int64_t)((Sq + BM - 1) / BM) * Z;
-	attention<T, D, Score, Out><<<(unsigned)grid, THREADS, P::SMEM, ctx->stream>>>(mq, mk, mv, Sq, Sk, bt, score, out);
+	attention<T, D, Score, Tiles, Out><<<(unsigned)grid, THREADS, P::SMEM, ctx->stream>>>(mq, mk, mv, Sq, Sk, bt, score,
+											      masked, out);
 }
 
 } /* namespace fga */

@@ -16,6 +16,7 @@
  * transpose) and v as stored, k and v at the batch of each output matrix
  * that fga::Batch gives (their strides in matrices, 0 where broadcast).
  */
+#include <math.h>
 #include <string.h>
 
 #include "cuda.h"
@@ -118,6 +119,156 @@ static void out_stores(Kern *k, const FgAttn *a)
 	}
 }
 
+/* ------------------------------------------------ tiles masked whole */
+
+/* Tile skipping.  When the last score op is where(cond, s, -inf) (or
+ * where(cond, -inf, s)), a key tile whose every score is -inf adds
+ * nothing to a row (exp(-inf - m) = 0), so the kernel need not load or
+ * multiply it.  NAME_tiles says so from cond over the tile's rows [r0, r1]
+ * and keys [c0, c1] by interval arithmetic: each value of cond's cone an
+ * interval [lo, hi] (a bool: lo 1 certainly true, hi 0 certainly false),
+ * built from iota along the query or the key axis, constants and the ops
+ * below; anything else (a mask read from memory, an iota along a batch
+ * axis) makes no functor, and every tile is computed.  A causal mask
+ * skips the tiles above the diagonal, a sliding window those outside it. */
+typedef struct Bounds {
+	FgArena *a;
+	const FgGraph *g;
+	const FgShape *S;       /* the scores' shape */
+	const char **lo, **hi;  /* per node, once bounded: its variables */
+	const char *text;       /* their definitions so far */
+} Bounds;
+
+/* Bounds of node id's values as C variables (defined in b->text), or 0
+ * when an op of its cone is not one that interval arithmetic follows. */
+static int bound(Bounds *b, int id)
+{
+	if (b->lo[id])
+		return 1;
+	const FgNode *n = &b->g->nodes[id];
+	const char *lo = NULL, *hi = NULL, *L[3], *H[3];
+	FgArena *a = b->a;
+	if (n->op == FG_OP_CONST) {
+		if (!isfinite(n->a.value))
+			return 0;
+		lo = hi = cu_fmt(a, "%.17g", n->a.value);
+	} else if (n->op == FG_OP_IOTA) {
+		int ax = n->a.axis + b->S->rank - n->shape.rank;
+		if (n->shape.d[n->a.axis] == 1)
+			lo = hi = "0.0";
+		else if (ax == b->S->rank - 2)
+			lo = "(double)r0", hi = "(double)r1";
+		else if (ax == b->S->rank - 1)
+			lo = "(double)c0", hi = "(double)c1";
+		else
+			return 0;
+	} else {
+		if (n->nin > 3)
+			return 0;
+		for (int j = 0; j < n->nin; j++) {
+			if (!bound(b, n->in[j]))
+				return 0;
+			L[j] = b->lo[n->in[j]], H[j] = b->hi[n->in[j]];
+		}
+		switch (n->op) {
+		case FG_OP_ADD:
+			lo = cu_fmt(a, "%s + %s", L[0], L[1]), hi = cu_fmt(a, "%s + %s", H[0], H[1]);
+			break;
+		case FG_OP_SUB:
+			lo = cu_fmt(a, "%s - %s", L[0], H[1]), hi = cu_fmt(a, "%s - %s", H[0], L[1]);
+			break;
+		case FG_OP_NEG:
+			lo = cu_fmt(a, "-%s", H[0]), hi = cu_fmt(a, "-%s", L[0]);
+			break;
+		case FG_OP_MUL: {
+			const char *p = cu_fmt(a, "%s * %s, %s * %s, %s * %s, %s * %s", L[0], L[1], L[0], H[1], H[0], L[1],
+					       H[0], H[1]);
+			lo = cu_fmt(a, "fga::min4(%s)", p), hi = cu_fmt(a, "fga::max4(%s)", p);
+			break;
+		}
+		case FG_OP_ABS:
+			lo = cu_fmt(a, "%s >= 0.0 ? %s : %s <= 0.0 ? -%s : 0.0", L[0], L[0], H[0], H[0]);
+			hi = cu_fmt(a, "fmax(-%s, %s)", L[0], H[0]);
+			break;
+		case FG_OP_MINIMUM:
+			lo = cu_fmt(a, "fmin(%s, %s)", L[0], L[1]), hi = cu_fmt(a, "fmin(%s, %s)", H[0], H[1]);
+			break;
+		case FG_OP_MAXIMUM:
+			lo = cu_fmt(a, "fmax(%s, %s)", L[0], L[1]), hi = cu_fmt(a, "fmax(%s, %s)", H[0], H[1]);
+			break;
+		case FG_OP_CAST:        /* exact from an integer to a number */
+			if (!fg_dtype_is_int(b->g->nodes[n->in[0]].dt) || n->dt == FG_DT_BOOL)
+				return 0;
+			lo = L[0], hi = H[0];
+			break;
+		case FG_OP_LT:          /* certainly true; possibly true */
+			lo = cu_fmt(a, "%s < %s", H[0], L[1]), hi = cu_fmt(a, "%s < %s", L[0], H[1]);
+			break;
+		case FG_OP_LE:
+			lo = cu_fmt(a, "%s <= %s", H[0], L[1]), hi = cu_fmt(a, "%s <= %s", L[0], H[1]);
+			break;
+		case FG_OP_GT:
+			lo = cu_fmt(a, "%s > %s", L[0], H[1]), hi = cu_fmt(a, "%s > %s", H[0], L[1]);
+			break;
+		case FG_OP_GE:
+			lo = cu_fmt(a, "%s >= %s", L[0], H[1]), hi = cu_fmt(a, "%s >= %s", H[0], L[1]);
+			break;
+		case FG_OP_EQ:
+		case FG_OP_NE: {
+			const char *t = cu_fmt(a, "(%s == %s && %s == %s && %s == %s)", L[0], H[0], L[1], H[1], L[0], L[1]);
+			const char *f = cu_fmt(a, "(%s < %s || %s < %s)", H[0], L[1], H[1], L[0]);
+			lo = n->op == FG_OP_EQ ? t : f;
+			hi = cu_fmt(a, "!%s", n->op == FG_OP_EQ ? f : t);
+			break;
+		}
+		case FG_OP_AND:
+			lo = cu_fmt(a, "%s && %s", L[0], L[1]), hi = cu_fmt(a, "%s && %s", H[0], H[1]);
+			break;
+		case FG_OP_OR:
+			lo = cu_fmt(a, "%s || %s", L[0], L[1]), hi = cu_fmt(a, "%s || %s", H[0], H[1]);
+			break;
+		case FG_OP_NOT:
+			lo = cu_fmt(a, "!%s", H[0]), hi = cu_fmt(a, "!%s", L[0]);
+			break;
+		case FG_OP_WHERE:       /* the branch the condition certainly takes, else both */
+			lo = cu_fmt(a, "%s ? %s : !%s ? %s : fmin(%s, %s)", L[0], L[1], H[0], L[2], L[1], L[2]);
+			hi = cu_fmt(a, "%s ? %s : !%s ? %s : fmax(%s, %s)", L[0], H[1], H[0], H[2], H[1], H[2]);
+			break;
+		default:
+			return 0;
+		}
+	}
+	b->lo[id] = cu_fmt(a, "b%d.lo", id);
+	b->hi[id] = cu_fmt(a, "b%d.hi", id);
+	b->text = cu_fmt(a, "%s\t\tconst fga::Range b%d = {(double)(%s), (double)(%s)};\n", b->text, id, lo, hi);
+	return 1;
+}
+
+/* Writes NAME_tiles for a's mask when its tiles can be bounded; returns
+ * its initializer, or "fga::NoSkip{}" (every tile computed). */
+static const char *tile_functor(Emit *E, const Kern *k, const FgAttn *a, const char *name)
+{
+	const FgNode *x = &k->g->nodes[a->x];
+	if (a->nchain == 0 || x->op != FG_OP_WHERE)
+		return "fga::NoSkip{}";
+	int neg = -1;
+	for (int j = 1; j < 3; j++) {
+		const FgNode *c = &k->g->nodes[x->in[j]];
+		if (c->op == FG_OP_CONST && isinf(c->a.value) && c->a.value < 0)
+			neg = j;
+	}
+	Bounds b = {k->a, k->g, &x->shape, NULL, NULL, ""};
+	b.lo = fg_arena_array(k->a, (size_t)k->g->nnodes + 1, sizeof(char *));
+	b.hi = fg_arena_array(k->a, (size_t)k->g->nnodes + 1, sizeof(char *));
+	if (neg < 0 || !bound(&b, x->in[0]))
+		return "fga::NoSkip{}";
+	cu_out(E, "struct %s {\n\t/* whether where(%s) puts -inf at every score of rows [r0, r1] and keys [c0, c1] */\n"
+	       "\t__device__ __forceinline__ bool operator()(int r0, int r1, int c0, int c1) const\n\t{\n%s"
+	       "\t\treturn %s;\n\t}\n};\n\n", name, neg == 2 ? "cond, s, -inf" : "cond, -inf, s", b.text,
+	       neg == 2 ? cu_fmt(k->a, "!(%s)", b.hi[x->in[0]]) : b.lo[x->in[0]]);
+	return cu_fmt(k->a, "%s{}", name);
+}
+
 /* "{a, b, c}" of the first n of v, padded with zeros to fga::MAX_BATCH. */
 static const char *int_list(FgArena *a, const int64_t *v, int n)
 {
@@ -163,6 +314,7 @@ void cu_emit_attention(Emit *E, Kern *k)
 				   (long long)a.d, (long long)a.sq, (long long)a.sk, (long long)Z,
 				   cu_numel(kshape) < cu_numel(os) / a.sq * a.sk ? ", k and v shared across the batch" : "",
 				   k->plan->names[a.mm1], k->plan->names[a.p], sname, oname));
+	const char *tiles = tile_functor(E, k, &a, cu_kname(k, "tiles"));
 	const char *sargs = functor(E, &ks_, sname, "int z_, int r_, int c_, float &v0, float &v1", 0);
 	const char *oargs = functor(E, k, oname, "int z_, int r_, int c_, float v0, float v1", 1);
 	int64_t ext[FG_MAX_RANK];
@@ -171,9 +323,9 @@ void cu_emit_attention(Emit *E, Kern *k)
 	const int64_t blocks = (a.sq + 127) / 128 * Z;
 	cu_add_call(E, cu_kname(k, NULL), k->gi, blocks, 384,
 		    cu_fmt(E->a, "fga::launch<%s, %lld>(ctx, %s, %s, %s, %lld, %lld, %lld, %lld, %lld, "
-			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s{%s});", tname, (long long)a.d,
+			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s{%s});", tname, (long long)a.d,
 			   cu_tensor_param(k, a.q), cu_tensor_param(k, a.k), cu_tensor_param(k, a.v), (long long)a.sq,
 			   (long long)a.sk, (long long)Z, (long long)(cu_numel(kshape) / (a.sk * a.d)),
 			   (long long)(cu_numel(vshape) / (a.sk * a.d)), nb, int_list(k->a, ext, nb), int_list(k->a, ks, nb),
-			   int_list(k->a, vs, nb), sname, sargs, oname, oargs));
+			   int_list(k->a, vs, nb), sname, sargs, tiles, oname, oargs));
 }

@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""
+attention.py - fgc's attention kernel against PyTorch's SDPA (cuDNN and
+flash backends) and torch.compile of the same primitive graph, in one
+process, timed by peers.py's harness (cold and sustained, SM clock read).
+
+    python3 bench/attention.py [--fgc build/fgc] [--out out/attention] [--work DIR]
+                               [--seqs 1024,2048,4096,8192,16384] [--dims 64,128]
+                               [--bh 64] [--mods] [--runs N] [--rounds R] ...
+
+Each case is a graph written here from primitives, bf16 [BH, S, D]:
+    o = matmul(softmax(score(matmul(q, transpose(k)) * D^-1/2)), v)
+with score the identity, a causal mask (where(iota(1) <= iota(0), s,
+-inf)), and with --mods at S = 4096, D = 128: an additive bias [S, S], a
+softcap 30 tanh(s / 30), a sliding window of 1024 keys.  fgc runs it as
+compiled by `fgc compile --lib` (python/fgc); SDPA gets the same tensors
+(is_causal for the causal mask, attn_mask for the bias and the window;
+flash takes no mask tensor, so it has no row there); torch.compile gets
+`fgc emit-torch`'s module (default mode: Inductor's attention pattern
+matcher rewrites the plain form into SDPA).  Each result is compared on
+its first two matrices with SDPA's math backend in f32: RMSE no more than
+three times cuDNN's (or flash's) own.  TFLOP/s count 4 BH S^2 D, halved
+for a causal mask.  Writes OUT/attention.md and OUT/attention.json.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import peers  # noqa: E402  (the harness: clocks, cold and sustained timing)
+
+MODS = {
+    "plain": "s",
+    "causal": "where(iota(shape=[S, S], axis=1) <= iota(shape=[S, S], axis=0), s, -inf)",
+    "bias": "s + bias",
+    "softcap": "30.0 * tanh(s / 30.0)",
+    "window": "where(abs(iota(shape=[S, S], axis=1) - iota(shape=[S, S], axis=0)) < 1024, s, -inf)",
+}
+
+
+def graph(bh, s, d, mod):
+    extra = "  input bias : bf16[S, S]\n" if mod == "bias" else ""
+    return ("graph attention_%s {\n  input q : bf16[BH=%d, S=%d, D=%d]\n  input k : bf16[BH, S, D]\n"
+            "  input v : bf16[BH, S, D]\n%s  s = matmul(q, transpose(k)) * %.17g\n  x = %s\n"
+            "  o = matmul(softmax(x), v)\n  output o\n}\n" % (mod, bh, s, d, extra, d ** -0.5, MODS[mod]))
+
+
+def sdpa_mask(mod, s, inputs):
+    """SDPA's arguments for the score op: (attn_mask, is_causal)."""
+    if mod == "bias":
+        return inputs[3], False
+    if mod == "window":
+        i = torch.arange(s, device="cuda")
+        return (i[None, :] - i[:, None]).abs() < 1024, False
+    return None, mod == "causal"
+
+
+def build(args, cases):
+    """Per case: (fg path, lib path, None) or (fg path, None, fgc's error)."""
+    import concurrent.futures
+
+    def one(c):
+        bh, s, d, mod = c
+        stem = "attn_%s_s%d_d%d" % (mod, s, d)
+        src = os.path.join(args.work, stem + ".fg")
+        with open(src, "w") as f:
+            f.write(graph(bh, s, d, mod))
+        lib = os.path.join(args.work, stem, "lib%s.so" % stem)
+        os.makedirs(os.path.dirname(lib), exist_ok=True)
+        p = subprocess.run([args.fgc, "compile", src, "--lib", "-o", lib], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        return (src, lib, None) if p.returncode == 0 else (src, None, p.stdout.strip()[-600:])
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        return dict(zip(cases, pool.map(one, cases)))
+
+
+def rmse(a, b):
+    return float(((a.float() - b.float()) ** 2).mean().sqrt())
+
+
+def bench_case(args, case, built, clock, nvml):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    bh, s, d, mod = case
+    src, lib, err = built
+    row = {"case": "%s S=%d D=%d" % (mod, s, d), "bh": bh, "s": s, "d": d, "mod": mod}
+    flops = 4.0 * bh * s * s * d / (2 if mod == "causal" else 1)
+    mpath = os.path.join(args.work, os.path.basename(src)[:-3] + ".py")
+    subprocess.run([args.fgc, "emit-torch", src, "-o", mpath], check=True)
+    mod_py = peers.load_module(mpath)
+    inputs = list(mod_py.make_inputs(args.seed, "cuda").values())
+    q, k, v = inputs[:3]
+    mask, causal = sdpa_mask(mod, s, inputs)
+    scale = d ** -0.5
+    if mod == "softcap":
+        fns = {}
+    else:
+        def sdpa(backend):
+            def f():
+                with sdpa_kernel(backend):
+                    return F.scaled_dot_product_attention(q[None], k[None], v[None], attn_mask=mask,
+                                                          is_causal=causal, scale=scale)[0]
+            return f
+        fns = {"cudnn": sdpa(SDPBackend.CUDNN_ATTENTION)}
+        if mask is None:
+            fns["flash"] = sdpa(SDPBackend.FLASH_ATTENTION)
+    if not args.no_compile:
+        compiled = torch.compile(mod_py.forward)
+        fns["compile"] = lambda: compiled(*inputs)["o"]
+    if lib:
+        import fgc
+        model = fgc.load(lib)
+        fns["fgc"] = lambda: model(*inputs)
+    else:
+        row["fgc_error"] = err
+    # the reference: SDPA's math backend in f32 on the first two matrices
+    n = min(2, bh)
+    ref_mask = mask
+    if mod == "softcap":
+        sc = torch.matmul(q[:n].float(), k[:n].float().transpose(-1, -2)) * scale
+        ref = torch.matmul(torch.softmax(30.0 * torch.tanh(sc / 30.0), -1), v[:n].float())
+    else:
+        with sdpa_kernel(SDPBackend.MATH):
+            ref = F.scaled_dot_product_attention(q[:n].float()[None], k[:n].float()[None], v[:n].float()[None],
+                                                 attn_mask=None if ref_mask is None else
+                                                 (ref_mask.float() if ref_mask.dtype != torch.bool else ref_mask),
+                                                 is_causal=causal, scale=scale)[0]
+    errs = {}
+    for name, fn in list(fns.items()):
+        try:
+            errs[name] = rmse(fn()[:n], ref)
+        except Exception as e:  # a peer that cannot run this case drops out of the row
+            row[name + "_error"] = peers.first_line(e)
+            del fns[name]
+    base = errs.get("cudnn", errs.get("flash", errs.get("compile")))
+    row["rmse"] = errs
+    row["agree"] = {k: (e <= 3 * base + 1e-6 if base is not None else None) for k, e in errs.items()}
+    for fn in fns.values():
+        for _ in range(args.warmup):
+            fn()
+    cold, cold_clock = peers.time_cold(clock, nvml, fns, args.runs, args.gap)
+    sus, sus_clock = peers.time_sustained(clock, nvml, fns, args.rounds, args.sustain, cold)
+    for regime, times, clocks in (("cold", cold, cold_clock), ("sustained", sus, sus_clock)):
+        for name in fns:
+            row["%s_%s_ms" % (regime, name)] = times[name]
+            row["%s_%s_tflops" % (regime, name)] = flops / times[name] / 1e9
+            row["%s_%s_mhz" % (regime, name)] = clocks[name]["mhz"]
+    return row
+
+
+PEERS = ("fgc", "cudnn", "flash", "compile")
+
+
+def table(rows, regime):
+    head = "| case | " + " | ".join("%s TFLOP/s" % p for p in PEERS) + " | fgc / cuDNN | SM MHz fgc / cuDNN | agree (RMSE vs f32) |"
+    lines = [head, "|" + "---|" * (len(PEERS) + 4)]
+    for r in rows:
+        cells = []
+        for p in PEERS:
+            t = r.get("%s_%s_tflops" % (regime, p))
+            cells.append("%.0f" % t if t else r.get(p + "_error", "-")[:40])
+        f, c = r.get("%s_fgc_ms" % regime), r.get("%s_cudnn_ms" % regime)
+        ratio = "%.2fx" % (c / f) if f and c else "-"
+        mhz = "%s / %s" % (r.get("%s_fgc_mhz" % regime, "-"), r.get("%s_cudnn_mhz" % regime, "-"))
+        agree = ", ".join("%s %s" % (k, "ok" if v else "FAIL") for k, v in r.get("agree", {}).items())
+        lines.append("| %s | %s | %s | %s | %s |" % (r["case"], " | ".join(cells), ratio, mhz, agree))
+    return "\n".join(lines)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[1], formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--fgc", default=os.path.join(ROOT, "build", "fgc"))
+    p.add_argument("--out", default=os.path.join(ROOT, "out", "attention"))
+    p.add_argument("--work", default="/tmp/fgc-attention")
+    p.add_argument("--seqs", default="1024,2048,4096,8192,16384")
+    p.add_argument("--dims", default="64,128")
+    p.add_argument("--bh", type=int, default=64)
+    p.add_argument("--mods", action="store_true", help="also the score-mod rows (bias, softcap, window)")
+    p.add_argument("--no-causal", action="store_true")
+    peers.timing_options(p, runs=10, rounds=3, sustain=0.3, warmup=3)
+    args = peers.timing_checked(p.parse_args())
+    os.makedirs(args.out, exist_ok=True)
+    os.makedirs(args.work, exist_ok=True)
+    cases = [(args.bh, s, d, m) for s in map(int, args.seqs.split(",")) for d in map(int, args.dims.split(","))
+             for m in (("plain",) if args.no_causal else ("plain", "causal"))]
+    if args.mods:
+        cases += [(args.bh, 4096, 128, m) for m in ("bias", "softcap", "window")]
+    libs = build(args, cases)
+    clock, nvml = peers.Clock("cuda"), peers.Nvml("cuda")
+    rows = []
+    for c in cases:
+        peers.log("== %s" % (c,))
+        try:
+            row = bench_case(args, c, libs[c], clock, nvml)
+        except Exception as e:  # one case's failure must not lose the others
+            row = {"case": "%s S=%d D=%d" % (c[3], c[1], c[2]), "error": peers.first_line(e)}
+            peers.log("failed: %s" % e)
+        if not args.no_compile:
+            torch._dynamo.reset()
+        torch.cuda.empty_cache()
+        rows.append(row)
+        peers.log(table([row], "sustained").splitlines()[-1])
+    env = {"date": time.strftime("%Y-%m-%d %H:%M"), "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+           "command": " ".join(sys.argv)}
+    md = "# attention: fgc and its peers, bf16, BH = %d\n\n## Cold\n\n%s\n\n## Sustained\n\n%s\n\n%s\n" % (
+        args.bh, table(rows, "cold"), table(rows, "sustained"), json.dumps(env))
+    with open(os.path.join(args.out, "attention.md"), "w") as f:
+        f.write(md)
+    with open(os.path.join(args.out, "attention.json"), "w") as f:
+        json.dump({"environment": env, "rows": rows}, f, indent=1)
+    peers.log("\n" + md)
+
+
+if __name__ == "__main__":
+    main()
