@@ -948,6 +948,15 @@ typedef struct FgAttn {
 	int x;                  /* what the softmax reads (mm1 without a chain) */
 	int chain[FG_ATTN_CHAIN_MAX], nchain;
 	int64_t sq, sk, d;
+	/* A log-sum-exp of the scores, lse = f + log(sum(exp(x - f1))) with
+	 * f and f1 each max(x) or where(isinf(max(x)), 0, max(x)) over the
+	 * last axis (logsumexp expanded, or written by hand), what a backward
+	 * pass keeps: the kernel writes it per row from its running max and
+	 * sum.  lse_y: the value written (the add, or a reshape of it that
+	 * drops the axis of 1), -1 when none; lse: its ops (f, f1 and their
+	 * maxes, the sub, exp, sum, log and add, the reshape). */
+	int lse_y, lse_f, lse_f1, lse_add;
+	int lse[12], nlse;
 } FgAttn;
 /* Whether matmul mm2 ends the attention pattern: 0 when it does not
  * (a matmul of something else), 1 with *a filled, -1 when it does but a

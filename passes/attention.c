@@ -18,7 +18,8 @@
  * (the scores cross blocks twice).  Where the pattern and its groups
  * allow (nothing of the scores or the probabilities is written: not an
  * output, not saved, not read by another group; the output's epilogue
- * elementwise on o's elements), the groups become one attention group
+ * elementwise ops, transposes and reshapes of o's elements, each stored
+ * once), the groups become one attention group
  * and those boundaries go away.  Where they do not, the boundary of the
  * probabilities says which condition failed.
  */
@@ -93,6 +94,83 @@ static int batch_fits(const FgShape *s, const FgShape *o, int exact)
 			return 0;
 	}
 	return 1;
+}
+
+/* Whether id is a row max of x for a log-sum-exp: max(x) over the last
+ * axis, or where(isinf(m), 0, m) of such an m; its ops into a. */
+static int lse_max(const FgGraph *g, int id, int x, FgAttn *a)
+{
+	const FgNode *n = nd(g, id);
+	if (n->op == FG_OP_WHERE) {
+		const FgNode *c = nd(g, n->in[0]), *z = nd(g, n->in[1]);
+		if (c->op != FG_OP_ISINF || c->in[0] != n->in[2] || z->op != FG_OP_CONST || z->a.value != 0 ||
+		    !lse_max(g, n->in[2], x, a))
+			return 0;
+		a->lse[a->nlse++] = n->in[0];
+		a->lse[a->nlse++] = id;
+		return 1;
+	}
+	if (!last_axis_reduction(g, id, FG_OP_MAX) || n->in[0] != x)
+		return 0;
+	a->lse[a->nlse++] = id;
+	return 1;
+}
+
+/* A log-sum-exp of a's scores x that node y (an add) computes, into a. */
+static int lse_at(const FgGraph *g, int y, FgAttn *a)
+{
+	const FgNode *n = nd(g, y);
+	if (n->op != FG_OP_ADD)
+		return 0;
+	for (int side = 0; side < 2; side++) {
+		int lg = n->in[side], f = n->in[1 - side];
+		const FgNode *L = nd(g, lg);
+		if (L->op != FG_OP_LOG || !last_axis_reduction(g, L->in[0], FG_OP_SUM))
+			continue;
+		int sum = L->in[0], ex = nd(g, sum)->in[0];
+		if (nd(g, ex)->op != FG_OP_EXP || nd(g, nd(g, ex)->in[0])->op != FG_OP_SUB)
+			continue;
+		int sub = nd(g, ex)->in[0];
+		if (nd(g, sub)->in[0] != a->x)
+			continue;
+		a->nlse = 0;
+		if (!lse_max(g, f, a->x, a) || (nd(g, sub)->in[1] != f && !lse_max(g, nd(g, sub)->in[1], a->x, a)))
+			continue;
+		a->lse_f = f;
+		a->lse_f1 = nd(g, sub)->in[1];
+		a->lse_add = y;
+		a->lse[a->nlse++] = sub, a->lse[a->nlse++] = ex, a->lse[a->nlse++] = sum;
+		a->lse[a->nlse++] = lg, a->lse[a->nlse++] = y;
+		return 1;
+	}
+	return 0;
+}
+
+/* The log-sum-exp of a's scores that the graph writes (an output or a
+ * saved value, or read by a reshape that drops the axis of 1 and is),
+ * into a; a->lse_y -1 when none. */
+static void find_lse(const FgGraph *g, FgAttn *a)
+{
+	const unsigned written = FG_NF_OUTPUT | FG_NF_SAVED;
+	a->lse_y = -1;
+	for (int y = a->x + 1; y < g->nnodes; y++) {
+		if (!lse_at(g, y, a))
+			continue;
+		if (nd(g, y)->flags & written) {
+			a->lse_y = y;
+			return;
+		}
+		for (int r = y + 1; r < g->nnodes; r++) {
+			const FgNode *rs = nd(g, r);
+			if (rs->op == FG_OP_RESHAPE && rs->in[0] == y && (rs->flags & written) &&
+			    fg_shape_numel(&rs->shape) == fg_shape_numel(&nd(g, y)->shape)) {
+				a->lse_y = r;
+				a->lse[a->nlse++] = r;
+				return;
+			}
+		}
+	}
+	a->nlse = 0;
 }
 
 int fg_kind_attention(const FgGraph *g, int mm2, FgAttn *a, const char **why, FgArena *ar)
@@ -210,6 +288,7 @@ int fg_kind_attention(const FgGraph *g, int mm2, FgAttn *a, const char **why, Fg
 		*why = fg_arena_printf(ar, "the output %s or a row count past 2^31", shape_str(ar, g, mm2));
 		return -1;
 	}
+	find_lse(g, a);
 	return 1;
 }
 
@@ -223,6 +302,9 @@ static int in_pattern(const FgAttn *a, int id)
 		return 1;
 	for (int i = 0; i < a->nchain; i++)
 		if (a->chain[i] == id)
+			return 1;
+	for (int i = 0; i < a->nlse; i++)
+		if (a->lse[i] == id)
 			return 1;
 	return 0;
 }
@@ -256,15 +338,17 @@ static int in_set(const int *gs, int n, int gi)
 static const char *merge_refusal(Fuser *f, const FgAttn *a, int *gs, int *ngs)
 {
 	const FgGraph *g = f->g;
-	int ids[FG_ATTN_CHAIN_MAX + 8], n = 0, max = FG_ATTN_CHAIN_MAX + 8;
+	int ids[FG_ATTN_CHAIN_MAX + 20], n = 0, max = FG_ATTN_CHAIN_MAX + 20;
 	ids[n++] = a->mm1, ids[n++] = a->max, ids[n++] = a->sub, ids[n++] = a->exp, ids[n++] = a->sum;
 	ids[n++] = a->p, ids[n++] = a->mm2;
 	for (int i = 0; i < a->nchain; i++)
 		ids[n++] = a->chain[i];
+	for (int i = 0; i < a->nlse; i++)
+		ids[n++] = a->lse[i];
 	*ngs = 0;
 	for (int i = 0; i < n; i++) {
 		const FgNode *m = nd(g, ids[i]);
-		if (ids[i] != a->mm2 && (m->flags & (FG_NF_OUTPUT | FG_NF_SAVED | FG_NF_MATERIALIZE)))
+		if (ids[i] != a->mm2 && ids[i] != a->lse_y && (m->flags & (FG_NF_OUTPUT | FG_NF_SAVED | FG_NF_MATERIALIZE)))
 			return fg_arena_printf(f->a, "%s %s at %d:%d is %s, and the attention kernel keeps the scores "
 					       "and the probabilities on chip", m->name ? m->name : fg_op_info[m->op].name,
 					       shape_str(f->a, g, ids[i]), m->loc.line, m->loc.col,
@@ -273,7 +357,7 @@ static const char *merge_refusal(Fuser *f, const FgAttn *a, int *gs, int *ngs)
 		if (!add_group(f, ids[i], gs, ngs, max))
 			return fg_arena_printf(f->a, "the %s at %d:%d is computed in %d groups", fg_op_info[m->op].name,
 					       m->loc.line, m->loc.col, f->memb[ids[i]].n);
-		if (ids[i] == a->mm2)
+		if (ids[i] == a->mm2 || ids[i] == a->lse_y)
 			continue;
 		FOR_CONSUMERS(f, ids[i], c)
 			if (!in_pattern(a, c))
@@ -285,25 +369,34 @@ static const char *merge_refusal(Fuser *f, const FgAttn *a, int *gs, int *ngs)
 	if (!in_group(f, a->kt, f->memb[a->mm1].v[0]))
 		return fg_arena_printf(f->a, "k^T %s is written by a group of its own, and the attention kernel reads "
 				       "k's rows", shape_str(f->a, g, a->kt));
-	/* the output's group: an epilogue on o's elements where they are */
+	/* the output's group: elementwise ops on o's elements, and
+	 * transposes and reshapes that move where each is stored (the head
+	 * merge), each on one value computed from o */
 	int g3 = f->memb[a->mm2].v[0];
 	const BGroup *b3 = &f->groups.v[g3];
 	unsigned char *dep = fg_arena_alloc(f->a, (size_t)g->nnodes + 1);
 	memset(dep, 0, (size_t)g->nnodes + 1);
 	dep[a->mm2] = 1;
+	const int64_t on = fg_shape_numel(&nd(g, a->mm2)->shape);
 	for (int k = b3->nodes.n - 1; k >= 0; k--) {     /* increasing ids */
-		int id = b3->nodes.v[k];
+		int id = b3->nodes.v[k], ndep = 0, same = 1;
 		const FgNode *m = nd(g, id);
+		FgOpClass c = fg_op_info[m->op].cls;
 		if (id == a->mm2)
 			continue;
-		for (int j = 0; j < m->nin; j++)
-			dep[id] |= dep[m->in[j]];
-		if (dep[id] && (fg_op_info[m->op].cls != FG_CLASS_EW || !fg_shape_eq(&m->shape, &nd(g, a->mm2)->shape)))
-			return fg_arena_printf(f->a, "the output's epilogue %s %s at %d:%d moves o's elements (the attention "
-					       "kernel stores each where it computes it)", fg_op_info[m->op].name,
-					       shape_str(f->a, g, id), m->loc.line, m->loc.col);
+		for (int j = 0; j < m->nin; j++) {
+			ndep += dep[m->in[j]];
+			same &= !dep[m->in[j]] || fg_shape_eq(&nd(g, m->in[j])->shape, &m->shape);
+		}
+		dep[id] = ndep > 0;
+		if (dep[id] && (ndep > 1 || fg_shape_numel(&m->shape) != on || (c == FG_CLASS_EW && !same) ||
+				(c != FG_CLASS_EW && m->op != FG_OP_TRANSPOSE && m->op != FG_OP_RESHAPE)))
+			return fg_arena_printf(f->a, "the output's epilogue %s %s at %d:%d is not an elementwise op, transpose "
+					       "or reshape of one value of o's elements (the attention kernel stores each "
+					       "element of o once)", fg_op_info[m->op].name, shape_str(f->a, g, id),
+					       m->loc.line, m->loc.col);
 		if ((m->flags & (FG_NF_OUTPUT | FG_NF_SAVED | FG_NF_MATERIALIZE)) && !dep[id])
-			return fg_arena_printf(f->a, "the output's group also writes %s, which is not o's shape",
+			return fg_arena_printf(f->a, "the output's group also writes %s, which is not computed from o",
 					       shape_str(f->a, g, id));
 	}
 	/* the other groups: the pattern, and what the score ops read */
@@ -371,7 +464,7 @@ static void merge(Fuser *f, const FgAttn *a, const int *gs, int n)
 			f->memb[id].v[w++] = gi;
 		}
 		f->memb[id].n = w;
-		if (in_pattern(a, id) && id != a->mm2) {
+		if (in_pattern(a, id) && id != a->mm2 && id != a->lse_y) {
 			f->block[id] = FG_WHY_NONE;
 			f->detail[id] = NULL;
 		}
@@ -389,7 +482,7 @@ void fuse_attention(Fuser *f)
 		int r = fg_kind_attention(g, id, &a, &why, f->a);
 		if (r == 0)
 			continue;
-		int gs[FG_ATTN_CHAIN_MAX + 8], ngs = 0;
+		int gs[FG_ATTN_CHAIN_MAX + 20], ngs = 0;
 		if (r > 0)
 			why = merge_refusal(f, &a, gs, &ngs);
 		if (!why) {

@@ -4,7 +4,7 @@
  * probabilities never leaving the chip (the attention group,
  * compiler/cuda/attention.c; issue 16).
  *
- * fga::attention<T, D, Score, Tiles, Out>: q [Z, Sq, D], k [Zk, Sk, D], v [Zv,
+ * fga::attention<T, D, Score, Tiles, Out, Rows>: q [Z, Sq, D], k [Zk, Sk, D], v [Zv,
  * Sk, D] of T (f16 or bf16), row-major; output matrix z reads k's matrix
  * bt.k(z) and v's bt.v(z) (K and V shared over query heads: GQA, MQA).
  * A block takes BM = 128 query rows of one z and walks the keys in tiles
@@ -17,7 +17,9 @@
  *      f32 accumulators in registers),
  *   2. apply the group's score ops (the Score functor: scale, mask,
  *      bias, softcap, in f32 on the accumulators) and mask the keys past
- *      Sk to -inf,
+ *      Sk to -inf (a positive scale that the ops after it commute with
+ *      comes as `scale` instead, applied in the exponent: the max of the
+ *      unscaled scores is the scaled ones' over the scale),
  *   3. update each row's running max m and sum l (online softmax: the
  *      output so far and l rescaled by exp(m_old - m_new)), P = exp(S - m)
  *      in exp2 form,
@@ -41,6 +43,9 @@
  *     void Score::operator()(int z, int r, int c, float &v0, float &v1) const
  *     bool Tiles::operator()(int r0, int r1, int c0, int c1) const
  *     void Out::operator()(int z, int r, int c, float v0, float v1) const
+ *     void Rows::operator()(int z, int r, float m, float l) const
+ * Rows gets each row's max m of the scores and sum l of exp(s - m) (m
+ * taken as 0 in a row of -inf) at the end, to write a log-sum-exp.
  * Tiles says that every score of rows [r0, r1] and keys [c0, c1] is -inf
  * (a causal mask above the diagonal, a sliding window's outside): such a
  * tile adds nothing to a row.  The producer skips the tiles masked for
@@ -191,6 +196,13 @@ struct NoSkip {
 	}
 };
 
+/* The Rows functor of a group that writes no log-sum-exp. */
+struct NoRows {
+	__device__ __forceinline__ void operator()(int, int, float, float) const
+	{
+	}
+};
+
 /* The tile bounds' intervals and helpers (compiler/cuda/attention.c,
  * NAME_tiles): a value's least and greatest over a tile. */
 struct Range {
@@ -205,10 +217,11 @@ static __device__ __forceinline__ double max4(double a, double b, double c, doub
 	return fmax(fmax(a, b), fmax(c, d));
 }
 
-template <class T, int D, class Score, class Tiles, class Out>
+template <class T, int D, class Score, class Tiles, class Out, class Rows>
 __global__ void __launch_bounds__(THREADS, 1)
 attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
-	  const __grid_constant__ CUtensorMap mv, int Sq, int Sk, Batch bt, Score score, Tiles masked, Out out)
+	  const __grid_constant__ CUtensorMap mv, int Sq, int Sk, float scale, Batch bt, Score score, Tiles masked,
+	  Out out, Rows rows)
 {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	using P = Plan<D>;
@@ -219,6 +232,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	uint64_t *qfull = (uint64_t *)(sv + ST * P::KV_BYTES), *kfull = qfull + 1, *vfull = kfull + ST,
 		 *kempty = vfull + ST, *vempty = kempty + ST;
 	const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
+	const float sl2 = scale * LOG2E;        /* exp(scale s) = 2^(s sl2) */
 	/* the last query tiles first: under a causal mask they have the most keys */
 	const int ntm = (Sq + BM - 1) / BM, z = blockIdx.x / ntm, m0 = (ntm - 1 - blockIdx.x % ntm) * BM;
 	const int nkt = (Sk + BN - 1) / BN, rlast = min(m0 + BM, Sq) - 1;
@@ -365,8 +379,8 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 				mx = fmaxf(mx, fmaxf(sc[4 * j + 2 * h], sc[4 * j + 2 * h + 1]));
 			mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
 			mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
-			const float mu = mx == -CUDART_INF_F ? 0.0f : mx, mb = mu * LOG2E;
-			const float alpha = fg_ex2(mrow[h] * LOG2E - mb);
+			const float mu = mx == -CUDART_INF_F ? 0.0f : mx, mb = mu * sl2;
+			const float alpha = fg_ex2(mrow[h] * sl2 - mb);
 			mrow[h] = mx;
 			lsum[h] *= alpha;
 #pragma unroll
@@ -376,8 +390,8 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			}
 #pragma unroll
 			for (int j = 0; j < BN / 8; j++) {
-				sc[4 * j + 2 * h] = fg_ex2(fmaf(sc[4 * j + 2 * h], LOG2E, -mb));
-				sc[4 * j + 2 * h + 1] = fg_ex2(fmaf(sc[4 * j + 2 * h + 1], LOG2E, -mb));
+				sc[4 * j + 2 * h] = fg_ex2(fmaf(sc[4 * j + 2 * h], sl2, -mb));
+				sc[4 * j + 2 * h + 1] = fg_ex2(fmaf(sc[4 * j + 2 * h + 1], sl2, -mb));
 				lsum[h] += sc[4 * j + 2 * h] + sc[4 * j + 2 * h + 1];
 			}
 		}
@@ -410,10 +424,9 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	float inv[2];
 #pragma unroll
 	for (int h = 0; h < 2; h++) {
-		float sum = lsum[h];
-		sum += __shfl_xor_sync(0xffffffff, sum, 1);
-		sum += __shfl_xor_sync(0xffffffff, sum, 2);
-		inv[h] = 1.0f / sum;
+		lsum[h] += __shfl_xor_sync(0xffffffff, lsum[h], 1);
+		lsum[h] += __shfl_xor_sync(0xffffffff, lsum[h], 2);
+		inv[h] = 1.0f / lsum[h];
 	}
 	const int cb = 2 * (l % 4);
 #pragma unroll
@@ -423,6 +436,10 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		if (r0 + 8 < Sq)
 			out(z, r0 + 8, cb + 8 * j, o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]);
 	}
+#pragma unroll
+	for (int h = 0; h < 2; h++)
+		if (l % 4 == 0 && r0 + 8 * h < Sq)
+			rows(z, r0 + 8 * h, mrow[h] * scale, lsum[h]);
 #else
 	__trap();       /* built for another target: the launcher refuses first */
 #endif
@@ -444,9 +461,9 @@ static void tmap(CUtensorMap *m, const void *p, int64_t rows, int D, int64_t n, 
 
 /* Launches attention<T, D> on ctx->stream: Z output matrices of Sq rows;
  * k and v hold zk and zv matrices of Sk rows. */
-template <class T, int D, class Score, class Tiles, class Out>
-static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v, int Sq, int Sk, int Z, int zk,
-		   int zv, const Batch &bt, const Score &score, const Tiles &masked, const Out &out)
+template <class T, int D, class Score, class Tiles, class Out, class Rows>
+static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v, int Sq, int Sk, float scale,
+		   int Z, int zk, int zv, const Batch &bt, const Score &score, const Tiles &masked, const Out &out, const Rows &rows)
 {
 	using P = Plan<D>;
 	CUtensorMap mq, mk, mv;
@@ -459,13 +476,13 @@ static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v
 	if (dev < 0 || dev >= 64)
 		fgrt_cuda(cudaErrorInvalidDevice, "the generated attention on a device past the 64th");
 	if (!ready[dev]) {
-		fgrt_cuda(cudaFuncSetAttribute(attention<T, D, Score, Tiles, Out>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+		fgrt_cuda(cudaFuncSetAttribute(attention<T, D, Score, Tiles, Out, Rows>, cudaFuncAttributeMaxDynamicSharedMemorySize,
 					       P::SMEM), "cudaFuncSetAttribute");
 		ready[dev] = 1;
 	}
 	const int64_t grid = (int64_t)((Sq + BM - 1) / BM) * Z;
-	attention<T, D, Score, Tiles, Out><<<(unsigned)grid, THREADS, P::SMEM, ctx->stream>>>(mq, mk, mv, Sq, Sk, bt, score,
-											      masked, out);
+	attention<T, D, Score, Tiles, Out, Rows><<<(unsigned)grid, THREADS, P::SMEM, ctx->stream>>>(
+		mq, mk, mv, Sq, Sk, scale, bt, score, masked, out, rows);
 }
 
 } /* namespace fga */

@@ -49,15 +49,16 @@ static Ix pair_index(Kern *k, const FgShape *os)
 }
 
 /* Writes functor `name` of k: a field per read it loaded (and per write
- * when writes), then operator() with signature sig over k's lines.
+ * when writes, but skip), then operator() with signature sig over k's
+ * lines.
  * Returns the initializer's arguments. */
-static const char *functor(Emit *E, Kern *k, const char *name, const char *sig, int writes)
+static const char *functor(Emit *E, Kern *k, const char *name, const char *sig, int writes, int skip)
 {
 	const char *args = "";
 	cu_out(E, "struct %s {\n", name);
 	for (int r = 0; r < k->gr->nreads + (writes ? k->gr->nwrites : 0); r++) {
 		int id = r < k->gr->nreads ? k->gr->reads[r] : k->gr->writes[r - k->gr->nreads];
-		if (r < k->gr->nreads && !k->used[r])
+		if ((r < k->gr->nreads && !k->used[r]) || id == skip)
 			continue;
 		cu_out(E, "\t%s%s *%s;\n", r < k->gr->nreads ? "const " : "", fg_dtype_info[k->g->nodes[id].dt].cuda_store,
 		       cu_tensor_param(k, id));
@@ -72,14 +73,42 @@ static const char *functor(Emit *E, Kern *k, const char *name, const char *sig, 
 	return args;
 }
 
+/* The scale the kernel applies in its exponent (fga::attention's
+ * `scale`), taken out of the score ops: a's first op multiplies the
+ * scores by a positive constant, and every op after it is a where that
+ * puts -inf elsewhere (k where(c, s, -inf) = where(c, k s, -inf)).
+ * 1 when there is none such. */
+static double folded_scale(const Kern *k, const FgAttn *a)
+{
+	if (a->nchain == 0)
+		return 1;
+	const FgNode *m = &k->g->nodes[a->chain[0]];
+	int other = m->op == FG_OP_MUL ? (m->in[0] == a->mm1 ? m->in[1] : m->in[0]) : -1;
+	if (other < 0 || k->g->nodes[other].op != FG_OP_CONST || !(k->g->nodes[other].a.value > 0) ||
+	    !isfinite(k->g->nodes[other].a.value))
+		return 1;
+	for (int i = 1; i < a->nchain; i++) {
+		const FgNode *w = &k->g->nodes[a->chain[i]];
+		int on = w->op == FG_OP_WHERE && (w->in[1] == a->chain[i - 1] || w->in[2] == a->chain[i - 1]);
+		int inf = on && k->g->nodes[w->in[w->in[1] == a->chain[i - 1] ? 2 : 1]].op == FG_OP_CONST &&
+			  k->g->nodes[w->in[w->in[1] == a->chain[i - 1] ? 2 : 1]].a.value == -INFINITY;
+		if (!inf)
+			return 1;
+	}
+	return k->g->nodes[other].a.value;
+}
+
 /* The score ops of a on the pair (v0, v1) at S[z][r][c], in place; c + 1
- * may be Sk when Sk is odd. */
-static void score_ops(Kern *k, const FgAttn *a)
+ * may be Sk when Sk is odd.  With a folded scale, from the scaled value
+ * on (its multiply is the kernel's). */
+static void score_ops(Kern *k, const FgAttn *a, double scale)
 {
 	const FgShape *S = &k->g->nodes[a->x].shape;
 	const int R = S->rank;
-	k->mm = a->mm1;
+	k->mm = scale != 1 ? a->chain[0] : a->mm1;
 	k->nc = 1;
+	if (k->mm == a->x)
+		return;         /* no op left: the functor leaves the pair */
 	Ix x = pair_index(k, S);
 	if (a->sk % 2 == 0) {
 		k->acc[0] = "v0", k->acc[1] = "v1";
@@ -102,21 +131,118 @@ static void score_ops(Kern *k, const FgAttn *a)
 	cu_kclose(k, cu_fmt(k->a, "if (c + 1 < %lld)", (long long)a->sk));
 }
 
-/* The group's writes at the pair O[z][r][c], O[z][r][c + 1] (D is even). */
+/* Write w's path back to the output matmul mm2 (passes/attention.c's
+ * rule: each op on it computes from one value of o's elements), w first;
+ * its length.  *moves: a transpose or reshape lies on it. */
+static int o_path(const Kern *k, int mm2, int w, int *path, int *moves)
+{
+	unsigned char *dep = fg_arena_alloc(k->a, (size_t)k->g->nnodes + 1);
+	memset(dep, 0, (size_t)k->g->nnodes + 1);
+	dep[mm2] = 1;
+	for (int i = 0; i < k->gr->nnodes; i++) {      /* topological order */
+		const FgNode *m = &k->g->nodes[k->gr->nodes[i]];
+		for (int j = 0; j < m->nin && cu_is_member(k, k->gr->nodes[i]); j++)
+			dep[k->gr->nodes[i]] |= dep[m->in[j]];
+	}
+	int n = 0;
+	*moves = 0;
+	for (int cur = w; cur != mm2 && n < k->gr->nnodes;) {
+		const FgNode *m = &k->g->nodes[cur];
+		path[n++] = cur;
+		*moves |= m->op == FG_OP_TRANSPOSE || m->op == FG_OP_RESHAPE;
+		int next = -1;
+		for (int j = 0; j < m->nin; j++)
+			if (dep[m->in[j]])
+				next = m->in[j];
+		FG_ASSERT(next >= 0);
+		cur = next;
+	}
+	return n;
+}
+
+/* Index x of o, carried along path[n - 1] .. path[0] (elementwise ops
+ * keep it; a transpose permutes it; a reshape goes through the flat
+ * index): where that element sits in path[0]. */
+static Ix carried(Kern *k, const Ix *x, const int *path, int n)
+{
+	Ix y = *x;
+	for (int i = n - 1; i >= 0; i--) {
+		const FgNode *m = &k->g->nodes[path[i]];
+		if (m->op == FG_OP_TRANSPOSE) {
+			Ix t = y;
+			for (int d = 0; d < m->shape.rank; d++)
+				t.c[d] = y.c[m->a.perm[d]], t.lv[d] = y.lv[m->a.perm[d]];
+			t.lin = NULL;
+			y = t;
+		} else if (m->op == FG_OP_RESHAPE) {
+			const char *lin = cu_ix_linear(k, &y, cu_shape_of(k, m->in[0]));
+			y = cu_ix_from_lin(k, &m->shape, lin, 0, "w");
+		}
+	}
+	return y;
+}
+
+/* The group's writes at the pair O[z][r][c], O[z][r][c + 1] (D is even):
+ * one vector store of both where a write is o's elements as they are; a
+ * write behind a transpose or reshape (heads merged back) stores each
+ * element where the layout ops carry it. */
 static void out_stores(Kern *k, const FgAttn *a)
 {
 	const FgShape *os = &k->g->nodes[a->mm2].shape;
+	const int R = os->rank;
 	k->mm = a->mm2;
 	k->nc = 1;
-	k->acc[0] = "v0", k->acc[1] = "v1";
 	Ix x = pair_index(k, os);
+	int *path = fg_arena_array(k->a, (size_t)k->gr->nnodes + 1, sizeof(int));
 	for (int w = 0; w < k->gr->nwrites; w++) {
-		Ix ys[2];
-		const char *conds[2] = {NULL, NULL};
-		for (int l = 0; l < 2; l++)
-			ys[l] = cu_lane_of(k, &x, os->rank - 1, 2, l);
-		cu_store_lanes(k, k->gr->writes[w], ys, conds, NULL);
+		if (k->gr->writes[w] == a->lse_y)
+			continue;       /* NAME_rows writes it */
+		int moves, n = o_path(k, a->mm2, k->gr->writes[w], path, &moves);
+		if (!moves) {
+			Ix ys[2];
+			const char *conds[2] = {NULL, NULL};
+			k->acc[0] = "v0", k->acc[1] = "v1";
+			for (int l = 0; l < 2; l++)
+				ys[l] = cu_lane_of(k, &x, R - 1, 2, l);
+			cu_store_lanes(k, k->gr->writes[w], ys, conds, NULL);
+			continue;
+		}
+		for (int l = 0; l < 2; l++) {
+			Ix xl = x;
+			xl.c[R - 1] = l ? "c + 1" : "c";
+			k->acc[0] = l ? "v1" : "v0";
+			Ix y = carried(k, &xl, path, n);
+			cu_store(k, k->gr->writes[w], &y, NULL, NULL);
+		}
 	}
+}
+
+/* The C form of a log-sum-exp's row max f (passes/attention.c's lse_max)
+ * from the kernel's running max m. */
+static const char *lse_form(const Kern *k, int f)
+{
+	return k->g->nodes[f].op == FG_OP_WHERE ? "(isinf(m) ? 0.0f : m)" : "m";
+}
+
+/* Writes NAME_rows when the group writes a's log-sum-exp: per row, from
+ * the kernel's max m of the scores and its sum l of exp(x - mu) (mu: m,
+ * or 0 for a row of -inf), f + log(sum(exp(x - f1))) = f + log(l) + (mu -
+ * f1), stored at the row's flat index z Sq + r (the value is [.., Sq, 1]
+ * or a reshape of it).  Returns the initializer, or "fga::NoRows{}". */
+static const char *rows_functor(Emit *E, Kern *k, const FgAttn *a, const char *name)
+{
+	if (a->lse_y < 0)
+		return "fga::NoRows{}";
+	const FgNode *y = &k->g->nodes[a->lse_y];
+	const char *t = cu_tensor_param(k, a->lse_y);
+	cu_out(E, "struct %s {\n\t%s *%s;\n", name, fg_dtype_info[y->dt].cuda_store, t);
+	cu_out(E, "\t/* %s (%s) of row r of matrix z: f + log(l) + (mu - f1) */\n", k->plan->names[a->lse_y],
+	       cu_shape_str(k->a, y->dt, &y->shape));
+	cu_out(E, "\t__device__ __forceinline__ void operator()(int z, int r, float m, float l) const\n\t{\n");
+	cu_out(E, "\t\tconst float mu = m == -CUDART_INF_F ? 0.0f : m;\n");
+	cu_out(E, "\t\t%s[(long long)z * %lld + r] = %s(%s + logf(l) + (mu - %s));\n\t}\n};\n\n", t, (long long)a->sq,
+	       fg_dtype_info[y->dt].store, lse_form(k, a->lse_f), lse_form(k, a->lse_f1));
+	return cu_fmt(k->a, "%s{%s}", name, t);
 }
 
 /* ------------------------------------------------ tiles masked whole */
@@ -301,7 +427,8 @@ void cu_emit_attention(Emit *E, Kern *k)
 	const char *sname = cu_kname(k, "scores"), *oname = cu_kname(k, "out");
 	Kern ks_;
 	cu_kern_init(&ks_, E, k->gi);
-	score_ops(&ks_, &a);
+	const double scale = folded_scale(k, &a);
+	score_ops(&ks_, &a, scale);
 	out_stores(k, &a);
 	if (ks_.failed || k->failed) {
 		k->failed = 1;
@@ -315,17 +442,18 @@ void cu_emit_attention(Emit *E, Kern *k)
 				   cu_numel(kshape) < cu_numel(os) / a.sq * a.sk ? ", k and v shared across the batch" : "",
 				   k->plan->names[a.mm1], k->plan->names[a.p], sname, oname));
 	const char *tiles = tile_functor(E, k, &a, cu_kname(k, "tiles"));
-	const char *sargs = functor(E, &ks_, sname, "int z_, int r_, int c_, float &v0, float &v1", 0);
-	const char *oargs = functor(E, k, oname, "int z_, int r_, int c_, float v0, float v1", 1);
+	const char *rows = rows_functor(E, k, &a, cu_kname(k, "rows"));
+	const char *sargs = functor(E, &ks_, sname, "int z_, int r_, int c_, float &v0, float &v1", 0, -1);
+	const char *oargs = functor(E, k, oname, "int z_, int r_, int c_, float v0, float v1", 1, a.lse_y);
 	int64_t ext[FG_MAX_RANK];
 	for (int i = 0; i < nb; i++)
 		ext[i] = os->d[i];
 	const int64_t blocks = (a.sq + 127) / 128 * Z;
 	cu_add_call(E, cu_kname(k, NULL), k->gi, blocks, 384,
-		    cu_fmt(E->a, "fga::launch<%s, %lld>(ctx, %s, %s, %s, %lld, %lld, %lld, %lld, %lld, "
-			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s{%s});", tname, (long long)a.d,
+		    cu_fmt(E->a, "fga::launch<%s, %lld>(ctx, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lld, "
+			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s{%s}, %s);", tname, (long long)a.d,
 			   cu_tensor_param(k, a.q), cu_tensor_param(k, a.k), cu_tensor_param(k, a.v), (long long)a.sq,
-			   (long long)a.sk, (long long)Z, (long long)(cu_numel(kshape) / (a.sk * a.d)),
+			   (long long)a.sk, cu_literal(k->a, FG_DT_F32, scale), (long long)Z, (long long)(cu_numel(kshape) / (a.sk * a.d)),
 			   (long long)(cu_numel(vshape) / (a.sk * a.d)), nb, int_list(k->a, ext, nb), int_list(k->a, ks, nb),
-			   int_list(k->a, vs, nb), sname, sargs, tiles, oname, oargs));
+			   int_list(k->a, vs, nb), sname, sargs, tiles, oname, oargs, rows));
 }
