@@ -833,6 +833,10 @@ typedef struct FgFuseOptions {
 	int tf32;               /* --tf32: f32 matmuls may multiply as tf32 (the
 				 * backend's choice: the partition ignores it;
 				 * compile and the report's GPU notes follow it) */
+	int no_attention;       /* no attention groups: the kernel is sm_90a code,
+				 * and compile --arch names another GPU (the
+				 * pattern stays a scores gemm, a softmax and a
+				 * gemm) */
 	int accurate_math;      /* --accurate-math: f16 and bf16 transcendentals
 				 * in their accurate f32 forms too, not the fast
 				 * ones (the backend's choice, as tf32) */
@@ -934,12 +938,14 @@ void fg_kind_scan_shape(const FgShape *s, int axis, FgScanShape *out);
 /* An attention group (passes/attention.c, compiler/cuda/attention.c):
  *     o = matmul(p, v), p = softmax(x) over the last axis (expanded: max,
  *     sub, exp, sum, div), x = elementwise ops on s, s = matmul(q, k^T)
- * found in primitives.  The ops on the scores (chain, mm1's consumer
+ * found in primitives (p through dropout, products and quotients on its
+ * way to the matmul).  The ops on the scores (chain, mm1's consumer
  * first, x last) each take the scores as one operand and, as the others,
  * values that broadcast into them (a scale, a mask, a bias).  q is
  * [.., Sq, D] and has o's batch dims; k and v are [.., Sk, D] with batch
  * dims of 1 or o's (GQA and MQA share K and V over query heads). */
 #define FG_ATTN_CHAIN_MAX 16
+#define FG_ATTN_PROBS_MAX 4
 typedef struct FgAttn {
 	int mm1, mm2;           /* the scores' matmul and the output's */
 	int q, k, v;            /* the stored operands */
@@ -947,6 +953,10 @@ typedef struct FgAttn {
 	int max, sub, exp, sum, p;      /* the softmax */
 	int x;                  /* what the softmax reads (mm1 without a chain) */
 	int chain[FG_ATTN_CHAIN_MAX], nchain;
+	/* the ops on the probabilities, p's consumer first, the second
+	 * matmul's operand last: dropout, products and quotients by other
+	 * values (linear in p: applied to the unnormalized exp(x - m)) */
+	int probs[FG_ATTN_PROBS_MAX], nprobs;
 	int64_t sq, sk, d;
 	/* A log-sum-exp of the scores, lse = f + log(sum(exp(x - f1))) with
 	 * f and f1 each max(x) or where(isinf(max(x)), 0, max(x)) over the

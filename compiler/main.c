@@ -573,6 +573,8 @@ int main(int argc, char **argv)
 		goto out;
 	int planned = cmd->planned == 1 || (cmd->planned == 2 && g.nfuse > 0);
 	if (planned) {
+		/* the attention kernel is sm_90a code (wgmma, TMA, setmaxnreg) */
+		o.fuse.no_attention = o.arch && strcmp(o.arch, "sm_90a") != 0;
 		if (fg_pass_fuse(&g, &o.fuse, &plan, &d) != 0)
 			goto out;
 		fg_pass_memplan(&plan);

@@ -6,7 +6,10 @@
  *     s = matmul(q, transpose(k))          scores [.., Sq, Sk]
  *     x = f(s, ...)                        elementwise ops on the scores
  *     p = exp(x - max(x)) / sum(...)       softmax over the key axis
- *     o = matmul(p, v)                     [.., Sq, D]
+ *     o = matmul(g(p, ...), v)             [.., Sq, D]
+ *
+ * with g ops linear in p (dropout, a product, a quotient by another
+ * value), which the kernel applies before the division by the row's sum
  *
  * and says whether the attention kernel (compiler/cuda/attention.c,
  * runtime/fg_attn_sm90.cuh) can run it: f16 or bf16, head dim 64 or 128,
@@ -173,6 +176,23 @@ static void find_lse(const FgGraph *g, FgAttn *a)
 	a->nlse = 0;
 }
 
+/* Whether id is a softmax's last op, p = e / sum(e) over the last axis. */
+static int softmax_div(const FgGraph *g, int id)
+{
+	const FgNode *p = nd(g, id);
+	return p->op == FG_OP_DIV && last_axis_reduction(g, p->in[1], FG_OP_SUM) && nd(g, p->in[1])->in[0] == p->in[0];
+}
+
+/* Whether id can be on the way from the softmax to the second matmul:
+ * the softmax itself, or an op the kernel applies to the unnormalized
+ * probabilities (linear in them, so that the division by the row's sum
+ * may come at the end): dropout, a product, a quotient by another value. */
+static int probs_op(const FgGraph *g, int id)
+{
+	FgOp op = nd(g, id)->op;
+	return softmax_div(g, id) || op == FG_OP_DROPOUT || op == FG_OP_MUL || op == FG_OP_DIV;
+}
+
 int fg_kind_attention(const FgGraph *g, int mm2, FgAttn *a, const char **why, FgArena *ar)
 {
 	memset(a, 0, sizeof *a);
@@ -182,10 +202,24 @@ int fg_kind_attention(const FgGraph *g, int mm2, FgAttn *a, const char **why, Fg
 		return 0;
 	/* the softmax, expanded: p = e / sum(e), e = exp(x - max(x)) */
 	a->mm2 = mm2;
-	a->p = o->in[0];
+	/* the ops on the probabilities, back from the matmul to the softmax */
+	int cur = o->in[0], prev[FG_ATTN_PROBS_MAX], np = 0;
+	while (!softmax_div(g, cur)) {
+		const FgNode *n = nd(g, cur);
+		int next = n->op == FG_OP_DROPOUT || n->op == FG_OP_DIV ? n->in[0] : -1;
+		if (n->op == FG_OP_MUL)
+			next = probs_op(g, n->in[0]) ? n->in[0] : probs_op(g, n->in[1]) ? n->in[1] : -1;
+		if (next < 0 || np == FG_ATTN_PROBS_MAX || !fg_shape_eq(&nd(g, next)->shape, &n->shape) ||
+		    (n->op == FG_OP_MUL && n->in[0] == n->in[1]))
+			return 0;
+		prev[np++] = cur;
+		cur = next;
+	}
+	for (int i = 0; i < np; i++)
+		a->probs[i] = prev[np - 1 - i];
+	a->nprobs = np;
+	a->p = cur;
 	const FgNode *p = nd(g, a->p);
-	if (p->op != FG_OP_DIV || !last_axis_reduction(g, p->in[1], FG_OP_SUM))
-		return 0;
 	a->exp = p->in[0];
 	a->sum = p->in[1];
 	if (nd(g, a->sum)->in[0] != a->exp || nd(g, a->exp)->op != FG_OP_EXP)
@@ -203,7 +237,8 @@ int fg_kind_attention(const FgGraph *g, int mm2, FgAttn *a, const char **why, Fg
 	int *memo = fg_arena_array(ar, (size_t)g->nnodes + 1, sizeof(int));
 	for (int i = 0; i < g->nnodes; i++)
 		memo[i] = -2;
-	int rev[FG_ATTN_CHAIN_MAX], nrev = 0, cur = a->x;
+	int rev[FG_ATTN_CHAIN_MAX], nrev = 0;
+	cur = a->x;
 	if (scores_source(g, cur, S, FG_ATTN_CHAIN_MAX, memo) < 0)
 		return 0;       /* a softmax of something else than a matmul's scores */
 	while (nd(g, cur)->op != FG_OP_MATMUL) {
@@ -306,6 +341,9 @@ static int in_pattern(const FgAttn *a, int id)
 	for (int i = 0; i < a->nlse; i++)
 		if (a->lse[i] == id)
 			return 1;
+	for (int i = 0; i < a->nprobs; i++)
+		if (a->probs[i] == id)
+			return 1;
 	return 0;
 }
 
@@ -338,13 +376,15 @@ static int in_set(const int *gs, int n, int gi)
 static const char *merge_refusal(Fuser *f, const FgAttn *a, int *gs, int *ngs)
 {
 	const FgGraph *g = f->g;
-	int ids[FG_ATTN_CHAIN_MAX + 20], n = 0, max = FG_ATTN_CHAIN_MAX + 20;
+	int ids[FG_ATTN_CHAIN_MAX + FG_ATTN_PROBS_MAX + 20], n = 0, max = FG_ATTN_CHAIN_MAX + FG_ATTN_PROBS_MAX + 20;
 	ids[n++] = a->mm1, ids[n++] = a->max, ids[n++] = a->sub, ids[n++] = a->exp, ids[n++] = a->sum;
 	ids[n++] = a->p, ids[n++] = a->mm2;
 	for (int i = 0; i < a->nchain; i++)
 		ids[n++] = a->chain[i];
 	for (int i = 0; i < a->nlse; i++)
 		ids[n++] = a->lse[i];
+	for (int i = 0; i < a->nprobs; i++)
+		ids[n++] = a->probs[i];
 	*ngs = 0;
 	for (int i = 0; i < n; i++) {
 		const FgNode *m = nd(g, ids[i]);
@@ -482,7 +522,7 @@ void fuse_attention(Fuser *f)
 		int r = fg_kind_attention(g, id, &a, &why, f->a);
 		if (r == 0)
 			continue;
-		int gs[FG_ATTN_CHAIN_MAX + 20], ngs = 0;
+		int gs[FG_ATTN_CHAIN_MAX + FG_ATTN_PROBS_MAX + 20], ngs = 0;
 		if (r > 0)
 			why = merge_refusal(f, &a, gs, &ngs);
 		if (!why) {

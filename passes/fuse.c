@@ -981,7 +981,7 @@ int fg_pass_fuse(const FgGraph *g, const FgFuseOptions *o, FgPlan *plan, FgDiag 
 		place(&f, p);
 		mark_operand_side(&f, p);
 	}
-	if (!o->no_fuse)
+	if (!o->no_fuse && !o->no_attention)
 		fuse_attention(&f);
 	for (int gi = 0, n = f.groups.n; gi < n; gi++)
 		if (f.groups.v[gi].kind == FG_GROUP_LOOP && !f.groups.v[gi].dead && !o->no_fuse)

@@ -4,7 +4,7 @@
  * probabilities never leaving the chip (the attention group,
  * compiler/cuda/attention.c; issue 16).
  *
- * fga::attention<T, D, Score, Tiles, Out, Rows>: q [Z, Sq, D], k [Zk, Sk, D], v [Zv,
+ * fga::attention<T, D, Score, Tiles, Out, Rows, Probs>: q [Z, Sq, D], k [Zk, Sk, D], v [Zv,
  * Sk, D] of T (f16 or bf16), row-major; output matrix z reads k's matrix
  * bt.k(z) and v's bt.v(z) (K and V shared over query heads: GQA, MQA).
  * A block takes BM = 128 query rows of one z and walks the keys in tiles
@@ -44,7 +44,11 @@
  *     bool Tiles::operator()(int r0, int r1, int c0, int c1) const
  *     void Out::operator()(int z, int r, int c, float v0, float v1) const
  *     void Rows::operator()(int z, int r, float m, float l) const
- * Rows gets each row's max m of the scores and sum l of exp(s - m) (m
+ *     void Probs::operator()(int z, int r, int c, float &p0, float &p1) const
+ * Probs applies the ops between the softmax and the second product
+ * (dropout) to the unnormalized probabilities exp(s - m), after the row's
+ * sum took them: they are linear in p, so the division by the sum may
+ * wait for the end.  Rows gets each row's max m of the scores and sum l of exp(s - m) (m
  * taken as 0 in a row of -inf) at the end, to write a log-sum-exp.
  * Tiles says that every score of rows [r0, r1] and keys [c0, c1] is -inf
  * (a causal mask above the diagonal, a sliding window's outside): such a
@@ -196,6 +200,13 @@ struct NoSkip {
 	}
 };
 
+/* The Probs functor of a group without ops on the probabilities. */
+struct NoProbs {
+	__device__ __forceinline__ void operator()(int, int, int, float &, float &) const
+	{
+	}
+};
+
 /* The Rows functor of a group that writes no log-sum-exp. */
 struct NoRows {
 	__device__ __forceinline__ void operator()(int, int, float, float) const
@@ -217,11 +228,11 @@ static __device__ __forceinline__ double max4(double a, double b, double c, doub
 	return fmax(fmax(a, b), fmax(c, d));
 }
 
-template <class T, int D, class Score, class Tiles, class Out, class Rows>
+template <class T, int D, class Score, class Tiles, class Out, class Rows, class Probs>
 __global__ void __launch_bounds__(THREADS, 1)
 attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
 	  const __grid_constant__ CUtensorMap mv, int Sq, int Sk, float scale, Batch bt, Score score, Tiles masked,
-	  Out out, Rows rows)
+	  Out out, Rows rows, Probs probs)
 {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	using P = Plan<D>;
@@ -316,37 +327,11 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 				fgg::Wgmma<BN, T>::template mma<0, 0>(sc, da, db, j > 0 || kk > 0);
 			}
 	};
-	bar_wait(qfull, 0);
-	for (int n = 0, s = 0, ph = 0; n < nkt; n++) {
-		const int k0 = n * BN;
-		if (masked(m0, rlast, k0, min(k0 + BN, Sk) - 1))
-			continue;       /* not loaded */
-		float sc[BN / 2];
-		/* 1. a turn: O += P V of the previous tile, S = Q K^T */
-		take_turn();
-		bar_wait(&kfull[s], ph);
-		if (ps >= 0)
-			bar_wait(&vfull[ps], pph);
-		pin<D / 2>(o);
-		pin<BN / 2>(sc);
-		pin_a<BN / 4>(&pa[0][0]);
-		wg_fence();
-		if (ps >= 0) {  /* straight-line between fence and commit: no wgmma under a branch */
-			pv();
-			qk(sc, s);
-		} else {
-			qk(sc, s);
-		}
-		wg_commit();
-		fgg::named_arrive(2 - c);
-		wg_wait<0>();
-		pin<BN / 2>(sc);
-		pin<D / 2>(o);
-		if (l == 0) {
-			bar_arrive(&kempty[s]);
-			if (ps >= 0)
-				bar_arrive(&vempty[ps]);
-		}
+	/* After a tile's turn, on its S: the score ops (with -inf past the
+	 * keys), the online softmax, P packed as the next turn's A operand;
+	 * the stage advanced. */
+	int s = 0, ph = 0;
+	auto after = [&](float *sc, int k0) {
 		/* 2. the score ops, and -inf past the keys */
 		const int c0 = k0 + 2 * (l % 4);
 		if (rows_in && k0 + BN <= Sk) {
@@ -370,7 +355,10 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			}
 		}
 		/* 3. the online softmax, row r0 + 8h of each pair: O (now with
-		 * the previous tile's P V) and l rescaled to the new max */
+		 * the previous tile's P V) and l rescaled to the new max, O only
+		 * where some row of the warp has a new max (64 multiplies a
+		 * thread; after the first tiles most rows keep theirs) */
+		float alpha[2];
 #pragma unroll
 		for (int h = 0; h < 2; h++) {
 			float mx = mrow[h];
@@ -380,19 +368,32 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
 			mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
 			const float mu = mx == -CUDART_INF_F ? 0.0f : mx, mb = mu * sl2;
-			const float alpha = fg_ex2(mrow[h] * sl2 - mb);
+			alpha[h] = mx == mrow[h] ? 1.0f : fg_ex2(mrow[h] * sl2 - mb);
 			mrow[h] = mx;
-			lsum[h] *= alpha;
-#pragma unroll
-			for (int j = 0; j < D / 8; j++) {
-				o[4 * j + 2 * h] *= alpha;
-				o[4 * j + 2 * h + 1] *= alpha;
-			}
+			lsum[h] *= alpha[h];
 #pragma unroll
 			for (int j = 0; j < BN / 8; j++) {
 				sc[4 * j + 2 * h] = fg_ex2(fmaf(sc[4 * j + 2 * h], sl2, -mb));
 				sc[4 * j + 2 * h + 1] = fg_ex2(fmaf(sc[4 * j + 2 * h + 1], sl2, -mb));
 				lsum[h] += sc[4 * j + 2 * h] + sc[4 * j + 2 * h + 1];
+			}
+		}
+		/* the ops on the probabilities, after the sums took them */
+#pragma unroll
+		for (int j = 0; j < BN / 8; j++) {
+			const int col = k0 + 2 * (l % 4) + 8 * j;
+			if (col < Sk && r0 < Sq)
+				probs(z, r0, col, sc[4 * j], sc[4 * j + 1]);
+			if (col < Sk && r0 + 8 < Sq)
+				probs(z, r0 + 8, col, sc[4 * j + 2], sc[4 * j + 3]);
+		}
+		if (__any_sync(0xffffffff, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+#pragma unroll
+			for (int j = 0; j < D / 8; j++) {
+				o[4 * j] *= alpha[0];
+				o[4 * j + 1] *= alpha[0];
+				o[4 * j + 2] *= alpha[1];
+				o[4 * j + 3] *= alpha[1];
 			}
 		}
 		/* 4. P as the next turn's A operand */
@@ -404,6 +405,53 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		ps = s, pph = ph;
 		if (++s == ST)
 			s = 0, ph ^= 1;
+	};
+	bar_wait(qfull, 0);
+	int n = 0;
+	while (n < nkt && masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
+		n++;            /* tiles not loaded */
+	if (n < nkt) {
+		/* the first tile's turn: S = Q K^T alone (peeled, so that no
+		 * wgmma sits under a branch between a fence and its commit) */
+		float sc[BN / 2];
+		take_turn();
+		bar_wait(&kfull[s], ph);
+		pin<BN / 2>(sc);
+		wg_fence();
+		qk(sc, s);
+		wg_commit();
+		fgg::named_arrive(2 - c);
+		wg_wait<0>();
+		pin<BN / 2>(sc);
+		if (l == 0)
+			bar_arrive(&kempty[s]);
+		after(sc, n * BN);
+	}
+	for (n++; n < nkt; n++) {
+		const int k0 = n * BN;
+		if (masked(m0, rlast, k0, min(k0 + BN, Sk) - 1))
+			continue;       /* not loaded */
+		/* a turn: O += P V of the previous tile, S = Q K^T of this one */
+		float sc[BN / 2];
+		take_turn();
+		bar_wait(&kfull[s], ph);
+		bar_wait(&vfull[ps], pph);
+		pin<D / 2>(o);
+		pin<BN / 2>(sc);
+		pin_a<BN / 4>(&pa[0][0]);
+		wg_fence();
+		pv();
+		qk(sc, s);
+		wg_commit();
+		fgg::named_arrive(2 - c);
+		wg_wait<0>();
+		pin<BN / 2>(sc);
+		pin<D / 2>(o);
+		if (l == 0) {
+			bar_arrive(&kempty[s]);
+			bar_arrive(&vempty[ps]);
+		}
+		after(sc, k0);
 	}
 	if (ps >= 0) {          /* the last turn: the last tile's O += P V */
 		take_turn();
@@ -461,9 +509,10 @@ static void tmap(CUtensorMap *m, const void *p, int64_t rows, int D, int64_t n, 
 
 /* Launches attention<T, D> on ctx->stream: Z output matrices of Sq rows;
  * k and v hold zk and zv matrices of Sk rows. */
-template <class T, int D, class Score, class Tiles, class Out, class Rows>
+template <class T, int D, class Score, class Tiles, class Out, class Rows, class Probs>
 static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v, int Sq, int Sk, float scale,
-		   int Z, int zk, int zv, const Batch &bt, const Score &score, const Tiles &masked, const Out &out, const Rows &rows)
+		   int Z, int zk, int zv, const Batch &bt, const Score &score, const Tiles &masked, const Out &out, const Rows &rows,
+		   const Probs &probs)
 {
 	using P = Plan<D>;
 	CUtensorMap mq, mk, mv;
@@ -476,13 +525,13 @@ static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v
 	if (dev < 0 || dev >= 64)
 		fgrt_cuda(cudaErrorInvalidDevice, "the generated attention on a device past the 64th");
 	if (!ready[dev]) {
-		fgrt_cuda(cudaFuncSetAttribute(attention<T, D, Score, Tiles, Out, Rows>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+		fgrt_cuda(cudaFuncSetAttribute(attention<T, D, Score, Tiles, Out, Rows, Probs>, cudaFuncAttributeMaxDynamicSharedMemorySize,
 					       P::SMEM), "cudaFuncSetAttribute");
 		ready[dev] = 1;
 	}
 	const int64_t grid = (int64_t)((Sq + BM - 1) / BM) * Z;
-	attention<T, D, Score, Tiles, Out, Rows><<<(unsigned)grid, THREADS, P::SMEM, ctx->stream>>>(
-		mq, mk, mv, Sq, Sk, scale, bt, score, masked, out, rows);
+	attention<T, D, Score, Tiles, Out, Rows, Probs><<<(unsigned)grid, THREADS, P::SMEM, ctx->stream>>>(
+		mq, mk, mv, Sq, Sk, scale, bt, score, masked, out, rows, probs);
 }
 
 } /* namespace fga */

@@ -8,9 +8,14 @@
  *     (scale, mask, bias, softcap), evaluated in f32 on a pair of the
  *     accumulators S[z][r][c], S[z][r][c + 1], in place; the values they
  *     read (a mask, a bias) are loaded at that index, read-only;
+ *   NAME_probs: the ops between the softmax and the second matmul
+ *     (dropout, a product), on a pair of the unnormalized probabilities
+ *     exp(x - m), in place (linear in them: the division by the row's sum
+ *     comes at the end);
  *   NAME_out: the group's writes at O[z][r][c], O[z][r][c + 1] (the
  *     normalized output, and any epilogue on it), as the generated
- *     matmul's epilogue functor does.
+ *     matmul's epilogue functor does;
+ *   NAME_tiles, NAME_rows: below.
  *
  * The matmuls' operands are read through tensor maps: q, k (under its
  * transpose) and v as stored, k and v at the batch of each output matrix
@@ -98,36 +103,38 @@ static double folded_scale(const Kern *k, const FgAttn *a)
 	return k->g->nodes[other].a.value;
 }
 
-/* The score ops of a on the pair (v0, v1) at S[z][r][c], in place; c + 1
- * may be Sk when Sk is odd.  With a folded scale, from the scaled value
- * on (its multiply is the kernel's). */
-static void score_ops(Kern *k, const FgAttn *a, double scale)
+/* The ops from value `from` (the kernel's, in the pair) to value `to`, on
+ * the pair (v0, v1) at S[z][r][c], in place (c + 1 may be Sk when Sk is
+ * odd): the score ops, from the scores (or, with a folded scale, from the
+ * scaled value: its multiply is the kernel's) to the softmax's input; the
+ * ops on the probabilities, from the softmax to the matmul's operand. */
+static void pair_ops(Kern *k, const FgAttn *a, int from, int to)
 {
 	const FgShape *S = &k->g->nodes[a->x].shape;
 	const int R = S->rank;
-	k->mm = scale != 1 ? a->chain[0] : a->mm1;
+	k->mm = from;
 	k->nc = 1;
-	if (k->mm == a->x)
-		return;         /* no op left: the functor leaves the pair */
+	if (from == to)
+		return;         /* no op: the functor leaves the pair */
 	Ix x = pair_index(k, S);
 	if (a->sk % 2 == 0) {
 		k->acc[0] = "v0", k->acc[1] = "v1";
 		Val v[2];
 		for (int l = 0; l < 2; l++) {
 			Ix y = cu_lane_of(k, &x, R - 1, 2, l);
-			v[l] = cu_gen(k, a->x, &y);
+			v[l] = cu_gen(k, to, &y);
 		}
 		cu_kline(k, 0, NULL, "v0 = %s, v1 = %s;", v[0].e, v[1].e);
 		return;
 	}
 	k->acc[0] = "v0";
-	cu_kline(k, 0, NULL, "v0 = %s;", cu_gen(k, a->x, &x).e);
+	cu_kline(k, 0, NULL, "v0 = %s;", cu_gen(k, to, &x).e);
 	cu_kopen(k);
 	k->acc[0] = "v1";
 	Ix x1 = x;
 	x1.c[R - 1] = "c + 1";
 	x1.lv[R - 1] = 1;
-	cu_kline(k, 1, NULL, "v1 = %s;", cu_gen(k, a->x, &x1).e);
+	cu_kline(k, 1, NULL, "v1 = %s;", cu_gen(k, to, &x1).e);
 	cu_kclose(k, cu_fmt(k->a, "if (c + 1 < %lld)", (long long)a->sk));
 }
 
@@ -428,9 +435,13 @@ void cu_emit_attention(Emit *E, Kern *k)
 	Kern ks_;
 	cu_kern_init(&ks_, E, k->gi);
 	const double scale = folded_scale(k, &a);
-	score_ops(&ks_, &a, scale);
+	pair_ops(&ks_, &a, scale != 1 ? a.chain[0] : a.mm1, a.x);
+	Kern kp;
+	cu_kern_init(&kp, E, k->gi);
+	if (a.nprobs)
+		pair_ops(&kp, &a, a.p, a.probs[a.nprobs - 1]);
 	out_stores(k, &a);
-	if (ks_.failed || k->failed) {
+	if (ks_.failed || kp.failed || k->failed) {
 		k->failed = 1;
 		return;
 	}
@@ -444,6 +455,9 @@ void cu_emit_attention(Emit *E, Kern *k)
 	const char *tiles = tile_functor(E, k, &a, cu_kname(k, "tiles"));
 	const char *rows = rows_functor(E, k, &a, cu_kname(k, "rows"));
 	const char *sargs = functor(E, &ks_, sname, "int z_, int r_, int c_, float &v0, float &v1", 0, -1);
+	const char *pname = cu_kname(k, "probs");
+	const char *probs = a.nprobs ? cu_fmt(k->a, "%s{%s}", pname, functor(E, &kp, pname, "int z_, int r_, int c_, "
+							       "float &v0, float &v1", 0, -1)) : "fga::NoProbs{}";
 	const char *oargs = functor(E, k, oname, "int z_, int r_, int c_, float v0, float v1", 1, a.lse_y);
 	int64_t ext[FG_MAX_RANK];
 	for (int i = 0; i < nb; i++)
@@ -451,9 +465,9 @@ void cu_emit_attention(Emit *E, Kern *k)
 	const int64_t blocks = (a.sq + 127) / 128 * Z;
 	cu_add_call(E, cu_kname(k, NULL), k->gi, blocks, 384,
 		    cu_fmt(E->a, "fga::launch<%s, %lld>(ctx, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lld, "
-			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s{%s}, %s);", tname, (long long)a.d,
+			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s{%s}, %s, %s);", tname, (long long)a.d,
 			   cu_tensor_param(k, a.q), cu_tensor_param(k, a.k), cu_tensor_param(k, a.v), (long long)a.sq,
 			   (long long)a.sk, cu_literal(k->a, FG_DT_F32, scale), (long long)Z, (long long)(cu_numel(kshape) / (a.sk * a.d)),
 			   (long long)(cu_numel(vshape) / (a.sk * a.d)), nb, int_list(k->a, ext, nb), int_list(k->a, ks, nb),
-			   int_list(k->a, vs, nb), sname, sargs, tiles, oname, oargs, rows));
+			   int_list(k->a, vs, nb), sname, sargs, tiles, oname, oargs, rows, probs));
 }
