@@ -1046,7 +1046,8 @@ typedef struct FgCudaOptions {
  * compile, each reported through d. */
 int fg_cuda_emit(FILE *f, const FgPlan *plan, const char *source, FgGemmChoice gemm, FgDiag *d);
 /* What `fgc compile` (--gemm auto) does with gemm group gi, in a phrase for
- * fgc report: the generated matmul or cuBLASLt, and why; NULL for other
+ * fgc report: the generated matmul or cuBLASLt, and why; with an attention
+ * group, the flash kernel and what it skips and writes; NULL for other
  * groups. */
 const char *fg_cuda_gemm_note(const FgPlan *plan, int gi);
 /* Per group gi, owner[gi]: the group whose kernels it launches, itself

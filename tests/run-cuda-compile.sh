@@ -64,7 +64,7 @@ done
 unit() {        # unit FILE NAME...: includes each model in a namespace
 	local f=$1 i=0
 	shift
-	printf '#include "fg_device.cuh"\n#include "fg_gemm_sm90.cuh"\n' >"$f"
+	printf '#include "fg_device.cuh"\n#include "fg_gemm_sm90.cuh"\n#include "fg_attn_sm90.cuh"\n' >"$f"
 	for name in "$@"; do
 		i=$((i + 1))
 		printf 'namespace model%d {\n#include "%s.cu"\n}\n' "$i" "$name" >>"$f"

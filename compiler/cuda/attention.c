@@ -26,33 +26,6 @@
 
 #include "cuda.h"
 
-/* The index of a value of shape os at the functor's batch z, row r and
- * column c (lines for z, r and c in scope 0 of k). */
-static Ix pair_index(Kern *k, const FgShape *os)
-{
-	const int R = os->rank;
-	Ix x;
-	memset(&x, 0, sizeof x);
-	x.rank = R;
-	for (int i = 0; i < R; i++)
-		x.c[i] = "0";
-	cu_kline(k, 0, "z", "const %s z = z_;", k->idx);
-	cu_kline(k, 0, "r", "const %s r = r_;", k->idx);
-	cu_kline(k, 0, "c", "const %s c = c_;", k->idx);
-	if (cu_numel(os) > os->d[R - 2] * os->d[R - 1]) {
-		FgShape bs = *os;
-		bs.rank = R - 2;
-		Ix bx = cu_ix_from_lin(k, &bs, "z", 0, "z");
-		for (int i = 0; i < R - 2; i++)
-			x.c[i] = bx.c[i], x.lv[i] = bx.lv[i];
-	}
-	if (os->d[R - 2] > 1)
-		x.c[R - 2] = "r";
-	if (os->d[R - 1] > 1)
-		x.c[R - 1] = "c";
-	return x;
-}
-
 /* Writes functor `name` of k: a field per read it loaded (and per write
  * when writes, but skip), then operator() with signature sig over k's
  * lines.
@@ -116,7 +89,7 @@ static void pair_ops(Kern *k, const FgAttn *a, int from, int to)
 	k->nc = 1;
 	if (from == to)
 		return;         /* no op: the functor leaves the pair */
-	Ix x = pair_index(k, S);
+	Ix x = cu_ix_pair(k, S);
 	if (a->sk % 2 == 0) {
 		k->acc[0] = "v0", k->acc[1] = "v1";
 		Val v[2];
@@ -199,7 +172,7 @@ static void out_stores(Kern *k, const FgAttn *a)
 	const int R = os->rank;
 	k->mm = a->mm2;
 	k->nc = 1;
-	Ix x = pair_index(k, os);
+	Ix x = cu_ix_pair(k, os);
 	int *path = fg_arena_array(k->a, (size_t)k->gr->nnodes + 1, sizeof(int));
 	for (int w = 0; w < k->gr->nwrites; w++) {
 		if (k->gr->writes[w] == a->lse_y)
@@ -377,29 +350,60 @@ static int bound(Bounds *b, int id)
 	return 1;
 }
 
+/* Bounds b of a's mask when its tiles can be bounded: the where that ends
+ * the score ops, with -inf as its operand *neg (1 or 2), its condition's
+ * cone made of what bound() follows.  0 when not. */
+static int mask_bounds(FgArena *ar, const FgGraph *g, const FgAttn *a, Bounds *b, int *neg)
+{
+	const FgNode *x = &g->nodes[a->x];
+	*neg = -1;
+	if (a->nchain == 0 || x->op != FG_OP_WHERE)
+		return 0;
+	for (int j = 1; j < 3; j++) {
+		const FgNode *c = &g->nodes[x->in[j]];
+		if (c->op == FG_OP_CONST && isinf(c->a.value) && c->a.value < 0)
+			*neg = j;
+	}
+	*b = (Bounds){ar, g, &x->shape, NULL, NULL, ""};
+	b->lo = fg_arena_array(ar, (size_t)g->nnodes + 1, sizeof(char *));
+	b->hi = fg_arena_array(ar, (size_t)g->nnodes + 1, sizeof(char *));
+	return *neg > 0 && bound(b, x->in[0]);
+}
+
 /* Writes NAME_tiles for a's mask when its tiles can be bounded; returns
  * its initializer, or "fga::NoSkip{}" (every tile computed). */
 static const char *tile_functor(Emit *E, const Kern *k, const FgAttn *a, const char *name)
 {
-	const FgNode *x = &k->g->nodes[a->x];
-	if (a->nchain == 0 || x->op != FG_OP_WHERE)
+	Bounds b;
+	int neg;
+	if (!mask_bounds(k->a, k->g, a, &b, &neg))
 		return "fga::NoSkip{}";
-	int neg = -1;
-	for (int j = 1; j < 3; j++) {
-		const FgNode *c = &k->g->nodes[x->in[j]];
-		if (c->op == FG_OP_CONST && isinf(c->a.value) && c->a.value < 0)
-			neg = j;
-	}
-	Bounds b = {k->a, k->g, &x->shape, NULL, NULL, ""};
-	b.lo = fg_arena_array(k->a, (size_t)k->g->nnodes + 1, sizeof(char *));
-	b.hi = fg_arena_array(k->a, (size_t)k->g->nnodes + 1, sizeof(char *));
-	if (neg < 0 || !bound(&b, x->in[0]))
-		return "fga::NoSkip{}";
+	const int c = k->g->nodes[a->x].in[0];
 	cu_out(E, "struct %s {\n\t/* whether where(%s) puts -inf at every score of rows [r0, r1] and keys [c0, c1] */\n"
 	       "\t__device__ __forceinline__ bool operator()(int r0, int r1, int c0, int c1) const\n\t{\n%s"
 	       "\t\treturn %s;\n\t}\n};\n\n", name, neg == 2 ? "cond, s, -inf" : "cond, -inf, s", b.text,
-	       neg == 2 ? cu_fmt(k->a, "!(%s)", b.hi[x->in[0]]) : b.lo[x->in[0]]);
+	       neg == 2 ? cu_fmt(k->a, "!(%s)", b.hi[c]) : b.lo[c]);
 	return cu_fmt(k->a, "%s{}", name);
+}
+
+/* How fgc compile runs attention group gi, in a phrase (fgc report's "on
+ * the GPU", through fg_cuda_gemm_note). */
+const char *cu_attention_note(const FgPlan *plan, int gi)
+{
+	const FgGraph *g = plan->g;
+	FgArena *ar = g->arena;
+	FgAttn a;
+	const char *why;
+	if (fg_kind_attention(g, plan->groups[gi].root, &a, &why, ar) != 1)
+		return NULL;
+	Bounds b;
+	int neg;
+	const int skips = mask_bounds(ar, g, &a, &b, &neg);
+	return cu_fmt(ar, "the generated sm_90a flash kernel, head dim %lld, %lld query rows against %lld keys in tiles of "
+		      "128 x 128, %s%s%s", (long long)a.d, (long long)a.sq, (long long)a.sk,
+		      skips ? "key tiles that the mask's iota bounds put at -inf skipped" : "every key tile computed",
+		      a.lse_y >= 0 ? cu_fmt(ar, ", %s written per row", plan->names[a.lse_y]) : "",
+		      a.nprobs ? ", the ops on p applied before the division by the row's sum" : "");
 }
 
 /* "{a, b, c}" of the first n of v, padded with zeros to fga::MAX_BATCH. */

@@ -346,6 +346,7 @@ const char *cu_write_cond(Kern *k, const Ix *x, const FgShape *fs, const FgShape
 Ix cu_ix_reshape(Kern *k, const Ix *x, const FgShape *fs, const FgShape *ts);
 int cu_innermost(const FgShape *s);
 Ix cu_lane_of(Kern *k, const Ix *x, int vd, int vw, int l);
+Ix cu_ix_pair(Kern *k, const FgShape *os);
 
 /* ------------------------------------------------- compiler/cuda/gen.c */
 
@@ -403,6 +404,11 @@ FG_GROUP_KINDS(X)
  * of mat elements, against the output's batch dims bn[0..nb): 0 where it
  * broadcasts (attention.c reads K and V so, in matrices). */
 void cu_batch_strides(const FgShape *s, int nb, const int64_t *bn, int64_t mat, int64_t *st);
+
+/* ------------------------------------------- compiler/cuda/attention.c */
+
+/* How compile runs attention group gi, in a phrase (fgc report). */
+const char *cu_attention_note(const FgPlan *plan, int gi);
 
 /* ------------------------------------------------ compiler/cuda/loop.c */
 

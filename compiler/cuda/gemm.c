@@ -416,32 +416,14 @@ static void emit_own_gemm(Emit *E, Kern *k, const GemmPlan *p, const char *why)
 	const int mm = p->mm, A = p->A, B = p->B, ta = p->ta, tb = p->tb;
 	const FgNode *n = &k->g->nodes[mm];
 	const FgShape *os = &n->shape;
-	const int R = os->rank, nb = R - 2;
+	const int R = os->rank;
 	const int64_t M = p->M, N = p->N, K = p->K, Z = p->nd ? p->cnt[0] : 1;
 	const int64_t sa = p->nd ? p->ms[0][0] : 0, sb = p->nd ? p->ms[1][0] : 0;
 	const GemmTile t = plan_tile(p);
 	const char *name = cu_kname(k, "epilogue");
 	k->mm = mm;
 	k->nc = 1;
-	Ix x;
-	memset(&x, 0, sizeof x);
-	x.rank = R;
-	for (int i = 0; i < R; i++)
-		x.c[i] = "0";
-	cu_kline(k, 0, "z", "const %s z = z_;", k->idx);
-	cu_kline(k, 0, "r", "const %s r = r_;", k->idx);
-	cu_kline(k, 0, "c", "const %s c = c_;", k->idx);
-	if (cu_numel(os) > M * N) {
-		FgShape bs = *os;
-		bs.rank = nb;
-		Ix bx = cu_ix_from_lin(k, &bs, "z", 0, "z");
-		for (int i = 0; i < nb; i++)
-			x.c[i] = bx.c[i], x.lv[i] = bx.lv[i];
-	}
-	if (M > 1)
-		x.c[R - 2] = "r";
-	if (N > 1)
-		x.c[R - 1] = "c";
+	Ix x = cu_ix_pair(k, os);
 	if (N % 2 == 0) {       /* both lanes inside D: one vector access where it can */
 		k->acc[0] = "v0", k->acc[1] = "v1";
 		for (int w = 0; w < k->gr->nwrites; w++) {
@@ -685,11 +667,14 @@ void cu_emit_gemm(Emit *E, Kern *k)
 }
 
 /* What fgc compile --gemm auto does with gemm group gi, in a phrase (fgc
- * report; with --tf32 when plan->opt.tf32); NULL for other groups and for a
- * group it cannot compile. */
+ * report; with --tf32 when plan->opt.tf32), or with an attention group
+ * (cu_attention_note); NULL for other groups and for a group it cannot
+ * compile. */
 const char *fg_cuda_gemm_note(const FgPlan *plan, int gi)
 {
 	const FgGraph *g = plan->g;
+	if (gi >= 0 && gi < plan->ngroups && plan->groups[gi].kind == FG_GROUP_ATTENTION)
+		return cu_attention_note(plan, gi);
 	if (gi < 0 || gi >= plan->ngroups || plan->groups[gi].kind != FG_GROUP_GEMM)
 		return NULL;
 	Emit E;

@@ -257,3 +257,32 @@ Ix cu_lane_of(Kern *k, const Ix *x, int vd, int vw, int l)
 	cu_lane_coords(k, &y);
 	return y;
 }
+
+/* The index of a value of shape os (matrices in its last two axes) at a
+ * functor's batch z, row r and column c: the generated matmul's epilogue
+ * and the attention kernel's functors, whose arguments are z_, r_ and c_
+ * (lines for z, r and c in scope 0 of k). */
+Ix cu_ix_pair(Kern *k, const FgShape *os)
+{
+	const int R = os->rank;
+	Ix x;
+	memset(&x, 0, sizeof x);
+	x.rank = R;
+	for (int i = 0; i < R; i++)
+		x.c[i] = "0";
+	cu_kline(k, 0, "z", "const %s z = z_;", k->idx);
+	cu_kline(k, 0, "r", "const %s r = r_;", k->idx);
+	cu_kline(k, 0, "c", "const %s c = c_;", k->idx);
+	if (cu_numel(os) > os->d[R - 2] * os->d[R - 1]) {
+		FgShape bs = *os;
+		bs.rank = R - 2;
+		Ix bx = cu_ix_from_lin(k, &bs, "z", 0, "z");
+		for (int i = 0; i < R - 2; i++)
+			x.c[i] = bx.c[i], x.lv[i] = bx.lv[i];
+	}
+	if (os->d[R - 2] > 1)
+		x.c[R - 2] = "r";
+	if (os->d[R - 1] > 1)
+		x.c[R - 1] = "c";
+	return x;
+}

@@ -8,8 +8,8 @@
   # expect-edge: REASON VALUE: TEXT   ... VALUE crosses it, its detail says TEXT
   # expect-write: VALUE REASON   VALUE is written for REASON
   # expect-error: LINE:COL: TEXT fgc report fails with this located error
-  # expect-gpu: VALUE: TEXT      the gemm group that writes VALUE says TEXT
-                                 of how it runs on the GPU (its on_gpu)
+  # expect-gpu: VALUE: TEXT      the gemm or attention group that writes VALUE
+                                 says TEXT of how it runs on the GPU (its on_gpu)
 
 Whatever the expectations, every report must be well formed: each write
 and each edge has one of the reasons of the contract, every group reads
