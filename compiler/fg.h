@@ -797,7 +797,11 @@ extern const char *const fg_reason_name[FG_WHY_COUNT];
 typedef struct FgCost {
 	int64_t bytes;          /* read plus written */
 	int launches;           /* kernels */
-	double est_us;          /* bytes / bandwidth + launches * launch cost */
+	double flops_tc;        /* matmul FLOPs on the tensor cores (fg_kind_flops) */
+	double flops_cc;        /* FLOPs on the CUDA cores */
+	double est_us;          /* max(memory time, compute time) + launches *
+				   launch cost (fg_cost_estimate) */
+	int compute_bound;      /* the compute time is the larger */
 } FgCost;
 
 typedef struct FgGroup {
@@ -829,6 +833,10 @@ typedef struct FgFuseOptions {
 	int no_fuse;            /* one group per op: the unfused baseline */
 	double bw_gbs;          /* device bandwidth, GB/s (default 4300) */
 	double launch_us;       /* cost of one launch, us (default 3) */
+	double tc_tflops;       /* tensor-core rate, TFLOP/s (default 790: the
+				   H200's dense bf16) */
+	double cc_tflops;       /* CUDA-core rate, TFLOP/s (default 67: the
+				   H200's f32) */
 	int reg_limit;          /* registers per thread (default 128) */
 	int tf32;               /* --tf32: f32 matmuls may multiply as tf32 (the
 				 * backend's choice: the partition ignores it;
@@ -846,6 +854,18 @@ typedef struct FgFuseOptions {
 static inline double fg_est_us(const FgFuseOptions *o, int64_t bytes, int launches)
 {
 	return (double)bytes / (o->bw_gbs * 1e3) + launches * o->launch_us;
+}
+
+/* A group's (or a graph's) estimate: the larger of its memory time
+ * (bytes over the bandwidth) and its compute time (tensor-core FLOPs over
+ * their rate plus CUDA-core FLOPs over theirs, as if they did not
+ * overlap), plus its launches; and which of the two bounds it. */
+static inline void fg_cost_estimate(const FgFuseOptions *o, FgCost *c)
+{
+	double mem = (double)c->bytes / (o->bw_gbs * 1e3);
+	double cmp = c->flops_tc / (o->tc_tflops * 1e6) + c->flops_cc / (o->cc_tflops * 1e6);
+	c->compute_bound = cmp > mem;
+	c->est_us = (cmp > mem ? cmp : mem) + c->launches * o->launch_us;
 }
 
 typedef struct FgPlan {
@@ -870,6 +890,10 @@ typedef struct FgPlan {
 /* Partitions g (composites expanded) into fusion groups.  Reports a
  * fuse { } block that cannot be one group; returns the error count. */
 int fg_pass_fuse(const FgGraph *g, const FgFuseOptions *o, FgPlan *plan, FgDiag *d);
+/* plan->fused from its groups' costs: their bytes, launches and FLOPs
+ * added, and their estimates (each group is bound by its own memory or
+ * compute time); compute_bound when the compute time bounds most of it. */
+void fg_plan_total(FgPlan *plan);
 void fg_fuse_defaults(FgFuseOptions *o);
 /* Byte counts saturate at FG_BYTES_MAX (4 EiB): a tensor may hold 2^62
  * elements, so its bytes, and sums of them, can pass int64. */
@@ -911,6 +935,12 @@ int fg_kind_regs_merged(int a, int b);
 int fg_kind_regs_at(const FgGroup *gr, int elems);
 /* Whether an estimate stays within the limit (--reg-limit). */
 int fg_kind_regs_fit(const FgFuseOptions *o, int regs);
+
+/* The FLOPs of node id, onto *tc (matmuls the tensor cores run: f16 and
+ * bf16 operands, f32 under --tf32) or *cc (the rest: other matmuls, one
+ * per result element of an elementwise op or a scan, one per input
+ * element of a reduction or a topk); layout ops and sources have none. */
+void fg_kind_flops(const FgGraph *g, int id, const FgFuseOptions *o, double *tc, double *cc);
 
 /* The multiprocessors of the GPU the plan is for (the H200's). */
 #define FG_SMS 132

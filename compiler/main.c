@@ -100,6 +100,10 @@ static const char usage[] =
 	"                   within 1/8 of the dtype's unit roundoff; docs/testing.md)\n"
 	"  --no-fuse        one group per op: the unfused baseline\n"
 	"  --bw GBS         cost model: device bandwidth in GB/s (default 4300)\n"
+	"  --tc-tflops R    cost model: tensor-core rate in TFLOP/s, for f16 and bf16\n"
+	"                   matmuls (default 790, the H200's dense bf16)\n"
+	"  --cc-tflops R    cost model: CUDA-core rate in TFLOP/s, for the other FLOPs\n"
+	"                   (default 67, the H200's f32)\n"
 	"  --launch-us US   cost model: cost of one kernel launch in us (default 3)\n"
 	"  --reg-limit N    registers per thread by the estimate: where loop groups are\n"
 	"                   cut, and how many elements a kernel gives a thread (default 128)\n"
@@ -325,6 +329,18 @@ static int flag_bw(FgArena *a, Options *o, const char *v)
 	return parse_positive("--bw", v, &o->fuse.bw_gbs);
 }
 
+static int flag_tc_tflops(FgArena *a, Options *o, const char *v)
+{
+	(void)a;
+	return parse_positive("--tc-tflops", v, &o->fuse.tc_tflops);
+}
+
+static int flag_cc_tflops(FgArena *a, Options *o, const char *v)
+{
+	(void)a;
+	return parse_positive("--cc-tflops", v, &o->fuse.cc_tflops);
+}
+
 static int flag_launch_us(FgArena *a, Options *o, const char *v)
 {
 	(void)a;
@@ -395,6 +411,8 @@ static const Flag flags[] = {
 	{"--accurate-math", NULL, C_COMPILE, SET(fuse.accurate_math)},
 	{"--no-fuse", NULL, C_PLAN, SET(fuse.no_fuse)},
 	{"--bw", "GBS", C_PLAN, flag_bw, 0},
+	{"--tc-tflops", "R", C_PLAN, flag_tc_tflops, 0},
+	{"--cc-tflops", "R", C_PLAN, flag_cc_tflops, 0},
 	{"--launch-us", "US", C_PLAN, flag_launch_us, 0},
 	{"--reg-limit", "N", C_PLAN, flag_reg_limit, 0},
 };

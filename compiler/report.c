@@ -214,6 +214,34 @@ static void text_io(const Report *r, const FgGroup *gr)
 			human_bytes(b, sizeof b, more), human_bytes((char[32]){0}, 32, gr->cost.bytes));
 }
 
+/* FLOPs as "137.4 GFLOP", three digits. */
+static void human_flops(char *buf, size_t n, double f)
+{
+	static const char *const unit[] = {"", "k", "M", "G", "T", "P"};
+	int u = 0;
+	while (f >= 1000 && u < 5)
+		f /= 1000, u++;
+	snprintf(buf, n, u ? (f >= 100 ? "%.0f %sFLOP" : f >= 10 ? "%.1f %sFLOP" : "%.2f %sFLOP") : "%.0f %sFLOP",
+		 f, unit[u]);
+}
+
+/* A group's compute beside its memory time, where its compute time is
+ * at least a tenth of its estimate (a matmul, attention, a long chain of
+ * ops): its FLOPs on each kind of core, and which time bounds it. */
+static void text_compute(const Report *r, const FgCost *c)
+{
+	const FgFuseOptions *o = &r->plan->opt;
+	double mem = (double)c->bytes / (o->bw_gbs * 1e3);
+	double tc = c->flops_tc / (o->tc_tflops * 1e6), cc = c->flops_cc / (o->cc_tflops * 1e6);
+	if (tc + cc < 0.1 * c->est_us)
+		return;
+	char a[32], b[32];
+	human_flops(a, sizeof a, c->flops_tc);
+	human_flops(b, sizeof b, c->flops_cc);
+	fprintf(r->f, "  compute: %s on the tensor cores (%.2f us), %s on the CUDA cores (%.2f us), against %.2f us of "
+		"memory: %s-bound\n", a, tc, b, cc, mem, c->compute_bound ? "compute" : "memory");
+}
+
 static void text_groups(const Report *r)
 {
 	const FgPlan *plan = r->plan;
@@ -223,12 +251,14 @@ static void text_groups(const Report *r)
 		wk = max_int(wk, (int)strlen(kind_name(plan->groups[gi].kind)));
 	for (int gi = 0; gi < plan->ngroups; gi++) {
 		const FgGroup *gr = &plan->groups[gi];
-		fprintf(r->f, "\ngroup %-*d  %-*s  %s  (%d launch%s, est %.2f us, est regs %d)\n", wi, gi,
+		fprintf(r->f, "\ngroup %-*d  %-*s  %s  (%d launch%s, est %.2f us%s, est regs %d)\n", wi, gi,
 			wk, kind_name(gr->kind), gr->name ? gr->name : "-", gr->cost.launches,
-			gr->cost.launches == 1 ? "" : "es", gr->cost.est_us, gr->est_regs);
+			gr->cost.launches == 1 ? "" : "es", gr->cost.est_us, gr->cost.compute_bound ? " compute-bound" : "",
+			gr->est_regs);
 		const char *note = fg_cuda_gemm_note(plan, gi);
 		if (note)
 			fprintf(r->f, "  on the GPU: %s\n", note);
+		text_compute(r, &gr->cost);
 		text_kernel(r, gi);
 		text_ops(r, gr);
 		text_io(r, gr);
@@ -277,9 +307,10 @@ static void ratio_str(char *buf, size_t n, double num, double den)
  * their widest cell. */
 static void text_totals(const Report *r)
 {
-	static const char *const row[4] = {"totals", "bytes", "launches", "est time"};
+	static const char *const row[5] = {"totals", "bytes", "launches", "est time", "FLOP"};
 	const FgCost *fu = &r->plan->fused, *un = &r->plan->unfused;
-	char cell[4][3][32] = {{"fused", "unfused", "unfused/fused"}};
+	char cell[5][3][32] = {{"fused", "unfused", "unfused/fused"}};
+	const int rows = fu->flops_tc + fu->flops_cc > 0 ? 5 : 4;
 	int w[3] = {0, 0, 0};
 
 	human_bytes(cell[1][0], 32, fu->bytes);
@@ -291,11 +322,14 @@ static void text_totals(const Report *r)
 	snprintf(cell[3][0], 32, "%.2f us", fu->est_us);
 	snprintf(cell[3][1], 32, "%.2f us", un->est_us);
 	ratio_str(cell[3][2], 32, un->est_us, fu->est_us);
-	for (int i = 0; i < 4; i++)
+	human_flops(cell[4][0], 32, fu->flops_tc + fu->flops_cc);
+	human_flops(cell[4][1], 32, un->flops_tc + un->flops_cc);
+	ratio_str(cell[4][2], 32, un->flops_tc + un->flops_cc, fu->flops_tc + fu->flops_cc);
+	for (int i = 0; i < rows; i++)
 		for (int j = 0; j < 2; j++)
 			w[j] = max_int(w[j], (int)strlen(cell[i][j]));
 	fputc('\n', r->f);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < rows; i++)
 		fprintf(r->f, "%s%-*s  %-*s  %-*s  %s\n", i ? "  " : "", i ? 8 : 10, row[i], w[0], cell[i][0],
 			w[1], cell[i][1], cell[i][2]);
 }
@@ -327,8 +361,9 @@ void fg_report_text(FILE *f, const FgPlan *plan)
 	Report r = report_open(f, plan, 1);
 
 	fprintf(f, "fusion report: graph %s\n", graph_name(r.g));
-	fprintf(f, "cost model: %g GB/s, %g us per launch, %d registers per thread\n",
-		plan->opt.bw_gbs, plan->opt.launch_us, plan->opt.reg_limit);
+	fprintf(f, "cost model: %g GB/s, %g TFLOP/s on the tensor cores, %g on the CUDA cores, %g us per launch, "
+		"%d registers per thread\n", plan->opt.bw_gbs, plan->opt.tc_tflops, plan->opt.cc_tflops,
+		plan->opt.launch_us, plan->opt.reg_limit);
 	fprintf(f, "%d group%s, %d boundar%s", plan->ngroups, plan->ngroups == 1 ? "" : "s",
 		plan->nedges, plan->nedges == 1 ? "y" : "ies");
 	if (r.owners < r.kernels)
@@ -475,6 +510,11 @@ static void json_group(const Report *r, int gi)
 		fputs("null", r->f);
 	fprintf(r->f, ",\n      \"launches\": %d,\n      \"est_us\": ", gr->cost.launches);
 	json_real(r->f, gr->cost.est_us);
+	fputs(",\n      \"flops_tc\": ", r->f);
+	json_real(r->f, gr->cost.flops_tc);
+	fputs(",\n      \"flops_cc\": ", r->f);
+	json_real(r->f, gr->cost.flops_cc);
+	fprintf(r->f, ",\n      \"bound\": \"%s\"", gr->cost.compute_bound ? "compute" : "memory");
 	fprintf(r->f, ",\n      \"est_regs\": %d,\n      \"bytes_read\": %lld,\n      \"bytes_written\": %lld,\n"
 		"      \"bytes\": %lld,\n", gr->est_regs, (long long)gr->bytes_read, (long long)gr->bytes_written,
 		(long long)gr->cost.bytes);
@@ -520,7 +560,11 @@ static void json_cost(FILE *f, const char *key, const FgCost *c, const char *end
 	fprintf(f, "    \"%s\": {\"bytes\": %lld, \"launches\": %d, \"est_us\": ", key, (long long)c->bytes,
 		c->launches);
 	json_real(f, c->est_us);
-	fprintf(f, "}%s\n", end);
+	fputs(", \"flops_tc\": ", f);
+	json_real(f, c->flops_tc);
+	fputs(", \"flops_cc\": ", f);
+	json_real(f, c->flops_cc);
+	fprintf(f, ", \"bound\": \"%s\"}%s\n", c->compute_bound ? "compute" : "memory", end);
 }
 
 void fg_report_json(FILE *f, const FgPlan *plan)
@@ -533,6 +577,10 @@ void fg_report_json(FILE *f, const FgPlan *plan)
 	json_real(f, plan->opt.bw_gbs);
 	fputs(", \"launch_us\": ", f);
 	json_real(f, plan->opt.launch_us);
+	fputs(", \"tc_tflops\": ", f);
+	json_real(f, plan->opt.tc_tflops);
+	fputs(", \"cc_tflops\": ", f);
+	json_real(f, plan->opt.cc_tflops);
 	fprintf(f, ", \"reg_limit\": %d},\n  \"groups\": [", plan->opt.reg_limit);
 	for (int gi = 0; gi < plan->ngroups; gi++) {
 		fputs(gi ? ",\n" : "\n", f);

@@ -52,6 +52,8 @@ void fg_fuse_defaults(FgFuseOptions *o)
 	memset(o, 0, sizeof *o);
 	o->bw_gbs = 4300;
 	o->launch_us = 3;
+	o->tc_tflops = 790;
+	o->cc_tflops = 67;
 	o->reg_limit = 128;
 }
 

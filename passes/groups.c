@@ -318,12 +318,14 @@ static void finish_group(Fuser *f, FgGroup *out, const BGroup *b, int gi)
 			out->cost.bytes = fg_bytes_add(out->cost.bytes, out->bytes_read);
 		}
 	}
-	out->cost.est_us = fg_est_us(&f->opt, out->cost.bytes, out->cost.launches);
 	int *sorted = fg_arena_array(f->a, (size_t)nmembers + 1, sizeof(int));
 	int ns = 0;
 	for (int k = 0; k < nodes.n; k++)
-		if (in_group(f, nodes.v[k], gi))
+		if (in_group(f, nodes.v[k], gi)) {
 			sorted[ns++] = nodes.v[k];
+			fg_kind_flops(g, nodes.v[k], &f->opt, &out->cost.flops_tc, &out->cost.flops_cc);
+		}
+	fg_cost_estimate(&f->opt, &out->cost);
 	out->est_regs = estimate_regs(f, gi, sorted, ns);
 }
 
@@ -403,7 +405,9 @@ static void merge_into(Fuser *f, int i, int j)
 	for (int k = 0; k < a->nwrites; k++)
 		a->bytes_written = fg_bytes_add(a->bytes_written, fg_value_bytes(f->g, a->writes[k]));
 	a->cost.bytes = fg_bytes_add(a->bytes_read, a->bytes_written);
-	a->cost.est_us = fg_est_us(&f->opt, a->cost.bytes, a->cost.launches);
+	a->cost.flops_tc += b->cost.flops_tc;   /* nodes both recompute: counted twice (rare, small) */
+	a->cost.flops_cc += b->cost.flops_cc;
+	fg_cost_estimate(&f->opt, &a->cost);
 	for (int k = 0; k < b->nnodes; k++) {
 		int *mv = f->memb[b->nodes[k]].v, w = 0;
 		for (int r = 0; r < f->memb[b->nodes[k]].n; r++) {     /* j becomes i, once */
@@ -603,12 +607,9 @@ void fuse_finish(Fuser *f)
 		finish_group(f, &plan->groups[i], &old[i], i);
 	if (!f->opt.no_fuse)
 		merge_siblings(f);
-	for (int i = 0; i < plan->ngroups; i++) {
+	for (int i = 0; i < plan->ngroups; i++)
 		plan->groups[i].name = kernel_name(f, i, &plan->groups[i]);
-		plan->fused.bytes = fg_bytes_add(plan->fused.bytes, plan->groups[i].cost.bytes);
-		plan->fused.launches += plan->groups[i].cost.launches;
-	}
-	plan->fused.est_us = fg_est_us(&f->opt, plan->fused.bytes, plan->fused.launches);
+	fg_plan_total(plan);
 	/* Edges: every operand a group reads that another group wrote. */
 	FG_VEC(FgEdge) edges = {0};
 	for (int gi = 0; gi < plan->ngroups; gi++) {
@@ -634,30 +635,60 @@ void fuse_finish(Fuser *f)
 	plan->nedges = edges.n;
 }
 
-/* The cost of one kernel per op, every intermediate stored. */
+void fg_plan_total(FgPlan *plan)
+{
+	FgCost *t = &plan->fused;
+	double bound = 0;
+
+	memset(t, 0, sizeof *t);
+	for (int i = 0; i < plan->ngroups; i++) {
+		const FgCost *c = &plan->groups[i].cost;
+		t->bytes = fg_bytes_add(t->bytes, c->bytes);
+		t->launches += c->launches;
+		t->flops_tc += c->flops_tc;
+		t->flops_cc += c->flops_cc;
+		t->est_us += c->est_us;
+		bound += c->compute_bound ? c->est_us : 0;
+	}
+	t->compute_bound = bound > t->est_us / 2;
+}
+
+/* The cost of one kernel per op, every intermediate stored: the sum of
+ * each op's estimate, as a group of its own. */
 FgCost fuse_unfused_cost(const Fuser *f)
 {
 	const FgGraph *g = f->g;
-	FgCost c = {0, 0, 0};
+	FgCost c;
+	double bound = 0;
 
+	memset(&c, 0, sizeof c);
 	for (int i = 0; i < g->nnodes; i++) {
 		const FgNode *n = &g->nodes[i];
+		FgCost op;
 		if (is_source(f, i) || !f->live[i])
 			continue;
-		c.bytes = fg_bytes_add(c.bytes, fg_value_bytes(g, i));
+		memset(&op, 0, sizeof op);
+		op.bytes = fg_value_bytes(g, i);
 		for (int k = 0; k < n->nin; k++) {
 			int dup = 0;
 			for (int j = 0; j < k; j++)
 				dup |= n->in[j] == n->in[k];
 			if (!dup && g->nodes[n->in[k]].op != FG_OP_CONST)
-				c.bytes = fg_bytes_add(c.bytes, fg_value_bytes(g, n->in[k]));
+				op.bytes = fg_bytes_add(op.bytes, fg_value_bytes(g, n->in[k]));
 		}
-		c.launches++;
 		/* A reduction over all axes takes two kernels, as fused. */
-		if (fg_op_info[n->op].cls == FG_CLASS_REDUCE && all_axes(&g->nodes[n->in[0]].shape, n->a.red.axes))
-			c.launches++;
+		op.launches = fg_op_info[n->op].cls == FG_CLASS_REDUCE && all_axes(&g->nodes[n->in[0]].shape, n->a.red.axes)
+			      ? 2 : 1;
+		fg_kind_flops(g, i, &f->opt, &op.flops_tc, &op.flops_cc);
+		fg_cost_estimate(&f->opt, &op);
+		c.bytes = fg_bytes_add(c.bytes, op.bytes);
+		c.launches += op.launches;
+		c.flops_tc += op.flops_tc;
+		c.flops_cc += op.flops_cc;
+		c.est_us += op.est_us;
+		bound += op.compute_bound ? op.est_us : 0;
 	}
-	c.est_us = fg_est_us(&f->opt, c.bytes, c.launches);
+	c.compute_bound = bound > c.est_us / 2;
 	return c;
 }
 

@@ -13,7 +13,8 @@
  *     where the partitioner cuts and how many elements a kernel gives a
  *     thread;
  *   - how a scan's kernel walks its rows, and so how many launches it
- *     takes and how often it reads its inputs.
+ *     takes and how often it reads its inputs;
+ *   - what an op computes, in FLOPs, for the cost model's compute time.
  */
 #include "fg.h"
 
@@ -55,6 +56,38 @@ int fg_kind_regs_at(const FgGroup *gr, int elems)
 int fg_kind_regs_fit(const FgFuseOptions *o, int regs)
 {
 	return regs <= o->reg_limit;
+}
+
+void fg_kind_flops(const FgGraph *g, int id, const FgFuseOptions *o, double *tc, double *cc)
+{
+	const FgNode *n = &g->nodes[id];
+	double out = (double)fg_shape_numel(&n->shape);
+
+	switch (fg_op_info[n->op].cls) {
+	case FG_CLASS_MATMUL: {
+		const FgShape *a = &g->nodes[n->in[0]].shape;
+		FgDtype t = g->nodes[n->in[0]].dt;
+		double f = 2.0 * out * (double)a->d[a->rank - 1];
+		if (t == FG_DT_F16 || t == FG_DT_BF16 || (t == FG_DT_F32 && o->tf32))
+			*tc += f;
+		else
+			*cc += f;
+		break;
+	}
+	case FG_CLASS_EW:
+		if (n->op != FG_OP_IOTA)
+			*cc += out;
+		break;
+	case FG_CLASS_SCAN:
+		*cc += out;
+		break;
+	case FG_CLASS_REDUCE:
+	case FG_CLASS_SELECT:
+		*cc += (double)fg_shape_numel(&g->nodes[n->in[0]].shape);
+		break;
+	default:
+		break;
+	}
 }
 
 /* A block of up to FG_SCAN_THREADS threads, enough for the row at

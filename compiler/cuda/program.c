@@ -425,20 +425,16 @@ void fg_cuda_plan_costs(FgPlan *plan, FgGemmChoice gemm)
 	emit_init(&E, plan, gemm, NULL, NULL);
 	plan->kernel_owners = find_owners(&E);
 	plan->kernel_owner = fg_arena_array(E.a, (size_t)plan->ngroups + 1, sizeof(int));
-	const FgFuseOptions *o = &plan->opt;
-	plan->fused.bytes = 0, plan->fused.launches = 0;
 	for (int gi = 0; gi < plan->ngroups; gi++) {
 		FgCost *c = &plan->groups[gi].cost;
 		plan->kernel_owner[gi] = E.kernels[gi] ? E.owner[gi] : -1;
 		if (E.nlaunch[gi] >= 0) {
 			c->launches = E.nlaunch[gi];
 			c->bytes = fg_bytes_add(c->bytes, E.scratch_io[gi]);
-			c->est_us = fg_est_us(o, c->bytes, c->launches);
+			fg_cost_estimate(&plan->opt, c);
 		}
-		plan->fused.bytes = fg_bytes_add(plan->fused.bytes, c->bytes);
-		plan->fused.launches += c->launches;
 	}
-	plan->fused.est_us = fg_est_us(o, plan->fused.bytes, plan->fused.launches);
+	fg_plan_total(plan);
 }
 
 int fg_cuda_kernel_owners(const FgPlan *plan, int *owner)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks fgc's fusion report (JSON) for one .fg against its `# expect` lines.
 
-  # expect: groups=N kinds=a,b launches=N edges=N min-groups=N kernels=N
+  # expect: groups=N kinds=a,b launches=N edges=N min-groups=N kernels=N bound=a,b
+                                 bound: each group's, memory or compute
                                  kernels: groups with kernel code of their own
                                  (the others launch an earlier group's)
   # expect-edge: REASON          some boundary has this reason
@@ -59,6 +60,14 @@ def check_shape(path, r):
             fail(path, f"edge {e} lacks a reason or its numbers")
     if total != r["totals"]["fused"]["launches"]:
         fail(path, "group launches do not add up to the total")
+    fused = r["totals"]["fused"]
+    for key in ("est_us", "flops_tc", "flops_cc"):
+        parts = sum(g[key] for g in r["groups"])
+        if abs(parts - fused[key]) > 1e-3 * len(r["groups"]) + 1e-6 * abs(fused[key]):  # JSON's rounding
+            fail(path, f"group {key} add up to {parts}, not the total {fused[key]}")
+    for g in r["groups"]:
+        if g["bound"] not in ("memory", "compute"):
+            fail(path, f"group {g['id']} is bound by {g['bound']!r}")
     if r["memory"]["planned_bytes"] > r["memory"]["naive_bytes"]:
         fail(path, "the memory plan is larger than one buffer per value")
 
@@ -84,6 +93,8 @@ def main():
         fail(path, f"{len(groups)} groups, wanted at least {exp['min-groups']}")
     if "kinds" in exp and [g["kind"] for g in groups] != exp["kinds"].split(","):
         fail(path, f"kinds {[g['kind'] for g in groups]}, wanted {exp['kinds']}")
+    if "bound" in exp and [g["bound"] for g in groups] != exp["bound"].split(","):
+        fail(path, f"bounds {[g['bound'] for g in groups]}, wanted {exp['bound']}")
     if "launches" in exp and r["totals"]["fused"]["launches"] != int(exp["launches"]):
         fail(path, f"{r['totals']['fused']['launches']} launches, wanted {exp['launches']}")
     for g in groups:

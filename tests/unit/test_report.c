@@ -112,11 +112,11 @@ static Fix *hand_plan(void)
 	p->groups[0] = (FgGroup){.kind = FG_GROUP_GEMM, .name = "g0_gemm_matmul", .nodes = ids(f, 1, &h),
 				 .nnodes = 1, .reads = ids(f, 2, rd0), .nreads = 2, .writes = ids(f, 1, &h),
 				 .nwrites = 1, .root = h, .est_regs = 30, .bytes_read = 384, .bytes_written = 128,
-				 .cost = {512, 1, 4.25}};
+				 .cost = {.bytes = 512, .launches = 1, .est_us = 4.25}};
 	p->groups[1] = (FgGroup){.kind = FG_GROUP_ROWREDUCE, .name = "g1_rowreduce_softmax",
 				 .nodes = ids(f, 5, soft), .nnodes = 5, .reads = ids(f, 1, &h), .nreads = 1,
 				 .writes = ids(f, 1, &y), .nwrites = 1, .root = y, .red_axes = 2, .est_regs = 32,
-				 .bytes_read = 128, .bytes_written = 128, .cost = {256, 1, 3.0625}};
+				 .bytes_read = 128, .bytes_written = 128, .cost = {.bytes = 256, .launches = 1, .est_us = 3.0625}};
 	p->why[h] = FG_WHY_CROSS_BLOCK;
 	p->why[y] = FG_WHY_OUTPUT;
 	p->home[h] = 0;
@@ -125,8 +125,8 @@ static Fix *hand_plan(void)
 	p->edges = fg_arena_array(&f->arena, 2, sizeof(FgEdge));
 	p->edges[0] = (FgEdge){h, mx, 0, 1, FG_WHY_CROSS_BLOCK, nasty};
 	p->edges[1] = (FgEdge){h, sub, 0, 1, FG_WHY_CROSS_BLOCK, "a matmul result read a row at a time"};
-	p->fused = (FgCost){768, 2, 7.3125};
-	p->unfused = (FgCost){2048, 6, 18.5};
+	p->fused = (FgCost){.bytes = 768, .launches = 2, .est_us = 7.3125};
+	p->unfused = (FgCost){.bytes = 2048, .launches = 6, .est_us = 18.5};
 	return f;
 }
 
@@ -241,9 +241,10 @@ static const char *const schema_py =
 	"assert len(d['groups']) == ng, len(d['groups'])\n"
 	"for i, g in enumerate(d['groups']):\n"
 	"    assert g['id'] == i\n"
-	"    assert g['kind'] in ('loop', 'rowreduce', 'reduce', 'gemm'), g['kind']\n"
+	"    assert g['kind'] in ('loop', 'rowreduce', 'reduce', 'gemm', 'scan', 'topk', 'attention'), g['kind']\n"
 	"    assert isstr(g['name'])\n"
 	"    assert isint(g['launches']) and isnum(g['est_us']) and isint(g['est_regs'])\n"
+	"    assert isnum(g['flops_tc']) and isnum(g['flops_cc']) and g['bound'] in ('memory', 'compute'), g\n"
 	"    for o in g['ops']:\n"
 	"        assert isstr(o['op']) and isstr(o['value']) and isint(o['line']) and isint(o['col'])\n"
 	"        assert o['composite'] is None or isstr(o['composite'])\n"
@@ -258,6 +259,7 @@ static const char *const schema_py =
 	"for k in ('fused', 'unfused'):\n"
 	"    t = d['totals'][k]\n"
 	"    assert isint(t['bytes']) and isint(t['launches']) and isnum(t['est_us'])\n"
+	"    assert isnum(t['flops_tc']) and isnum(t['flops_cc']) and t['bound'] in ('memory', 'compute'), t\n"
 	"assert isint(d['memory']['planned_bytes']) and isint(d['memory']['naive_bytes'])\n"
 	"if len(sys.argv) > 4:\n"
 	"    want = open(sys.argv[4], 'rb').read().decode('utf-8')\n"
@@ -376,7 +378,8 @@ START_TEST(json_names_groups_edges_and_reasons)
 	assert_has(json, "{\"value\": \"h\", \"bytes\": 128, \"reason\": \"cross-block\"");
 	assert_has(json, "{\"value\": \"w\", \"bytes\": 256}");
 	assert_has(json, "\"est_us\": 4.250");
-	assert_has(json, "\"fused\": {\"bytes\": 768, \"launches\": 2, \"est_us\": 7.312}");
+	assert_has(json, "\"fused\": {\"bytes\": 768, \"launches\": 2, \"est_us\": 7.312, \"flops_tc\": 0.000, "
+		   "\"flops_cc\": 0.000, \"bound\": \"memory\"}");
 	assert_has(json, "\"planned_bytes\": 512, \"naive_bytes\": 512");
 	/* The escapes themselves, byte for byte. */
 	assert_has(json, "\"detail\": \"say \\\"hi\\\"\\\\ back\\nslash\\ttab\\u0001 end\"");
@@ -439,7 +442,8 @@ START_TEST(text_shows_groups_ops_and_io)
 	fg_pass_memplan(&f->plan);
 	text = render(fg_report_text, &f->plan);
 	assert_has(text, "fusion report: graph rep\n");
-	assert_has(text, "cost model: 4300 GB/s, 3 us per launch, 128 registers per thread\n");
+	assert_has(text, "cost model: 4300 GB/s, 790 TFLOP/s on the tensor cores, 67 on the CUDA cores, 3 us per launch, "
+		   "128 registers per thread\n");
 	assert_has(text, "\ngroup 0  gemm       g0_gemm_matmul  (1 launch, est 4.25 us, est regs 30)\n");
 	assert_has(text, "\ngroup 1  rowreduce  g1_rowreduce_softmax  (1 launch, est 3.06 us, est regs 32)\n");
 	assert_has(text, "\n  h  matmul  f32[4,8]  4:7\n");
