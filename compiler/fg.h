@@ -820,6 +820,9 @@ typedef struct FgGroup {
 	int est_regs;           /* estimated registers per thread */
 	int64_t bytes_read, bytes_written;
 	FgCost cost;            /* this group alone */
+	int64_t max_grid;       /* the most blocks of one of its kernel launches,
+				   once fg_cuda_plan_costs ran (0: unknown, or
+				   cuBLASLt alone) */
 } FgGroup;
 
 typedef struct FgEdge {         /* a producer-consumer edge between groups */

@@ -214,6 +214,16 @@ static void text_io(const Report *r, const FgGroup *gr)
 			human_bytes(b, sizeof b, more), human_bytes((char[32]){0}, 32, gr->cost.bytes));
 }
 
+/* Whether group gr's kernels cannot fill the GPU: none of its launches
+ * has a block for every multiprocessor, and its work (its estimate less
+ * the launches) is 5 us or more, where idle multiprocessors cost time
+ * (a small tensor's few blocks are no loss). */
+static int underfills(const Report *r, const FgGroup *gr)
+{
+	return gr->max_grid > 0 && gr->max_grid < FG_SMS &&
+	       gr->cost.est_us - gr->cost.launches * r->plan->opt.launch_us >= 5.0;
+}
+
 /* FLOPs as "137.4 GFLOP", three digits. */
 static void human_flops(char *buf, size_t n, double f)
 {
@@ -259,6 +269,9 @@ static void text_groups(const Report *r)
 		if (note)
 			fprintf(r->f, "  on the GPU: %s\n", note);
 		text_compute(r, &gr->cost);
+		if (underfills(r, gr))
+			fprintf(r->f, "  warning: its largest launch, %lld block%s, fills %lld of the %d multiprocessors\n",
+				(long long)gr->max_grid, gr->max_grid == 1 ? "" : "s", (long long)gr->max_grid, FG_SMS);
 		text_kernel(r, gi);
 		text_ops(r, gr);
 		text_io(r, gr);
@@ -514,7 +527,8 @@ static void json_group(const Report *r, int gi)
 	json_real(r->f, gr->cost.flops_tc);
 	fputs(",\n      \"flops_cc\": ", r->f);
 	json_real(r->f, gr->cost.flops_cc);
-	fprintf(r->f, ",\n      \"bound\": \"%s\"", gr->cost.compute_bound ? "compute" : "memory");
+	fprintf(r->f, ",\n      \"bound\": \"%s\",\n      \"max_grid\": %lld,\n      \"underfills\": %s",
+		gr->cost.compute_bound ? "compute" : "memory", (long long)gr->max_grid, underfills(r, gr) ? "true" : "false");
 	fprintf(r->f, ",\n      \"est_regs\": %d,\n      \"bytes_read\": %lld,\n      \"bytes_written\": %lld,\n"
 		"      \"bytes\": %lld,\n", gr->est_regs, (long long)gr->bytes_read, (long long)gr->bytes_written,
 		(long long)gr->cost.bytes);

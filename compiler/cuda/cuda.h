@@ -262,6 +262,7 @@ struct Emit {
 	int *sharers;           /* per group: how many groups run its kernels */
 	int *kernels;           /* per group: whether it writes kernels */
 	int *nlaunch;           /* per group: its launches (kernels and cuBLASLt calls) */
+	int64_t *max_grid;      /* per group: the most blocks of one of its kernel launches (0: none) */
 	int64_t *scratch_io;    /* per group: bytes it writes to scratch and reads back */
 	FG_VEC(int) step_tensors;       /* the steps' tensor indices (program.c) */
 	/* Run-time checks (gather and take_along_axis indices, integer

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Checks fgc's fusion report (JSON) for one .fg against its `# expect` lines.
 
-  # expect: groups=N kinds=a,b launches=N edges=N min-groups=N kernels=N bound=a,b
+  # expect: groups=N kinds=a,b launches=N edges=N min-groups=N kernels=N bound=a,b grid=a,b underfills=a,b
                                  bound: each group's, memory or compute
+                                 grid=a,b: each group's largest launch, in blocks
+                                 underfills=0,1: each group's warning that it
+                                 cannot fill the GPU
                                  kernels: groups with kernel code of their own
                                  (the others launch an earlier group's)
   # expect-edge: REASON          some boundary has this reason
@@ -93,6 +96,10 @@ def main():
         fail(path, f"{len(groups)} groups, wanted at least {exp['min-groups']}")
     if "kinds" in exp and [g["kind"] for g in groups] != exp["kinds"].split(","):
         fail(path, f"kinds {[g['kind'] for g in groups]}, wanted {exp['kinds']}")
+    if "grid" in exp and [g["max_grid"] for g in groups] != [int(x) for x in exp["grid"].split(",")]:
+        fail(path, f"largest launches {[g['max_grid'] for g in groups]}, wanted {exp['grid']}")
+    if "underfills" in exp and [int(g["underfills"]) for g in groups] != [int(x) for x in exp["underfills"].split(",")]:
+        fail(path, f"underfilling {[g['underfills'] for g in groups]}, wanted {exp['underfills']}")
     if "bound" in exp and [g["bound"] for g in groups] != exp["bound"].split(","):
         fail(path, f"bounds {[g['bound'] for g in groups]}, wanted {exp['bound']}")
     if "launches" in exp and r["totals"]["fused"]["launches"] != int(exp["launches"]):
