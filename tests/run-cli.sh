@@ -90,6 +90,15 @@ if "$fgc" compile "$mm" -o "$tmp/g3" --arch sm_80 && ! grep -q "fgg::launch" "$t
 else
   fail=$((fail + 1)); echo "FAIL --arch sm_80 / the default: who runs the matmul"
 fi
+# the attention kernel is sm_90a code: another --arch keeps the pattern a
+# scores gemm, a softmax and a gemm
+at="$src/samples/attn_bf16.fg"
+if "$fgc" compile "$at" -o "$tmp/a1" --arch sm_80 && ! grep -q "fga::launch" "$tmp/a1.cu" &&
+   grep -q "g1_rowreduce_softmax" "$tmp/a1.cu" && "$fgc" compile "$at" -o "$tmp/a2" && grep -q "fga::launch" "$tmp/a2.cu"; then
+  pass=$((pass + 1)); echo "PASS --arch sm_80 keeps attention three kernels, sm_90a makes it one"
+else
+  fail=$((fail + 1)); echo "FAIL --arch sm_80 / the default: the attention group"
+fi
 # --tf32: f32 operands go to cuBLASLt's tf32 path, and what they feed is
 # checked at tf32's precision (y: gate 7, RMSE at tf32 and fed by tanh; 5 without --tf32); 16-bit ones and the default keep f32;
 # the generated kernel takes the K-major product (u) under --gemm fgc only
