@@ -9,8 +9,7 @@
  *     o = matmul(g(p, ...), v)             [.., Sq, D]
  *
  * with g ops linear in p (dropout, a product, a quotient by another
- * value), which the kernel applies before the division by the row's sum
- *
+ * value), which the kernel applies before the division by the row's sum,
  * and says whether the attention kernel (compiler/cuda/attention.c,
  * runtime/fg_attn_sm90.cuh) can run it: f16 or bf16, head dim 64 or 128,
  * q with o's batch dims, k and v broadcast over them (GQA, MQA).  The
@@ -20,11 +19,11 @@
  * pattern as a scores gemm, a softmax row reduction and an output gemm
  * (the scores cross blocks twice).  Where the pattern and its groups
  * allow (nothing of the scores or the probabilities is written: not an
- * output, not saved, not read by another group; the output's epilogue
- * elementwise ops, transposes and reshapes of o's elements, each stored
- * once), the groups become one attention group
- * and those boundaries go away.  Where they do not, the boundary of the
- * probabilities says which condition failed.
+ * output, not saved, not read by another group, but a log-sum-exp of the
+ * scores may be; the output's epilogue elementwise ops, transposes and
+ * reshapes of o's elements, each stored once), the groups become one
+ * attention group and those boundaries go away.  Where they do not, the
+ * boundary of the probabilities says which condition failed.
  */
 #include <string.h>
 

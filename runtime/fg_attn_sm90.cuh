@@ -511,8 +511,8 @@ static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v
 	if (dev < 0 || dev >= 64)
 		fgrt_cuda(cudaErrorInvalidDevice, "the generated attention on a device past the 64th");
 	if (!ready[dev]) {
-		fgrt_cuda(cudaFuncSetAttribute(attention<T, D, Score, Tiles, Out, Rows, Probs>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-					       P::SMEM), "cudaFuncSetAttribute");
+		fgrt_cuda(cudaFuncSetAttribute(attention<T, D, Score, Tiles, Out, Rows, Probs>,
+					       cudaFuncAttributeMaxDynamicSharedMemorySize, P::SMEM), "cudaFuncSetAttribute");
 		ready[dev] = 1;
 	}
 	const int64_t grid = (int64_t)((Sq + BM - 1) / BM) * Z;

@@ -452,10 +452,15 @@ void cu_emit_attention(Emit *E, Kern *k)
 	cu_path(E, k->gi, a.d == 64 ? CU_PATH_ATTN_D64 : CU_PATH_ATTN_D128);
 	cu_emit_comment(E, k->gi, cu_fmt(E->a, "attention on the generated sm_90a flash kernel (fga::attention, head dim "
 				   "%lld, %lld query rows against %lld keys, %lld matrices%s): the scores (%s) and the "
-				   "probabilities (%s) stay on chip; score ops in %s, the output's stores in %s",
+				   "probabilities (%s) stay on chip; score ops in %s, the output's stores in %s%s%s%s",
 				   (long long)a.d, (long long)a.sq, (long long)a.sk, (long long)Z,
 				   cu_numel(kshape) < cu_numel(os) / a.sq * a.sk ? ", k and v shared across the batch" : "",
-				   k->plan->names[a.mm1], k->plan->names[a.p], sname, oname));
+				   k->plan->names[a.mm1], k->plan->names[a.p], sname, oname,
+				   mask_bounds(k->a, k->g, &a, &(Bounds){0}, &(int){0}) ?
+				   cu_fmt(E->a, ", key tiles masked whole in %s", cu_kname(k, "tiles")) : "",
+				   a.lse_y >= 0 ? cu_fmt(E->a, ", %s per row in %s", k->plan->names[a.lse_y],
+							  cu_kname(k, "rows")) : "",
+				   a.nprobs ? cu_fmt(E->a, ", the ops on p in %s", cu_kname(k, "probs")) : ""));
 	const char *tiles = tile_functor(E, k, &a, cu_kname(k, "tiles"));
 	const char *rows = rows_functor(E, k, &a, cu_kname(k, "rows"));
 	const char *sargs = functor(E, &ks_, sname, "int z_, int r_, int c_, float &v0, float &v1", 0, -1);
@@ -471,7 +476,7 @@ void cu_emit_attention(Emit *E, Kern *k)
 		    cu_fmt(E->a, "fga::launch<%s, %lld>(ctx, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lld, "
 			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s{%s}, %s, %s);", tname, (long long)a.d,
 			   cu_tensor_param(k, a.q), cu_tensor_param(k, a.k), cu_tensor_param(k, a.v), (long long)a.sq,
-			   (long long)a.sk, cu_literal(k->a, FG_DT_F32, scale), (long long)Z, (long long)(cu_numel(kshape) / (a.sk * a.d)),
-			   (long long)(cu_numel(vshape) / (a.sk * a.d)), nb, int_list(k->a, ext, nb), int_list(k->a, ks, nb),
+			   (long long)a.sk, cu_literal(k->a, FG_DT_F32, scale), (long long)Z,
+			   (long long)(cu_numel(kshape) / (a.sk * a.d)), (long long)(cu_numel(vshape) / (a.sk * a.d)), nb, int_list(k->a, ext, nb), int_list(k->a, ks, nb),
 			   int_list(k->a, vs, nb), sname, sargs, tiles, oname, oargs, rows, probs));
 }
