@@ -263,7 +263,9 @@ struct Emit {
 	int *kernels;           /* per group: whether it writes kernels */
 	int *nlaunch;           /* per group: its launches (kernels and cuBLASLt calls) */
 	int64_t *max_grid;      /* per group: the most blocks of one of its kernel launches (0: none) */
-	int64_t *scratch_io;    /* per group: bytes it writes to scratch and reads back */
+	int64_t *scratch_io;    /* per group: bytes it moves beyond reading its reads and
+				   writing its writes once: scratch written and read
+				   back (cu_use_scratch), rows read again (cu_reread) */
 	FG_VEC(int) step_tensors;       /* the steps' tensor indices (program.c) */
 	/* Run-time checks (gather and take_along_axis indices, integer
 	 * divisors): per node, its check's record in fg_faults[], or -1;
@@ -324,6 +326,9 @@ const char *cu_emit_kernel(Kern *k, const char *name, int block, const Param *ex
 /* Scratch of bytes for group gi: the buffer grows to it, and the group's
  * traffic counts it written and read back once. */
 void cu_use_scratch(Emit *E, int gi, int64_t bytes);
+/* Group gi reads bytes a second (third...) time: a row streamed once a
+ * pass; its traffic counts them. */
+void cu_reread(Emit *E, int gi, int64_t bytes);
 void cu_add_call(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *line);
 void cu_add_launch(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *args);
 void cu_add_launch_smem(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, int64_t smem,

@@ -373,6 +373,11 @@ void cu_use_scratch(Emit *E, int gi, int64_t bytes)
 	E->scratch_io[gi] += 2 * bytes;
 }
 
+void cu_reread(Emit *E, int gi, int64_t bytes)
+{
+	E->scratch_io[gi] = fg_bytes_add(E->scratch_io[gi], bytes);
+}
+
 /* Records launch `kernel` of group gi, enqueued by the statement `line`
  * (none for a cuBLASLt call: the caller wrote it), then its check, which
  * counts launches from the group's first (`launch`, program.c). */

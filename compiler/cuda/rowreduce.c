@@ -480,6 +480,12 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 						  "cudaFuncAttributeNonPortableClusterSizeAllowed, 1), "
 						  "\"cudaFuncSetAttribute\");", name));
 	cu_add_launch_smem(E, name, k->gi, rows * C, rp->block, k->smem, args);
+	if (!rp->stage) {       /* streamed: the row's tensors read again by each pass after the first */
+		int reads = npass + cu_writes_space(k, first, dep) - 1;
+		for (int r = 0; r < k->gr->nreads && reads > 0; r++)
+			if (cu_numel(cu_shape_of(k, k->gr->reads[r])) == cu_numel(&ri->S))
+				cu_reread(E, k->gi, reads * fg_value_bytes(k->g, k->gr->reads[r]));
+	}
 }
 
 /* A row-reduction group's kernel: the passes each reduction needs (softmax:

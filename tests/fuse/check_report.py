@@ -2,10 +2,13 @@
 """Checks fgc's fusion report (JSON) for one .fg against its `# expect` lines.
 
   # expect: groups=N kinds=a,b launches=N edges=N min-groups=N kernels=N bound=a,b grid=a,b underfills=a,b
+                                 extra=a,b
                                  bound: each group's, memory or compute
                                  grid=a,b: each group's largest launch, in blocks
                                  underfills=0,1: each group's warning that it
                                  cannot fill the GPU
+                                 extra=a,b: each group's bytes beyond reading its
+                                 reads and writing its writes once
                                  kernels: groups with kernel code of their own
                                  (the others launch an earlier group's)
   # expect-edge: REASON          some boundary has this reason
@@ -100,6 +103,9 @@ def main():
         fail(path, f"largest launches {[g['max_grid'] for g in groups]}, wanted {exp['grid']}")
     if "underfills" in exp and [int(g["underfills"]) for g in groups] != [int(x) for x in exp["underfills"].split(",")]:
         fail(path, f"underfilling {[g['underfills'] for g in groups]}, wanted {exp['underfills']}")
+    extra = [g["bytes"] - g["bytes_read"] - g["bytes_written"] for g in groups]
+    if "extra" in exp and extra != [int(x) for x in exp["extra"].split(",")]:
+        fail(path, f"bytes beyond one read and one write {extra}, wanted {exp['extra']}")
     if "bound" in exp and [g["bound"] for g in groups] != exp["bound"].split(","):
         fail(path, f"bounds {[g['bound'] for g in groups]}, wanted {exp['bound']}")
     if "launches" in exp and r["totals"]["fused"]["launches"] != int(exp["launches"]):
