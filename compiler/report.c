@@ -235,21 +235,44 @@ static void human_flops(char *buf, size_t n, double f)
 		 f, unit[u]);
 }
 
-/* A group's compute beside its memory time, where its compute time is
- * at least a tenth of its estimate (a matmul, attention, a long chain of
- * ops): its FLOPs on each kind of core, and which time bounds it. */
-static void text_compute(const Report *r, const FgCost *c)
+/* Group gr's floor: the larger of its ideal traffic (each tensor it reads
+ * read once, each value it writes written once) over the bandwidth and its
+ * compute time, no launch counted, in us. */
+static double floor_us(const Report *r, const FgGroup *gr)
 {
 	const FgFuseOptions *o = &r->plan->opt;
+	double mem = (double)fg_bytes_add(gr->bytes_read, gr->bytes_written) / (o->bw_gbs * 1e3);
+	double cmp = gr->cost.flops_tc / (o->tc_tflops * 1e6) + gr->cost.flops_cc / (o->cc_tflops * 1e6);
+	return mem > cmp ? mem : cmp;
+}
+
+/* Group gr's roofline: its ideal bytes against the planned ones (scratch
+ * and re-reads), its FLOPs (the tensor cores' share) and their intensity
+ * over the planned bytes, the bound, and the estimate against the floor.
+ * Where the compute time is a tenth of the estimate or more, the compute
+ * time of each kind of core beside the memory time. */
+static void text_roofline(const Report *r, const FgGroup *gr)
+{
+	const FgFuseOptions *o = &r->plan->opt;
+	const FgCost *c = &gr->cost;
+	char ib[32], pb[32], fl[32], tf[32], cf[32];
+	double flops = c->flops_tc + c->flops_cc;
+	human_bytes(ib, sizeof ib, fg_bytes_add(gr->bytes_read, gr->bytes_written));
+	human_bytes(pb, sizeof pb, c->bytes);
+	human_flops(fl, sizeof fl, flops);
+	human_flops(tf, sizeof tf, c->flops_tc);
+	double in = c->bytes > 0 ? flops / (double)c->bytes : 0.0;
+	fprintf(r->f, "  roofline: %s ideal, %s planned; %s%s%s%s, %.*f FLOP/B; %s-bound, est %.2f us against a floor "
+		"of %.2f us\n", ib, pb, fl, c->flops_tc > 0 ? " (" : "", c->flops_tc > 0 ? tf : "",
+		c->flops_tc > 0 ? " on the tensor cores)" : "", in >= 100 ? 0 : in >= 10 ? 1 : 2, in,
+		c->compute_bound ? "compute" : "memory", c->est_us, floor_us(r, gr));
 	double mem = (double)c->bytes / (o->bw_gbs * 1e3);
 	double tc = c->flops_tc / (o->tc_tflops * 1e6), cc = c->flops_cc / (o->cc_tflops * 1e6);
 	if (tc + cc < 0.1 * c->est_us)
 		return;
-	char a[32], b[32];
-	human_flops(a, sizeof a, c->flops_tc);
-	human_flops(b, sizeof b, c->flops_cc);
+	human_flops(cf, sizeof cf, c->flops_cc);
 	fprintf(r->f, "  compute: %s on the tensor cores (%.2f us), %s on the CUDA cores (%.2f us), against %.2f us of "
-		"memory: %s-bound\n", a, tc, b, cc, mem, c->compute_bound ? "compute" : "memory");
+		"memory\n", tf, tc, cf, cc, mem);
 }
 
 static void text_groups(const Report *r)
@@ -268,7 +291,7 @@ static void text_groups(const Report *r)
 		const char *note = fg_cuda_gemm_note(plan, gi);
 		if (note)
 			fprintf(r->f, "  on the GPU: %s\n", note);
-		text_compute(r, &gr->cost);
+		text_roofline(r, gr);
 		if (underfills(r, gr))
 			fprintf(r->f, "  warning: its largest launch, %lld block%s, fills %lld of the %d multiprocessors\n",
 				(long long)gr->max_grid, gr->max_grid == 1 ? "" : "s", (long long)gr->max_grid, FG_SMS);
@@ -529,6 +552,8 @@ static void json_group(const Report *r, int gi)
 	json_real(r->f, gr->cost.flops_cc);
 	fprintf(r->f, ",\n      \"bound\": \"%s\",\n      \"max_grid\": %lld,\n      \"underfills\": %s",
 		gr->cost.compute_bound ? "compute" : "memory", (long long)gr->max_grid, underfills(r, gr) ? "true" : "false");
+	fputs(",\n      \"floor_us\": ", r->f);
+	json_real(r->f, floor_us(r, gr));
 	fprintf(r->f, ",\n      \"est_regs\": %d,\n      \"bytes_read\": %lld,\n      \"bytes_written\": %lld,\n"
 		"      \"bytes\": %lld,\n", gr->est_regs, (long long)gr->bytes_read, (long long)gr->bytes_written,
 		(long long)gr->cost.bytes);
