@@ -301,28 +301,6 @@ static void text_groups(const Report *r)
 	}
 }
 
-/* What crossing edge k's boundary costs: its value written once and read
- * back by each group that reads it (the edges from the same producer to
- * distinct groups), in bytes (*bytes) and their time at the bandwidth;
- * fusing it away would save them (and a launch, where the groups merge). */
-static double edge_traffic(const Report *r, int k, int64_t *bytes, int *readers)
-{
-	const FgPlan *plan = r->plan;
-	const FgEdge *e = &plan->edges[k];
-	int n = 0;
-	for (int j = 0; j < plan->nedges; j++) {
-		const FgEdge *o = &plan->edges[j];
-		int dup = 0;
-		for (int i = 0; i < j; i++)
-			dup |= plan->edges[i].producer == o->producer && plan->edges[i].to == o->to;
-		n += o->producer == e->producer && !dup;
-	}
-	int64_t b = fg_value_bytes(r->g, e->producer);
-	*bytes = b > FG_BYTES_MAX / (1 + n) ? FG_BYTES_MAX : b * (1 + n);
-	*readers = n;
-	return (double)*bytes / (plan->opt.bw_gbs * 1e3);
-}
-
 static void text_edges(const Report *r)
 {
 	const FgPlan *plan = r->plan;
@@ -349,11 +327,7 @@ static void text_edges(const Report *r)
 			fputs(": ", r->f);
 			put_oneline(r->f, e->detail);
 		}
-		int64_t bytes;
-		int readers;
-		double us = edge_traffic(r, k, &bytes, &readers);
-		fprintf(r->f, " [costs %s: written once, read by %d group%s, %.2f us]\n",
-			human_bytes(buf, sizeof buf, bytes), readers, readers == 1 ? "" : "s", us);
+		fputc('\n', r->f);
 	}
 }
 
@@ -615,11 +589,6 @@ static void json_edges(const Report *r)
 		json_str(r->f, reason_name(e->why));
 		fputs(", \"detail\": ", r->f);
 		json_str(r->f, e->detail);
-		int64_t bytes;
-		int readers;
-		double us = edge_traffic(r, k, &bytes, &readers);
-		fprintf(r->f, ", \"bytes\": %lld, \"readers\": %d, \"us\": ", (long long)bytes, readers);
-		json_real(r->f, us);
 		fputc('}', r->f);
 	}
 	fputs(plan->nedges ? "\n  ],\n" : "],\n", r->f);
