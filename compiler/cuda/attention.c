@@ -111,10 +111,9 @@ static void pair_ops(Kern *k, const FgAttn *a, int from, int to)
 	cu_kclose(k, cu_fmt(k->a, "if (c + 1 < %lld)", (long long)a->sk));
 }
 
-/* Write w's path back to the output matmul mm2 (passes/attention.c's
- * rule: each op on it computes from one value of o's elements), w first;
- * its length.  *moves: a transpose or reshape lies on it. */
-static int o_path(const Kern *k, int mm2, int w, int *path, int *moves)
+/* Per node, whether it is computed from the output matmul mm2 inside k's
+ * group (passes/attention.c's rule: each op from o takes one such value). */
+static unsigned char *from_o(const Kern *k, int mm2)
 {
 	unsigned char *dep = fg_arena_alloc(k->a, (size_t)k->g->nnodes + 1);
 	memset(dep, 0, (size_t)k->g->nnodes + 1);
@@ -124,6 +123,13 @@ static int o_path(const Kern *k, int mm2, int w, int *path, int *moves)
 		for (int j = 0; j < m->nin && cu_is_member(k, k->gr->nodes[i]); j++)
 			dep[k->gr->nodes[i]] |= dep[m->in[j]];
 	}
+	return dep;
+}
+
+/* Write w's path back to the output matmul mm2 through the values dep
+ * marks, w first; its length.  *moves: a transpose or reshape lies on it. */
+static int o_path(const Kern *k, const unsigned char *dep, int mm2, int w, int *path, int *moves)
+{
 	int n = 0;
 	*moves = 0;
 	for (int cur = w; cur != mm2 && n < k->gr->nnodes;) {
@@ -174,10 +180,11 @@ static void out_stores(Kern *k, const FgAttn *a)
 	k->nc = 1;
 	Ix x = cu_ix_pair(k, os);
 	int *path = fg_arena_array(k->a, (size_t)k->gr->nnodes + 1, sizeof(int));
+	const unsigned char *dep = from_o(k, a->mm2);
 	for (int w = 0; w < k->gr->nwrites; w++) {
 		if (k->gr->writes[w] == a->lse_y)
 			continue;       /* NAME_rows writes it */
-		int moves, n = o_path(k, a->mm2, k->gr->writes[w], path, &moves);
+		int moves, n = o_path(k, dep, a->mm2, k->gr->writes[w], path, &moves);
 		if (!moves) {
 			Ix ys[2];
 			const char *conds[2] = {NULL, NULL};
@@ -370,14 +377,14 @@ static int mask_bounds(FgArena *ar, const FgGraph *g, const FgAttn *a, Bounds *b
 	return *neg > 0 && bound(b, x->in[0]);
 }
 
-/* Writes NAME_tiles for a's mask when its tiles can be bounded; returns
- * its initializer, or "fga::NoSkip{}" (every tile computed). */
-static const char *tile_functor(Emit *E, const Kern *k, const FgAttn *a, const char *name)
+/* Writes NAME_tiles for a's mask from its bounds b (mask_bounds; NULL
+ * when the tiles cannot be bounded); returns its initializer, or
+ * "fga::NoSkip{}" (every tile computed). */
+static const char *tile_functor(Emit *E, const Kern *k, const FgAttn *a, const Bounds *bp, int neg, const char *name)
 {
-	Bounds b;
-	int neg;
-	if (!mask_bounds(k->a, k->g, a, &b, &neg))
+	if (!bp)
 		return "fga::NoSkip{}";
+	const Bounds b = *bp;
 	const int c = k->g->nodes[a->x].in[0];
 	cu_out(E, "struct %s {\n\t/* whether where(%s) puts -inf at every score of rows [r0, r1] and keys [c0, c1] */\n"
 	       "\t__device__ __forceinline__ bool operator()(int r0, int r1, int c0, int c1) const\n\t{\n%s"
@@ -450,18 +457,21 @@ void cu_emit_attention(Emit *E, Kern *k)
 		return;
 	}
 	cu_path(E, k->gi, a.d == 64 ? CU_PATH_ATTN_D64 : CU_PATH_ATTN_D128);
+	Bounds bounds;
+	int neg;
+	const int skips = mask_bounds(k->a, k->g, &a, &bounds, &neg);
 	cu_emit_comment(E, k->gi, cu_fmt(E->a, "attention on the generated sm_90a flash kernel (fga::attention, head dim "
 				   "%lld, %lld query rows against %lld keys, %lld matrices%s): the scores (%s) and the "
 				   "probabilities (%s) stay on chip; score ops in %s, the output's stores in %s%s%s%s",
 				   (long long)a.d, (long long)a.sq, (long long)a.sk, (long long)Z,
 				   cu_numel(kshape) < cu_numel(os) / a.sq * a.sk ? ", k and v shared across the batch" : "",
 				   k->plan->names[a.mm1], k->plan->names[a.p], sname, oname,
-				   mask_bounds(k->a, k->g, &a, &(Bounds){0}, &(int){0}) ?
+				   skips ?
 				   cu_fmt(E->a, ", key tiles masked whole in %s", cu_kname(k, "tiles")) : "",
 				   a.lse_y >= 0 ? cu_fmt(E->a, ", %s per row in %s", k->plan->names[a.lse_y],
 							  cu_kname(k, "rows")) : "",
 				   a.nprobs ? cu_fmt(E->a, ", the ops on p in %s", cu_kname(k, "probs")) : ""));
-	const char *tiles = tile_functor(E, k, &a, cu_kname(k, "tiles"));
+	const char *tiles = tile_functor(E, k, &a, skips ? &bounds : NULL, neg, cu_kname(k, "tiles"));
 	const char *rows = rows_functor(E, k, &a, cu_kname(k, "rows"));
 	const char *sargs = functor(E, &ks_, sname, "int z_, int r_, int c_, float &v0, float &v1", 0, -1);
 	const char *pname = cu_kname(k, "probs");
