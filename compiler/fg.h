@@ -703,6 +703,14 @@ typedef struct FgSym {
 	int64_t value;
 } FgSym;
 
+typedef struct FgMerged {       /* a value passes/cse.c computes once */
+	const char *name;       /* its name as written, or NULL */
+	const char *composite;  /* the composite it came from, or NULL */
+	FgOp op;
+	FgLoc loc;
+	int as;                 /* the node that computes it */
+} FgMerged;
+
 typedef struct FgGraph {
 	const char *name;
 	FgArena *arena;         /* owns everything below */
@@ -715,6 +723,7 @@ typedef struct FgGraph {
 	FgSym *syms;            /* symbolic dims and their bound values */
 	int nsyms;
 	int nfuse;              /* fuse { } blocks */
+	FG_VEC(FgMerged) merged;/* duplicates passes/cse.c merged */
 } FgGraph;
 
 typedef struct FgDefine {       /* -D NAME=VALUE */
@@ -751,6 +760,13 @@ const char **fg_ir_names(const FgGraph *g);
 /* Replaces every composite node by primitives; each new node keeps the
  * composite's name in FgNode.composite and its location. */
 void fg_pass_expand(FgGraph *g);
+
+/* --------------------------------------------------------- passes/cse.c */
+
+/* Computes each value once: a later node repeating an earlier one (op,
+ * operands, attributes, dtype, shape) reads it instead; FgGraph.merged
+ * says which. */
+void fg_pass_cse(FgGraph *g);
 
 /* -------------------------------------------------------- passes/fuse.c */
 

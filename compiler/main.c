@@ -25,6 +25,7 @@ typedef struct Pass {
 /* The passes, in the order they run. */
 static const Pass passes[] = {
 	{"expand", fg_pass_expand},
+	{"cse", fg_pass_cse},
 };
 #define NPASSES ((int)(sizeof passes / sizeof passes[0]))
 
@@ -67,7 +68,7 @@ static const char usage[] =
 	"\n"
 	"options:\n"
 	"  -D NAME=VALUE    bind a symbolic dimension\n"
-	"  -d STAGE         print the IR as .fg after STAGE: build, expand\n"
+	"  -d STAGE         print the IR as .fg after STAGE: build, expand, cse\n"
 	"  --inputs DIR     (run) read NAME.npy for each input and param; a missing one is an\n"
 	"                   error that lists what DIR holds (without --inputs all are drawn)\n"
 	"  --draw-missing   (run) draw the inputs DIR has no file for, from the seed\n"
@@ -277,7 +278,7 @@ static int flag_dump(FgArena *a, Options *o, const char *v)
 	for (int i = 0; i < NPASSES; i++)
 		known |= strcmp(v, passes[i].name) == 0;
 	if (!known)
-		return usage_error("-d %s: no such stage; expected build or expand", v);
+		return usage_error("-d %s: no such stage; expected build, expand or cse", v);
 	fg_vec_push(a, &o->dumps, v);
 	return 0;
 }

@@ -27,12 +27,37 @@ typedef struct Report {
 				   or -1 (fg_cuda_kernel_owners) */
 	int owners;             /* groups that run kernels of their own */
 	int kernels;            /* groups with kernels */
+	int *readers;           /* per node: the groups reading it across a
+				   boundary (count_readers) */
 } Report;
+
+static int pair_order(const void *a, const void *b)
+{
+	const int *x = a, *y = b;
+	return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0]) : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* Per node, the distinct groups its boundary edges go to: the (producer,
+ * group) pairs sorted, then counted once each. */
+static int *count_readers(const FgPlan *plan)
+{
+	int *readers = fg_arena_array(plan->g->arena, (size_t)plan->g->nnodes + 1, sizeof(int));
+	int *pair = fg_arena_array(plan->g->arena, 2 * (size_t)plan->nedges + 2, sizeof(int));
+
+	for (int k = 0; k < plan->nedges; k++) {
+		pair[2 * k] = plan->edges[k].producer;
+		pair[2 * k + 1] = plan->edges[k].to;
+	}
+	qsort(pair, (size_t)plan->nedges, 2 * sizeof(int), pair_order);
+	for (int k = 0; k < plan->nedges; k++)
+		readers[pair[2 * k]] += k == 0 || pair_order(&pair[2 * k], &pair[2 * k - 2]) != 0;
+	return readers;
+}
 
 /* kernels: which groups share kernels is asked of the CUDA backend. */
 static Report report_open(FILE *f, const FgPlan *plan, int kernels)
 {
-	Report r = {f, plan, plan->g, plan->names, NULL, 0, 0};
+	Report r = {f, plan, plan->g, plan->names, NULL, 0, 0, count_readers(plan)};
 
 	if (!r.names)
 		r.names = fg_ir_names(plan->g);
@@ -301,6 +326,21 @@ static void text_groups(const Report *r)
 	}
 }
 
+/* What crossing edge k's boundary costs: its value written once and read
+ * back by each group that reads it, in bytes (*bytes) and their time at
+ * the bandwidth; fusing it away would save them (and a launch, where the
+ * groups merge). */
+static double edge_traffic(const Report *r, int k, int64_t *bytes, int *readers)
+{
+	const FgPlan *plan = r->plan;
+	int p = plan->edges[k].producer, n = r->readers[p];
+	int64_t b = fg_value_bytes(r->g, p);
+
+	*bytes = b > FG_BYTES_MAX / (1 + n) ? FG_BYTES_MAX : b * (1 + n);
+	*readers = n;
+	return (double)*bytes / (plan->opt.bw_gbs * 1e3);
+}
+
 static void text_edges(const Report *r)
 {
 	const FgPlan *plan = r->plan;
@@ -327,6 +367,54 @@ static void text_edges(const Report *r)
 			fputs(": ", r->f);
 			put_oneline(r->f, e->detail);
 		}
+		int64_t bytes;
+		int readers;
+		double us = edge_traffic(r, k, &bytes, &readers);
+		fprintf(r->f, " [costs %s: written once, read by %d group%s, %.2f us]\n",
+			human_bytes(buf, sizeof buf, bytes), readers, readers == 1 ? "" : "s", us);
+	}
+}
+
+/* The name a merged value had, or its op where it had none. */
+static const char *merged_name(const FgMerged *m)
+{
+	return m->name ? m->name : fg_op_info[m->op].name;
+}
+
+static const char *from(char *buf, size_t n, const char *composite)
+{
+	snprintf(buf, n, "(from %s)", composite);
+	return buf;
+}
+
+/* What passes/cse.c computed once: each repeat, where it was written, and
+ * the value that computes it. */
+static void text_merged(const Report *r)
+{
+	const FgGraph *g = r->g;
+	char loc[32], at[32], buf[64];
+	int wn = 0, wl = 0, wc = 0;
+
+	if (g->merged.n == 0)
+		return;
+	fprintf(r->f, "\ncomputed once (%d repeated value%s, merged before partitioning)\n", g->merged.n,
+		g->merged.n == 1 ? "" : "s");
+	for (int k = 0; k < g->merged.n; k++) {
+		const FgMerged *m = &g->merged.v[k];
+		wn = max_int(wn, (int)strlen(merged_name(m)));
+		wl = max_int(wl, (int)strlen(loc_str(loc, sizeof loc, m->loc)));
+		wc = max_int(wc, m->composite ? (int)strlen(from(buf, sizeof buf, m->composite)) : 0);
+	}
+	for (int k = 0; k < g->merged.n; k++) {
+		const FgMerged *m = &g->merged.v[k];
+		const FgNode *as = &g->nodes[m->as];
+		fprintf(r->f, "  %-*s  %-*s  ", wn, merged_name(m), wl, loc_str(loc, sizeof loc, m->loc));
+		if (wc)
+			fprintf(r->f, "%-*s  ", wc, m->composite ? from(buf, sizeof buf, m->composite) : "");
+		fprintf(r->f, "is %s, the %s at %s", r->names[m->as], fg_op_info[as->op].name,
+			loc_str(at, sizeof at, as->loc));
+		if (as->composite)
+			fprintf(r->f, " (from %s)", as->composite);
 		fputc('\n', r->f);
 	}
 }
@@ -408,6 +496,7 @@ void fg_report_text(FILE *f, const FgPlan *plan)
 	fputc('\n', f);
 	text_groups(&r);
 	text_edges(&r);
+	text_merged(&r);
 	text_totals(&r);
 	text_memory(&r);
 }
@@ -589,9 +678,35 @@ static void json_edges(const Report *r)
 		json_str(r->f, reason_name(e->why));
 		fputs(", \"detail\": ", r->f);
 		json_str(r->f, e->detail);
+		int64_t bytes;
+		int readers;
+		double us = edge_traffic(r, k, &bytes, &readers);
+		fprintf(r->f, ", \"bytes\": %lld, \"readers\": %d, \"us\": ", (long long)bytes, readers);
+		json_real(r->f, us);
 		fputc('}', r->f);
 	}
 	fputs(plan->nedges ? "\n  ],\n" : "],\n", r->f);
+}
+
+static void json_merged(const Report *r)
+{
+	const FgGraph *g = r->g;
+
+	fputs("  \"merged\": [", r->f);
+	for (int k = 0; k < g->merged.n; k++) {
+		const FgMerged *m = &g->merged.v[k];
+		fprintf(r->f, "%s\n    {\"name\": ", k ? "," : "");
+		if (m->name)
+			json_str(r->f, m->name);
+		else
+			fputs("null", r->f);
+		fputs(", \"op\": ", r->f);
+		json_str(r->f, fg_op_info[m->op].name);
+		fprintf(r->f, ", \"line\": %d, \"col\": %d, \"as\": ", m->loc.line, m->loc.col);
+		json_str(r->f, r->names[m->as]);
+		fputc('}', r->f);
+	}
+	fputs(g->merged.n ? "\n  ],\n" : "],\n", r->f);
 }
 
 static void json_cost(FILE *f, const char *key, const FgCost *c, const char *end)
@@ -627,6 +742,7 @@ void fg_report_json(FILE *f, const FgPlan *plan)
 	}
 	fputs(plan->ngroups ? "\n  ],\n" : "],\n", f);
 	json_edges(&r);
+	json_merged(&r);
 	fputs("  \"totals\": {\n", f);
 	json_cost(f, "fused", &plan->fused, ",");
 	json_cost(f, "unfused", &plan->unfused, "");

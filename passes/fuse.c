@@ -19,7 +19,9 @@
  *   - consumers in several groups (fan-out): an elementwise or layout node
  *     is recomputed in each of them when the cost model says recomputing
  *     is cheaper than storing it once and reading it back; otherwise it is
- *     stored;
+ *     stored.  So is a reduction whose consumer groups can all take it (row
+ *     kernels over its rows: a row's max that two row kernels need, each
+ *     reading the row anyway);
  *   - @materialize, and --no-fuse, start a group unconditionally.
  *
  * A node joins only groups that hold all its consumers, so every group is
@@ -858,13 +860,17 @@ static void place(Fuser *f, int p)
 	}
 	int64_t recompute = 0, bytes = fg_value_bytes(f->g, p);
 	for (int k = 0; k < ncg; k++) {
-		if ((c != FG_CLASS_EW && c != FG_CLASS_LAYOUT) || f->opside[p]) {
+		/* a reduction is recomputed only by groups it can join: row
+		 * kernels over its rows (a row's max, where each reads the
+		 * row anyway) */
+		int red = c == FG_CLASS_REDUCE && can_join(f, cg[k], p, &why, &detail);
+		if ((c != FG_CLASS_EW && c != FG_CLASS_LAYOUT && !red) || f->opside[p]) {
 			refuse(f, p, FG_WHY_FANOUT,
 			       fg_arena_printf(f->a, "read by %d groups; recomputing a %s in each would repeat it",
 					       ncg, fg_op_info[n->op].name));
 			return;
 		}
-		if (!can_join(f, cg[k], p, &why, &detail)) {
+		if (!red && !can_join(f, cg[k], p, &why, &detail)) {
 			refuse(f, p, why, detail);
 			return;
 		}

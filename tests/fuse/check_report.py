@@ -11,6 +11,9 @@
                                  reads and writing its writes once
                                  kernels: groups with kernel code of their own
                                  (the others launch an earlier group's)
+                                 merged=N: repeated values computed once
+  # expect-merged: NAME as VALUE a repeat (its name, or its op where it has
+                                 none) computed once as VALUE
   # expect-edge: REASON          some boundary has this reason
   # expect-edge: REASON VALUE: TEXT   ... VALUE crosses it, its detail says TEXT
   # expect-write: VALUE REASON   VALUE is written for REASON
@@ -35,7 +38,7 @@ def fail(path, msg):
 
 
 def expectations(path):
-    exp, edges, writes, error, gpu = {}, [], [], None, []
+    exp, edges, writes, error, gpu, merged = {}, [], [], None, [], []
     for line in open(path, encoding="utf-8", errors="replace"):
         if line.startswith("# expect:"):
             for item in line.split(":", 1)[1].split():
@@ -49,7 +52,9 @@ def expectations(path):
             error = line.split(":", 1)[1].strip()
         elif line.startswith("# expect-gpu:"):
             gpu.append(line.split(":", 1)[1].strip().split(": ", 1))
-    return exp, edges, writes, error, gpu
+        elif line.startswith("# expect-merged:"):
+            merged.append(line.split(":", 1)[1].split())
+    return exp, edges, writes, error, gpu, merged
 
 
 def check_shape(path, r):
@@ -61,9 +66,15 @@ def check_shape(path, r):
             if w["reason"] not in REASONS:
                 fail(path, f"group {g['id']} writes {w['value']} for reason {w['reason']!r}")
         total += g["launches"]
+    readers = {}
     for e in r["edges"]:
         if e["reason"] not in REASONS or not e.get("detail"):
             fail(path, f"edge {e} lacks a reason or its numbers")
+        readers.setdefault(e["producer"], set()).add(e["to"])
+    for e in r["edges"]:
+        n = len(readers[e["producer"]])
+        if e["readers"] != n or e["bytes"] % (n + 1):
+            fail(path, f"edge {e}: its value is read by {n} groups across boundaries")
     if total != r["totals"]["fused"]["launches"]:
         fail(path, "group launches do not add up to the total")
     fused = r["totals"]["fused"]
@@ -80,7 +91,7 @@ def check_shape(path, r):
 
 def main():
     fgc, path = sys.argv[1], sys.argv[2]
-    exp, edges, writes, error, gpu = expectations(path)
+    exp, edges, writes, error, gpu, merged = expectations(path)
     p = subprocess.run([fgc, "report", "--format", "json", path], capture_output=True, text=True)
     if error:
         where, text = error.split(": ", 1)
@@ -131,6 +142,11 @@ def main():
         found = [w for g in groups for w in g["writes"] if w["value"] == value]
         if not found or found[0]["reason"] != reason:
             fail(path, f"{value} is not written for {reason}: {found}")
+    if "merged" in exp and len(r["merged"]) != int(exp["merged"]):
+        fail(path, f"{len(r['merged'])} repeats merged, wanted {exp['merged']}: {r['merged']}")
+    for name, _, value in merged:
+        if not any((m["name"] or m["op"]) == name and m["as"] == value for m in r["merged"]):
+            fail(path, f"{name} is not computed as {value}: {r['merged']}")
     for value, text in gpu:
         notes = [g.get("on_gpu", "") for g in groups if any(w["value"] == value for w in g["writes"])]
         if not notes or text not in notes[0]:

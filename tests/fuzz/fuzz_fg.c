@@ -43,6 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	diag.out = sink();
 	if (fg_parse(&arena, &diag, &src, &prog) == 0 && fg_ir_build(&arena, &diag, &prog, NULL, 0, &g) == 0) {
 		fg_pass_expand(&g);
+		fg_pass_cse(&g);
 		fg_fuse_defaults(&opt);
 		for (opt.no_fuse = 0; opt.no_fuse < 2; opt.no_fuse++) {
 			if (fg_pass_fuse(&g, &opt, &plan, &diag) != 0)

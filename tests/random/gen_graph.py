@@ -1119,6 +1119,10 @@ class Gen:
         if e.ops == 0 or (e.simple and e.text == v.name):
             return
         out = self.emit(e)
+        # the same expression written again now and then: one value once
+        # passes/cse.c merges them, or two where an annotation sets it apart
+        if self.chance(0.05):
+            self.emit(e)
         # a plain copy now and then: identity, saved or output apart
         if self.chance(0.03):
             w = self.emit(Expr(out.name, out.dt, out.shape, out.bound, out.lo, out.exact, simple=True, ops=1))

@@ -465,11 +465,11 @@ START_TEST(text_lists_every_boundary)
 
 	assert_has(text, "\nboundaries (2)\n");
 	/* Control characters in free text become spaces: one line per edge. */
-	snprintf(want, sizeof want, "  h -> %s  (group 0 -> group 1)  cross-block: say \"hi\"\\ back slash tab  end\n",
-		 mx);
+	snprintf(want, sizeof want, "  h -> %s  (group 0 -> group 1)  cross-block: say \"hi\"\\ back slash tab  end "
+		 "[costs 256 B: written once, read by 1 group, 0.00 us]\n", mx);
 	assert_has(text, want);
-	snprintf(want, sizeof want, "  h -> %s  (group 0 -> group 1)  cross-block: a matmul result read a row at a time\n",
-		 sub);
+	snprintf(want, sizeof want, "  h -> %s  (group 0 -> group 1)  cross-block: a matmul result read a row at a time "
+		 "[costs 256 B: written once, read by 1 group, 0.00 us]\n", sub);
 	assert_has(text, want);
 	free(text);
 	fix_free(f);
