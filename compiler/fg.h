@@ -895,6 +895,9 @@ typedef struct FgPlan {
 	int ngroups;
 	FgReason *why;          /* per node: why it is written (NONE: it is not) */
 	int *home;              /* per node: the group that writes it, or -1 */
+	const char **trail;     /* per node: what the partitioner's walk did
+				   with it and why (fgc report --explain), or
+				   NULL */
 	FgEdge *edges;          /* every edge that crosses groups */
 	int nedges;
 	FgCost fused, unfused;  /* totals, this plan and one kernel per op */
@@ -1034,7 +1037,16 @@ void fg_pass_memplan(FgPlan *plan);
 
 void fg_report_text(FILE *f, const FgPlan *plan);
 void fg_report_json(FILE *f, const FgPlan *plan);
+/* The plan as a Graphviz picture: each group op by op (a cluster) when
+ * that is a small picture, else one node per group. */
 void fg_report_dot(FILE *f, const FgPlan *plan);
+/* ... with ops[gi] nonzero for the groups drawn op by op, the others one
+ * node each; ops NULL: fg_report_dot's choice. */
+void fg_report_dot_ops(FILE *f, const FgPlan *plan, const char *ops);
+/* One value by name (fgc report --explain NAME): what computes it, in
+ * which groups, whether it is written and why, what the partitioner did
+ * with it and what reads it.  An unknown name is an error (1). */
+int fg_report_explain(FILE *f, const FgPlan *plan, const char *name, FgDiag *d);
 
 /* ---------------------------------------------------- compiler/extract.c */
 

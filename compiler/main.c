@@ -34,6 +34,8 @@ typedef struct Options {
 	const char *file;
 	const char *inputs, *outputs;
 	const char *format;           /* report: text, json, dot */
+	const char *dot_ops;          /* report: --dot-ops all|none|N,M,... */
+	const char *explain;          /* report: --explain NAME */
 	const char *out;              /* compile: -o OUT (writes OUT.cu) */
 	const char *arch;             /* compile: --arch for --build */
 	int build;                    /* compile: --build runs nvcc */
@@ -83,6 +85,12 @@ static const char usage[] =
 	"                   binary should compute, judged as its --check judges it)\n"
 	"  --plant KIND     (verify) put a bug into every value compared (element, row,\n"
 	"                   column or tile: docs/testing.md), which must then fail\n"
+	"  --dot-ops GROUPS (report, with --format dot) the groups drawn op by op:\n"
+	"                   all, none, or numbers (0,3); the others are one node each\n"
+	"                   (default: all when that is 150 ops or fewer, else none)\n"
+	"  --explain NAME   (report) one value: what computes it, in which groups,\n"
+	"                   whether it is written and why, each rule the partitioner\n"
+	"                   tried on it, what reads it\n"
 	"  -o OUT           (compile) write OUT.cu, and the binary OUT with --build;\n"
 	"                   (emit-torch) write the module to OUT instead of stdout\n"
 	"  --build          (compile) build OUT with nvcc ($NVCC, else nvcc) and the runtime\n"
@@ -125,6 +133,37 @@ static int cmd_run(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
 	return fg_run(g, o->inputs, o->draw_missing, o->outputs, o->seed, o->in_dtype, d);
 }
 
+/* --dot-ops: "all", "none" or group numbers "N,M,...", into a flag per
+ * group of the plan. */
+static int dot_groups(const char *v, const FgPlan *plan, char **out, FgDiag *d)
+{
+	char *ops = fg_arena_array(plan->g->arena, (size_t)plan->ngroups + 1, 1);
+
+	*out = ops;
+	if (strcmp(v, "all") == 0 || strcmp(v, "none") == 0) {
+		memset(ops, v[0] == 'a', (size_t)plan->ngroups + 1);
+		return 0;
+	}
+	for (const char *p = v;; p++) {
+		char *end;
+		errno = 0;
+		long gi = strtol(p, &end, 10);
+		if (end == p || *p == '-' || *p == '+' || errno || (*end && *end != ',')) {
+			fg_error(d, (FgLoc){0, 0}, "--dot-ops %s: expected all, none or group numbers such as 0,3", v);
+			return 1;
+		}
+		if (gi >= plan->ngroups) {
+			fg_error(d, (FgLoc){0, 0}, "--dot-ops %s: the plan has %d groups (0 to %d)", v, plan->ngroups,
+				 plan->ngroups - 1);
+			return 1;
+		}
+		ops[gi] = 1;
+		if (!*end)
+			return 0;
+		p = end;
+	}
+}
+
 static int cmd_report(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
 {
 	/* launches and scratch as compile emits them, for the plan and for
@@ -142,12 +181,28 @@ static int cmd_report(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
 			plan->unfused = un.fused;
 		}
 	}
-	if (!o->format || strcmp(o->format, "text") == 0)
+	if (o->dot_ops && (!o->format || strcmp(o->format, "dot") != 0)) {
+		fg_error(d, (FgLoc){0, 0}, "--dot-ops %s: only with --format dot (which groups the picture draws op by op)",
+			 o->dot_ops);
+		return 1;
+	}
+	if (o->explain && o->format && strcmp(o->format, "text") != 0) {
+		fg_error(d, (FgLoc){0, 0}, "--explain %s: the explanation is text; leave out --format %s", o->explain,
+			 o->format);
+		return 1;
+	}
+	if (o->explain)
+		return fg_report_explain(stdout, plan, o->explain, d);
+	if (!o->format || strcmp(o->format, "text") == 0) {
 		fg_report_text(stdout, plan);
-	else if (strcmp(o->format, "json") == 0)
+	} else if (strcmp(o->format, "json") == 0) {
 		fg_report_json(stdout, plan);
-	else
-		fg_report_dot(stdout, plan);
+	} else {
+		char *ops = NULL;
+		if (o->dot_ops && dot_groups(o->dot_ops, plan, &ops, d) != 0)
+			return 1;
+		fg_report_dot_ops(stdout, plan, ops);
+	}
 	return 0;
 }
 
@@ -402,6 +457,8 @@ static const Flag flags[] = {
 	{"--precision", "f64|kernel", C_VERIFY, flag_precision, 0},
 	{"--plant", "KIND", C_VERIFY, flag_plant, 0},
 	{"--format", "text|json|dot", C_REPORT, flag_format, 0},
+	{"--dot-ops", "all|none|N,M", C_REPORT, SET(dot_ops)},
+	{"--explain", "NAME", C_REPORT, SET(explain)},
 	{"--group", "N", C_EXTRACT, flag_group, 0},
 	{"-o", "OUT", C_COMPILE | C_TORCH, SET(out)},
 	{"--build", NULL, C_COMPILE, SET(build)},

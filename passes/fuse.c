@@ -811,6 +811,20 @@ static void refuse(Fuser *f, int p, FgReason why, const char *detail)
 	new_group(f, p);
 }
 
+/* What the walk did with p, for `fgc report --explain` (plan->trail):
+ * the rule that decided, with its numbers. */
+#define trail(f, p, ...) ((f)->plan->trail[p] = fg_arena_printf((f)->a, __VA_ARGS__))
+
+/* The kinds of groups cg[0..n), for the trail: "a loop and a rowreduce". */
+static const char *kinds_of(Fuser *f, const int *cg, int n)
+{
+	const char *s = "";
+	for (int k = 0; k < n && k < 4; k++)
+		s = fg_arena_printf(f->a, "%s%sa %s", s, k == 0 ? "" : k + 1 == n ? " and " : ", ",
+				    fg_group_kind_name[f->groups.v[cg[k]].kind]);
+	return n > 4 ? fg_arena_printf(f->a, "%s, ...", s) : s;
+}
+
 /* Decides p's group(s), its consumers' groups all being known. */
 static void place(Fuser *f, int p)
 {
@@ -821,28 +835,47 @@ static void place(Fuser *f, int p)
 
 	if (f->opt.no_fuse) {
 		refuse(f, p, FG_WHY_USER, "--no-fuse: one kernel per op");
+		f->plan->trail[p] = "--no-fuse: a group of its own";
 		return;
 	}
 	if (n->flags & FG_NF_MATERIALIZE) {
 		refuse(f, p, FG_WHY_USER, "@materialize");
+		f->plan->trail[p] = "@materialize: a group of its own, written for its readers";
 		return;
 	}
 	ncg = consumer_groups(f, p, cg, 64);
 	if (ncg > 64) {
 		refuse(f, p, FG_WHY_FANOUT, "read by more than 64 groups");
+		f->plan->trail[p] = "read by more than 64 groups: a group of its own, written for them";
 		return;
 	}
 	if (ncg == 0) {
 		new_group(f, p);
+		f->plan->trail[p] = "no op reads it (an output or saved value): a group starts at it";
 		return;
 	}
 	if (ncg == 1) {
-		if (can_join(f, cg[0], p, &why, &detail))
+		/* the common case, and a static text: a million-op chain
+		 * allocates nothing more for its trail */
+		static const char *const joined[FG_GROUP_COUNT] = {
+#define X(id, name, fill, border) \
+	[FG_GROUP_##id] = "every op reading it is in one group, a " #name ": it joined that group",
+			FG_GROUP_KINDS(X)
+#undef X
+		};
+		FgGroupKind kind = f->groups.v[cg[0]].kind;
+		if (can_join(f, cg[0], p, &why, &detail)) {
 			join(f, cg[0], p);
-		else
+			f->plan->trail[p] = joined[kind];
+		} else {
 			refuse(f, p, why, detail);
+			trail(f, p, "every op reading it is in one group, a %s, which cannot take it (%s: %s): a "
+				  "group of its own, written for that group", fg_group_kind_name[kind], fg_reason_name[why],
+			      detail);
+		}
 		return;
 	}
+	const char *kinds = kinds_of(f, cg, ncg);
 	/* Fan-out: recompute in every consumer group, or store once. */
 	FgOpClass c = fg_op_info[n->op].cls;
 	for (int k = 0; k < ncg && c == FG_CLASS_SELECT; k++) {
@@ -856,6 +889,7 @@ static void place(Fuser *f, int p)
 		f->detail[p] = fg_arena_printf(f->a, "read by %d groups; computed in one of them (topk with its "
 						     "epilogue) and written for the others, as recomputing a topk in "
 						     "each would repeat it", ncg);
+		trail(f, p, "read by %d groups (%s): %s", ncg, kinds, f->detail[p]);
 		return;
 	}
 	int64_t recompute = 0, bytes = fg_value_bytes(f->g, p);
@@ -868,10 +902,17 @@ static void place(Fuser *f, int p)
 			refuse(f, p, FG_WHY_FANOUT,
 			       fg_arena_printf(f->a, "read by %d groups; recomputing a %s in each would repeat it",
 					       ncg, fg_op_info[n->op].name));
+			trail(f, p, "read by %d groups (%s); %s: stored once, written for them", ncg, kinds,
+			      f->opside[p] ? "a matmul reads it as a layout of its operand, from memory"
+					   : "only elementwise and layout ops, and reductions that every reading "
+					     "group can take, are recomputed");
 			return;
 		}
 		if (!red && !can_join(f, cg[k], p, &why, &detail)) {
 			refuse(f, p, why, detail);
+			trail(f, p, "read by %d groups (%s); recomputing it in each was tried, but the %s cannot take "
+				  "it (%s: %s): stored once, written for them", ncg, kinds,
+			      fg_group_kind_name[f->groups.v[cg[k]].kind], fg_reason_name[why], detail);
 			return;
 		}
 		recompute = fg_bytes_add(recompute, recompute_reads(f, cg[k], p));
@@ -884,18 +925,25 @@ static void place(Fuser *f, int p)
 		       fg_arena_printf(f->a, "read by %d groups; recomputing it would still store the %s it "
 					     "comes from, so it is stored instead, as that group's epilogue",
 				       ncg, fg_op_info[node(f, heavy)->op].name));
+		trail(f, p, "read by %d groups (%s); each could take it, but it is computed from a %s within "
+			  "four elementwise steps: stored once, as the epilogue of the group computing it",
+		      ncg, kinds, fg_op_info[node(f, heavy)->op].name);
 		return;
 	}
 	double t_store = fg_est_us(&f->opt, store, 1), t_recompute = fg_est_us(&f->opt, recompute, 0);
+	const char *costs = fg_arena_printf(f->a, "storing it once costs %lld bytes and a launch (%.2f us), "
+						  "recomputing it in each reads %lld bytes more (%.2f us)",
+					    (long long)store, t_store, (long long)recompute, t_recompute);
 	if (t_recompute <= t_store || in_fuse_block) {
 		for (int k = 0; k < ncg; k++)
 			join(f, cg[k], p);
+		trail(f, p, "read by %d groups (%s), each of which can take it; %s: recomputed in each%s", ncg,
+		      kinds, costs, in_fuse_block && t_recompute > t_store ? " (its fuse { } block asks for it)" : "");
 		return;
 	}
-	refuse(f, p, FG_WHY_FANOUT,
-	       fg_arena_printf(f->a, "read by %d groups: storing it once costs %lld bytes and a launch "
-				     "(%.2f us), recomputing it in each reads %lld bytes more (%.2f us)",
-			       ncg, (long long)store, t_store, (long long)recompute, t_recompute));
+	refuse(f, p, FG_WHY_FANOUT, fg_arena_printf(f->a, "read by %d groups: %s", ncg, costs));
+	trail(f, p, "read by %d groups (%s), each of which can take it; %s: stored once, written for them", ncg,
+	      kinds, costs);
 }
 
 /* fuse { } asks for one kernel: report the boundary that split it. */
@@ -973,6 +1021,7 @@ int fg_pass_fuse(const FgGraph *g, const FgFuseOptions *o, FgPlan *plan, FgDiag 
 	plan->names = fg_ir_names(g);
 	plan->why = fg_arena_array(f.a, (size_t)g->nnodes + 1, sizeof(FgReason));
 	plan->home = fg_arena_array(f.a, (size_t)g->nnodes + 1, sizeof(int));
+	plan->trail = fg_arena_array(f.a, (size_t)g->nnodes + 1, sizeof(char *));
 	f.memb = fg_arena_array(f.a, (size_t)g->nnodes + 1, sizeof(*f.memb));
 	f.block = fg_arena_array(f.a, (size_t)g->nnodes + 1, sizeof(FgReason));
 	f.detail = fg_arena_array(f.a, (size_t)g->nnodes + 1, sizeof(char *));

@@ -55,6 +55,14 @@ expect 1 "--seed belongs to 'run' and 'verify', not 'report'" -- report "$good" 
 expect 1 "--plant rows: expected element, row, column or tile" -- verify "$good" --plant rows
 expect 1 "--plant belongs to 'verify', not 'run'" -- run "$good" --plant row --outputs "$tmp/o"
 expect 1 "--precision f32: expected f64 or kernel" -- verify "$good" --precision f32
+expect 1 "--dot-ops 0,x: expected all, none or group numbers such as 0,3" -- report "$good" --format dot --dot-ops 0,x
+expect 1 "--dot-ops -1: expected all, none or group numbers" -- report "$good" --format dot --dot-ops -1
+expect 1 "--dot-ops 0,99: the plan has" -- report "$good" --format dot --dot-ops 0,99
+expect 1 "--dot-ops all: only with --format dot" -- report "$good" --dot-ops all
+expect 1 "--explain yy: graph 'g' has no value of that name; did you mean 'y'?" -- report "$good" --explain yy
+expect 1 "--explain qqqqq: graph 'g' has no value of that name" -- report "$good" --explain qqqqq
+expect 1 "--explain y: the explanation is text; leave out --format json" -- report "$good" --explain y --format json
+expect 1 "--explain belongs to 'report', not 'check'" -- check "$good" --explain y
 # verify --plant fails every value, --outputs writes the plan's values
 if "$fgc" verify "$good" --outputs "$tmp/vo" >"$tmp/v1" && [ -n "$(ls "$tmp/vo"/*.npy 2>/dev/null)" ] &&
    ! "$fgc" verify "$good" --plant element >"$tmp/v2" 2>&1 && ! grep -q '^ok ' "$tmp/v2" &&

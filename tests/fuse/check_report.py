@@ -12,6 +12,7 @@
                                  kernels: groups with kernel code of their own
                                  (the others launch an earlier group's)
                                  merged=N: repeated values computed once
+  # expect-explain: NAME: TEXT  fgc report --explain NAME says TEXT
   # expect-merged: NAME as VALUE a repeat (its name, or its op where it has
                                  none) computed once as VALUE
   # expect-edge: REASON          some boundary has this reason
@@ -38,7 +39,7 @@ def fail(path, msg):
 
 
 def expectations(path):
-    exp, edges, writes, error, gpu, merged = {}, [], [], None, [], []
+    exp, edges, writes, error, gpu, merged, explain = {}, [], [], None, [], [], []
     for line in open(path, encoding="utf-8", errors="replace"):
         if line.startswith("# expect:"):
             for item in line.split(":", 1)[1].split():
@@ -54,7 +55,9 @@ def expectations(path):
             gpu.append(line.split(":", 1)[1].strip().split(": ", 1))
         elif line.startswith("# expect-merged:"):
             merged.append(line.split(":", 1)[1].split())
-    return exp, edges, writes, error, gpu, merged
+        elif line.startswith("# expect-explain:"):
+            explain.append(line.split(":", 1)[1].strip().split(": ", 1))
+    return exp, edges, writes, error, gpu, merged, explain
 
 
 def check_shape(path, r):
@@ -91,7 +94,7 @@ def check_shape(path, r):
 
 def main():
     fgc, path = sys.argv[1], sys.argv[2]
-    exp, edges, writes, error, gpu, merged = expectations(path)
+    exp, edges, writes, error, gpu, merged, explain = expectations(path)
     p = subprocess.run([fgc, "report", "--format", "json", path], capture_output=True, text=True)
     if error:
         where, text = error.split(": ", 1)
@@ -147,6 +150,10 @@ def main():
     for name, _, value in merged:
         if not any((m["name"] or m["op"]) == name and m["as"] == value for m in r["merged"]):
             fail(path, f"{name} is not computed as {value}: {r['merged']}")
+    for name, text in explain:
+        p = subprocess.run([fgc, "report", "--explain", name, path], capture_output=True, text=True)
+        if p.returncode != 0 or text not in p.stdout:
+            fail(path, f"fgc report --explain {name} does not say {text!r}:\n{p.stdout}{p.stderr}")
     for value, text in gpu:
         notes = [g.get("on_gpu", "") for g in groups if any(w["value"] == value for w in g["writes"])]
         if not notes or text not in notes[0]:

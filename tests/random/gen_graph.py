@@ -166,6 +166,7 @@ class Gen:
         self.ops = 0
         self.syms = {}
         self.in_fuse = False    # inside fuse { }: elementwise ops only
+        self.written = []       # (value, expression) of float statements
 
     # ------------------------------------------------------------ helpers
     def chance(self, p):
@@ -1119,10 +1120,8 @@ class Gen:
         if e.ops == 0 or (e.simple and e.text == v.name):
             return
         out = self.emit(e)
-        # the same expression written again now and then: one value once
-        # passes/cse.c merges them, or two where an annotation sets it apart
-        if self.chance(0.05):
-            self.emit(e)
+        if e.dt in FLOATS:
+            self.written.append((out, e))
         # a plain copy now and then: identity, saved or output apart
         if self.chance(0.03):
             w = self.emit(Expr(out.name, out.dt, out.shape, out.bound, out.lo, out.exact, simple=True, ops=1))
@@ -1169,6 +1168,14 @@ class Gen:
                            else "abs(%s)" % self.pool[0].name, self.pool[0].dt, self.pool[0].shape, 1,
                            simple=True))
         outs = self.outputs()
+        # A statement written again, as an output beside the value: one
+        # node once passes/cse.c merges them (its own random stream, drawn
+        # last, so each seed's graph is otherwise what it was before).
+        rep = random.Random(self.seed * 7919 + 1)
+        if self.written and rep.random() < 0.3:
+            v, e = rep.choice(self.written)
+            self.lines.append("  rep_%s = %s + %s" % (v.name, paren(e), v.name))
+            outs.append(Val("rep_" + v.name, v.dt, v.shape, 2 * v.bound))
         head = ["# random graph, seed %d (tests/random/gen_graph.py)" % self.seed,
                 "graph rg%d {" % self.seed]
         return "\n".join(head + self.decls + self.lines +

@@ -562,6 +562,50 @@ START_TEST(dot_renders_any_detail)
 }
 END_TEST
 
+/* Which groups fg_report_dot_ops draws op by op, for render(). */
+static const char *dot_ops_flags;
+
+static void dot_with_ops(FILE *f, const FgPlan *p)
+{
+	fg_report_dot_ops(f, p, dot_ops_flags);
+}
+
+START_TEST(dot_one_node_per_group)
+{
+	Fix *f = hand_plan();
+	char want[160];
+	const FgEdge *e = &f->plan.edges[0];
+
+	/* none op by op: a node per group, its ops and inputs in its label,
+	 * and the two edges of h into group 1 one edge, h named once */
+	dot_ops_flags = "\0\0";
+	char *dot = render(dot_with_ops, &f->plan);
+	check_dot_syntax(dot, 0);
+	assert_has(dot, "\"g0\" [label=\"group 0: gemm\\ng0_gemm_matmul\\n1 launch, 512 B, est 4.25 us\\nmatmul\\n"
+			"reads x, w\"");
+	assert_has(dot, "\"g1\" [label=\"group 1: rowreduce\\ng1_rowreduce_softmax\\n1 launch, 256 B, est 3.06 us\\n"
+			"max, sub, exp, sum, div\"");
+	assert_has(dot, "\"g0\" -> \"g1\" [label=\"h: cross-block\", tooltip=\"say \\\"hi\\\"\\\\ back\\nslash tab  end"
+			"\\na matmul result read a row at a time\"");
+	ck_assert_int_eq(count(dot, "->"), 1);
+	ck_assert_int_eq(count(dot, "\"in_"), 0);
+	check_dot_renders(dot);
+	free(dot);
+
+	/* group 0 op by op: its cluster and inputs, an edge from h's node */
+	dot_ops_flags = "\1\0";
+	dot = render(dot_with_ops, &f->plan);
+	check_dot_syntax(dot, 1);
+	snprintf(want, sizeof want, "\"g0_n%d\" -> \"g1\" [label=\"h: cross-block\"", e->producer);
+	assert_has(dot, want);
+	snprintf(want, sizeof want, "\"in_%d\" -> \"g0_n%d\";", named(f, "x"), e->producer);
+	assert_has(dot, want);
+	check_dot_renders(dot);
+	free(dot);
+	fix_free(f);
+}
+END_TEST
+
 /* ---------------------------------------- on plans the partitioner made */
 
 static const char *const real_graphs[] = {
@@ -666,6 +710,7 @@ static Suite *report_suite(void)
 	tcase_add_test(t, big_numbers_in_human_units);
 	tcase_add_test(t, dot_clusters_and_boundaries);
 	tcase_add_test(t, dot_renders_any_detail);
+	tcase_add_test(t, dot_one_node_per_group);
 	tcase_add_test(t, partitioner_plans);
 	tcase_add_test(t, reports_are_deterministic);
 	suite_add_tcase(s, t);
