@@ -1047,6 +1047,11 @@ void fg_report_dot_ops(FILE *f, const FgPlan *plan, const char *ops);
  * which groups, whether it is written and why, what the partitioner did
  * with it and what reads it.  An unknown name is an error (1). */
 int fg_report_explain(FILE *f, const FgPlan *plan, const char *name, FgDiag *d);
+/* Two plans side by side (fgc report --diff): totals, then each group of
+ * a matched to the groups of b holding its ops (by value name, else op
+ * and source position): the same, split, merged, or what moved; la and
+ * lb say what each plan is. */
+void fg_report_diff(FILE *f, const FgPlan *a, const char *la, const FgPlan *b, const char *lb);
 
 /* ---------------------------------------------------- compiler/extract.c */
 

@@ -36,6 +36,7 @@ typedef struct Options {
 	const char *format;           /* report: text, json, dot */
 	const char *dot_ops;          /* report: --dot-ops all|none|N,M,... */
 	const char *explain;          /* report: --explain NAME */
+	const char *diff;             /* report: --diff OTHER.fg or "FLAGS" */
 	const char *out;              /* compile: -o OUT (writes OUT.cu) */
 	const char *arch;             /* compile: --arch for --build */
 	int build;                    /* compile: --build runs nvcc */
@@ -91,6 +92,10 @@ static const char usage[] =
 	"  --explain NAME   (report) one value: what computes it, in which groups,\n"
 	"                   whether it is written and why, each rule the partitioner\n"
 	"                   tried on it, what reads it\n"
+	"  --diff OTHER     (report) this plan against another: OTHER.fg's (planned with\n"
+	"                   the same flags), or this graph's under other planning flags\n"
+	"                   (--diff \"--no-fuse\", --diff \"--reg-limit 64\"); totals, then\n"
+	"                   each group matched by its ops: the same, split, merged, moved\n"
 	"  -o OUT           (compile) write OUT.cu, and the binary OUT with --build;\n"
 	"                   (emit-torch) write the module to OUT instead of stdout\n"
 	"  --build          (compile) build OUT with nvcc ($NVCC, else nvcc) and the runtime\n"
@@ -132,6 +137,10 @@ static int cmd_run(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
 	(void)plan;
 	return fg_run(g, o->inputs, o->draw_missing, o->outputs, o->seed, o->in_dtype, d);
 }
+
+/* The plan --diff compares with: of another .fg, or of this graph under
+ * other planning flags; la and lb say which. */
+static int diff_plan(const Options *o, const FgGraph *g, FgPlan *b, const char **la, const char **lb, FgDiag *d);
 
 /* --dot-ops: "all", "none" or group numbers "N,M,...", into a flag per
  * group of the plan. */
@@ -193,6 +202,19 @@ static int cmd_report(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
 	}
 	if (o->explain)
 		return fg_report_explain(stdout, plan, o->explain, d);
+	if (o->diff) {
+		FgPlan b;
+		const char *la, *lb;
+		if (o->format && strcmp(o->format, "text") != 0) {
+			fg_error(d, (FgLoc){0, 0}, "--diff %s: the comparison is text; leave out --format %s", o->diff,
+				 o->format);
+			return 1;
+		}
+		if (diff_plan(o, g, &b, &la, &lb, d) != 0)
+			return 1;
+		fg_report_diff(stdout, plan, la, &b, lb);
+		return 0;
+	}
 	if (!o->format || strcmp(o->format, "text") == 0) {
 		fg_report_text(stdout, plan);
 	} else if (strcmp(o->format, "json") == 0) {
@@ -425,11 +447,13 @@ static int flag_plant(FgArena *a, Options *o, const char *v)
 
 static int flag_reg_limit(FgArena *a, Options *o, const char *v)
 {
-	double x;
+	char *end;
 
 	(void)a;
-	if (parse_positive("--reg-limit", v, &x) != 0 || x > 255 || x != (int)x)
-		return usage_error("--reg-limit %s: expected a whole number up to 255", v);
+	errno = 0;
+	double x = strtod(v, &end);     /* one diagnostic, not parse_positive's too */
+	if (errno || *end || !(x >= 1) || x > 255 || x != (int)x)
+		return usage_error("--reg-limit %s: expected a whole number from 1 to 255", v);
 	o->fuse.reg_limit = (int)x;
 	return 0;
 }
@@ -459,6 +483,7 @@ static const Flag flags[] = {
 	{"--format", "text|json|dot", C_REPORT, flag_format, 0},
 	{"--dot-ops", "all|none|N,M", C_REPORT, SET(dot_ops)},
 	{"--explain", "NAME", C_REPORT, SET(explain)},
+	{"--diff", "OTHER", C_REPORT, SET(diff)},
 	{"--group", "N", C_EXTRACT, flag_group, 0},
 	{"-o", "OUT", C_COMPILE | C_TORCH, SET(out)},
 	{"--build", NULL, C_COMPILE, SET(build)},
@@ -599,6 +624,67 @@ static int front_end(FgArena *a, Options *o, FgDiag *d, FgSource *src, FgGraph *
 		passes[i].run(g);
 		dump_if_asked(o, passes[i].name, g);
 	}
+	return 0;
+}
+
+/* What plan A is: its file and the flags that shape its plan. */
+static const char *plan_label(FgArena *a, const Options *o, const char *file, const char *extra)
+{
+	const char *s = file;
+	for (int f = 0; f < NFLAGS; f++)
+		if ((o->given >> f & 1) && (flags[f].cmds == C_PLAN || strcmp(flags[f].name, "--tf32") == 0))
+			s = fg_arena_printf(a, "%s %s", s, flags[f].name);
+	return extra ? fg_arena_printf(a, "%s, then %s", s, extra) : s;
+}
+
+static int diff_plan(const Options *o, const FgGraph *g, FgPlan *b, const char **la, const char **lb, FgDiag *d)
+{
+	FgArena *a = g->arena;
+	Options ob = *o;
+	const FgGraph *gb = g;
+
+	ob.given = 0;
+	if (o->diff[0] == '-') {        /* this graph, other flags */
+		FG_VEC(char *) argv = {0};
+		char *copy = fg_arena_printf(a, "%s", o->diff);
+		fg_vec_push(a, &argv, "fgc");
+		for (char *t = strtok(copy, " \t"); t; t = strtok(NULL, " \t"))
+			fg_vec_push(a, &argv, t);
+		/* only planning flags, each with its value */
+		for (int i = 1; i < argv.n; i++) {
+			int f = flag_index(argv.v[i]);
+			const char *why = f < 0 && argv.v[i][0] == '-' ? "is no option of fgc"
+				: f < 0 ? "is not a flag"
+				: flags[f].cmds != C_PLAN && strcmp(flags[f].name, "--tf32") != 0 ? "does not change the plan"
+				: flags[f].value && i + 1 == argv.n ? "needs a value" : NULL;
+			if (why) {
+				fg_error(d, (FgLoc){0, 0}, "--diff \"%s\": '%s' %s (give planning flags: --no-fuse, "
+					 "--reg-limit N, --bw GBS, --launch-us US, --tc-tflops R, --cc-tflops R, --tf32)",
+					 o->diff, argv.v[i], why);
+				return 1;
+			}
+			i += flags[f].value != NULL;
+		}
+		if (parse_args(a, argv.n, argv.v, &ob) != 0)
+			return 1;
+		*la = plan_label(a, o, o->file, NULL);
+		*lb = fg_arena_printf(a, "%s %s", *la, o->diff);
+	} else {                        /* another graph, the same flags */
+		FgSource *src = fg_arena_array(a, 1, sizeof *src);
+		FgGraph *g2 = fg_arena_array(a, 1, sizeof *g2);
+		ob.file = o->diff;
+		ob.dumps.n = 0;
+		if (front_end(a, &ob, d, src, g2, NPASSES) != 0)
+			return 1;
+		gb = g2;
+		ob.fuse = o->fuse;
+		*la = plan_label(a, o, o->file, NULL);
+		*lb = plan_label(a, o, o->diff, NULL);
+	}
+	if (fg_pass_fuse(gb, &ob.fuse, b, d) != 0)
+		return 1;
+	fg_pass_memplan(b);
+	fg_cuda_plan_costs(b, o->gemm);
 	return 0;
 }
 

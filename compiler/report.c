@@ -1347,3 +1347,239 @@ int fg_report_explain(FILE *f, const FgPlan *plan, const char *name, FgDiag *d)
 	}
 	return 0;
 }
+
+/* ------------------------------------------------------------- diff */
+
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;       /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/* Per node, its identity across two plans: its name where the program
+ * gave one; else its op within the statement that names a value on its
+ * line (`mean in n`: a composite's ops, the temporaries of an
+ * expression), numbered when several share it; else its op and source
+ * position.  The same file under other flags matches every node; an
+ * edited file, what kept its statement's name, or its place. */
+static const char **graph_keys(FgArena *a, const FgGraph *g)
+{
+	const char **key = fg_arena_array(a, (size_t)g->nnodes + 1, sizeof(char *));
+	const char **stmt = fg_arena_array(a, (size_t)g->nnodes + 1, sizeof(char *));
+	unsigned size = 16;
+	while (size < 2u * (unsigned)g->nnodes + 2)
+		size *= 2;
+	const char **seen = fg_arena_array(a, size, sizeof(char *));
+	int *count = fg_arena_array(a, size, sizeof(int));
+
+	/* a statement's named node is the last of those on its line */
+	for (int id = g->nnodes - 1, line = 0; id >= 0; id--) {
+		const FgNode *n = &g->nodes[id];
+		if (n->name)
+			line = n->loc.line;
+		stmt[id] = n->name ? n->name : line && n->loc.line == line ? stmt[id + 1] : NULL;
+	}
+	for (int id = 0; id < g->nnodes; id++) {
+		const FgNode *n = &g->nodes[id];
+		if (n->name) {
+			key[id] = n->name;
+			continue;
+		}
+		const char *base = stmt[id] ? fg_arena_printf(a, "%s in %s", fg_op_info[n->op].name, stmt[id])
+			: fg_arena_printf(a, "%s@%d:%d%s", fg_op_info[n->op].name, n->loc.line, n->loc.col,
+					  n->composite ? n->composite : "");
+		unsigned i = (unsigned)str_hash(base) & (size - 1);
+		while (seen[i] && strcmp(seen[i], base) != 0)
+			i = (i + 1) & (size - 1);
+		seen[i] = base;
+		key[id] = count[i]++ ? fg_arena_printf(a, "%s#%d", base, count[i]) : base;
+	}
+	return key;
+}
+
+typedef struct KeyMap {         /* key -> the groups of one plan holding it */
+	const char **nodes;     /* per node of the plan's graph: its key */
+	const char **key;
+	FG_VEC(int) *groups;
+	unsigned mask;
+} KeyMap;
+
+static KeyMap keymap_of(FgArena *a, const FgPlan *plan)
+{
+	unsigned size = 16;
+	int total = 0;
+	for (int gi = 0; gi < plan->ngroups; gi++)
+		total += plan->groups[gi].nnodes;
+	while (size < 2u * (unsigned)total + 2)
+		size *= 2;
+	KeyMap m = {graph_keys(a, plan->g), fg_arena_array(a, size, sizeof(char *)),
+		    fg_arena_array(a, size, sizeof(*m.groups)), size - 1};
+	for (int gi = 0; gi < plan->ngroups; gi++)
+		for (int k = 0; k < plan->groups[gi].nnodes; k++) {
+			const FgNode *n = &plan->g->nodes[plan->groups[gi].nodes[k]];
+			if (n->op == FG_OP_CONST)
+				continue;
+			const char *key = m.nodes[plan->groups[gi].nodes[k]];
+			unsigned i = (unsigned)str_hash(key) & m.mask;
+			while (m.key[i] && strcmp(m.key[i], key) != 0)
+				i = (i + 1) & m.mask;
+			m.key[i] = key;
+			if (!m.groups[i].n || m.groups[i].v[m.groups[i].n - 1] != gi)
+				fg_vec_push(a, &m.groups[i], gi);
+		}
+	return m;
+}
+
+static const int *keymap_get(const KeyMap *m, const char *key, int *n)
+{
+	unsigned i = (unsigned)str_hash(key) & m->mask;
+	while (m->key[i] && strcmp(m->key[i], key) != 0)
+		i = (i + 1) & m->mask;
+	*n = m->key[i] ? m->groups[i].n : 0;
+	return m->key[i] ? m->groups[i].v : NULL;
+}
+
+/* The groups of `to` holding any op of group gi of `from`, into out
+ * (sorted, unique); their count. */
+static int counterparts(const FgPlan *from, const KeyMap *fk, int gi, const KeyMap *to, int *out, int max)
+{
+	const FgGroup *gr = &from->groups[gi];
+	int n = 0;
+	for (int k = 0; k < gr->nnodes; k++) {
+		const FgNode *node = &from->g->nodes[gr->nodes[k]];
+		int m;
+		if (node->op == FG_OP_CONST)
+			continue;
+		const int *gs = keymap_get(to, fk->nodes[gr->nodes[k]], &m);
+		for (int j = 0; j < m; j++) {
+			int at = 0;
+			while (at < n && out[at] < gs[j])
+				at++;
+			if ((at < n && out[at] == gs[j]) || n == max)
+				continue;
+			memmove(&out[at + 1], &out[at], (size_t)(n - at) * sizeof *out);
+			out[at] = gs[j];
+			n++;
+		}
+	}
+	return n;
+}
+
+static void diff_group(FILE *f, const char *side, const FgPlan *p, int gi)
+{
+	const FgGroup *gr = &p->groups[gi];
+	char b[32];
+	fprintf(f, "%s %d %s %s (%d op%s, %d launch%s, %s)", side, gi, kind_name(gr->kind), gr->name ? gr->name : "-",
+		gr->nnodes, gr->nnodes == 1 ? "" : "s", gr->cost.launches, gr->cost.launches == 1 ? "" : "es",
+		human_bytes(b, sizeof b, gr->cost.bytes));
+}
+
+/* Ops of group gi of `from` that no group of `to` in `in[0..n)` holds
+ * but another does: "exp (4:3) to B 2". */
+static void diff_moved(FILE *f, const FgPlan *from, const KeyMap *fk, int gi, const KeyMap *to, int home,
+		       const char *other)
+{
+	const FgGroup *gr = &from->groups[gi];
+	char loc[32];
+	int said = 0;
+	for (int k = 0; k < gr->nnodes; k++) {
+		const FgNode *node = &from->g->nodes[gr->nodes[k]];
+		int m, there = 0;
+		if (node->op == FG_OP_CONST)
+			continue;
+		const int *gs = keymap_get(to, fk->nodes[gr->nodes[k]], &m);
+		for (int j = 0; j < m; j++)
+			there |= gs[j] == home;
+		if (there)
+			continue;
+		if (said++ == 6) {
+			fputs(", ...", f);
+			break;
+		}
+		fprintf(f, "%s%s %s (%s) ", said == 1 ? "\n      moved: " : ", ", from->names[gr->nodes[k]],
+			fg_op_info[node->op].name, loc_str(loc, sizeof loc, node->loc));
+		if (m == 0)
+			fprintf(f, "in no group of %s", other);
+		for (int j = 0; j < m; j++)
+			fprintf(f, "%s%s %d", j ? " and " : "to ", other, gs[j]);
+	}
+}
+
+/* B/A to 3 significant digits: a plan can move 1000 times fewer bytes. */
+static void diff_ratio(char *buf, size_t n, double num, double den)
+{
+	if (den > 0 && isfinite(num / den))
+		snprintf(buf, n, "%.3gx", num / den);
+	else
+		snprintf(buf, n, "-");
+}
+
+void fg_report_diff(FILE *f, const FgPlan *a, const char *la, const FgPlan *b, const char *lb)
+{
+	FgArena *arena = a->g->arena;
+	KeyMap ka = keymap_of(arena, a), kb = keymap_of(arena, b);
+	int *to = fg_arena_array(arena, (size_t)b->ngroups + 1, sizeof(int));
+	int *back = fg_arena_array(arena, (size_t)a->ngroups + 1, sizeof(int));
+	char c[4][32];
+	int same = 0;
+
+	fprintf(f, "plan diff\n  A: %s\n  B: %s\n\n", la, lb);
+	fprintf(f, "            %-12s %-12s B/A\n", "A", "B");
+	fprintf(f, "  groups    %-12d %-12d\n", a->ngroups, b->ngroups);
+	diff_ratio(c[0], 32, b->fused.launches, a->fused.launches);
+	fprintf(f, "  launches  %-12d %-12d %s\n", a->fused.launches, b->fused.launches, c[0]);
+	human_bytes(c[1], 32, a->fused.bytes);
+	human_bytes(c[2], 32, b->fused.bytes);
+	diff_ratio(c[0], 32, (double)b->fused.bytes, (double)a->fused.bytes);
+	fprintf(f, "  bytes     %-12s %-12s %s\n", c[1], c[2], c[0]);
+	snprintf(c[1], 32, "%.2f us", a->fused.est_us);
+	snprintf(c[2], 32, "%.2f us", b->fused.est_us);
+	diff_ratio(c[0], 32, b->fused.est_us, a->fused.est_us);
+	fprintf(f, "  est time  %-12s %-12s %s\n", c[1], c[2], c[0]);
+
+	fputs("\ngroups of A, matched to B by their ops\n", f);
+	for (int gi = 0; gi < a->ngroups; gi++) {
+		int n = counterparts(a, &ka, gi, &kb, to, b->ngroups);
+		fputs("  ", f);
+		diff_group(f, "A", a, gi);
+		if (n == 0) {
+			fputs("\n      only in A: B computes none of its ops\n", f);
+			continue;
+		}
+		int nb = n == 1 ? counterparts(b, &kb, to[0], &ka, back, a->ngroups) : 0;
+		const FgGroup *ga = &a->groups[gi], *gb = &b->groups[to[0]];
+		if (n == 1 && nb == 1 && ga->nnodes == gb->nnodes && ga->kind == gb->kind) {
+			same++;
+			fprintf(f, " = B %d: the same ops", to[0]);
+			if (ga->cost.bytes != gb->cost.bytes || ga->cost.launches != gb->cost.launches)
+				fprintf(f, "; in B %d launch%s, %s", gb->cost.launches, gb->cost.launches == 1 ? "" : "es",
+					human_bytes(c[0], 32, gb->cost.bytes));
+			fputc('\n', f);
+			continue;
+		}
+		fputs(n > 1 ? "\n    split into " : "\n    -> ", f);
+		for (int j = 0; j < n; j++) {
+			fputs(j ? "\n      and " : "", f);
+			diff_group(f, "B", b, to[j]);
+		}
+		if (nb > 1) {
+			fputs("\n      which also takes ops of ", f);
+			for (int j = 0, k = 0; j < nb; j++)
+				if (back[j] != gi)
+					fprintf(f, "%sA %d", k++ ? ", " : "", back[j]);
+		}
+		/* the ops that left for another group than the first */
+		diff_moved(f, a, &ka, gi, &kb, to[0], "B");
+		fputc('\n', f);
+	}
+	int only = 0;
+	for (int gj = 0; gj < b->ngroups; gj++)
+		if (counterparts(b, &kb, gj, &ka, back, a->ngroups) == 0) {
+			fputs(only++ ? "  " : "\ngroups only in B (A computes none of their ops)\n  ", f);
+			diff_group(f, "B", b, gj);
+			fputc('\n', f);
+		}
+	fprintf(f, "\n%d of A's %d groups are in B with the same ops\n", same, a->ngroups);
+}

@@ -51,6 +51,7 @@ expect 1 "no folder '$tmp/missing'" -- compile "$good" -o "$tmp/missing/m"
 expect 1 "needs --outputs" -- run "$good"
 expect 1 "--outputs belongs to 'run' and 'verify', not 'check'" -- check "$good" --outputs "$tmp/o"
 expect 1 "--reg-limit belongs to 'report', 'extract', 'verify' and 'compile', not 'run'" -- run "$good" --reg-limit 40 --outputs "$tmp/o"
+expect 1 "--reg-limit 0: expected a whole number from 1 to 255" -- report "$good" --reg-limit 0
 expect 1 "--seed belongs to 'run' and 'verify', not 'report'" -- report "$good" --seed 3
 expect 1 "--plant rows: expected element, row, column or tile" -- verify "$good" --plant rows
 expect 1 "--plant belongs to 'verify', not 'run'" -- run "$good" --plant row --outputs "$tmp/o"
@@ -61,6 +62,11 @@ expect 1 "--dot-ops 0,99: the plan has" -- report "$good" --format dot --dot-ops
 expect 1 "--dot-ops all: only with --format dot" -- report "$good" --dot-ops all
 expect 1 "--explain yy: graph 'g' has no value of that name; did you mean 'y'?" -- report "$good" --explain yy
 expect 1 "--explain qqqqq: graph 'g' has no value of that name" -- report "$good" --explain qqqqq
+expect 1 "--diff \"--format json\": '--format' does not change the plan" -- report "$good" --diff "--format json"
+expect 1 "--diff \"--reg-limit\": '--reg-limit' needs a value" -- report "$good" --diff "--reg-limit"
+expect 1 "--diff \"--no-fuse x\": 'x' is not a flag" -- report "$good" --diff "--no-fuse x"
+expect 1 "--diff --no-fuse: the comparison is text; leave out --format dot" -- report "$good" --diff --no-fuse --format dot
+expect 1 "cannot read '$tmp/missing.fg'" -- report "$good" --diff "$tmp/missing.fg"
 expect 1 "--explain y: the explanation is text; leave out --format json" -- report "$good" --explain y --format json
 expect 1 "--explain belongs to 'report', not 'check'" -- check "$good" --explain y
 # verify --plant fails every value, --outputs writes the plan's values

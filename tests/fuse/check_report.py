@@ -13,6 +13,8 @@
                                  (the others launch an earlier group's)
                                  merged=N: repeated values computed once
   # expect-explain: NAME: TEXT  fgc report --explain NAME says TEXT
+  # expect-diff: OTHER: TEXT     fgc report --diff OTHER says TEXT (OTHER: planning
+                                 flags, or a .fg beside this one)
   # expect-merged: NAME as VALUE a repeat (its name, or its op where it has
                                  none) computed once as VALUE
   # expect-edge: REASON          some boundary has this reason
@@ -27,6 +29,7 @@ and each edge has one of the reasons of the contract, every group reads
 and writes something, and the totals add up.
 """
 import json
+import os
 import subprocess
 import sys
 
@@ -39,7 +42,7 @@ def fail(path, msg):
 
 
 def expectations(path):
-    exp, edges, writes, error, gpu, merged, explain = {}, [], [], None, [], [], []
+    exp, edges, writes, error, gpu, merged, explain, diff = {}, [], [], None, [], [], [], []
     for line in open(path, encoding="utf-8", errors="replace"):
         if line.startswith("# expect:"):
             for item in line.split(":", 1)[1].split():
@@ -57,7 +60,9 @@ def expectations(path):
             merged.append(line.split(":", 1)[1].split())
         elif line.startswith("# expect-explain:"):
             explain.append(line.split(":", 1)[1].strip().split(": ", 1))
-    return exp, edges, writes, error, gpu, merged, explain
+        elif line.startswith("# expect-diff:"):
+            diff.append(line.split(":", 1)[1].strip().split(": ", 1))
+    return exp, edges, writes, error, gpu, merged, explain, diff
 
 
 def check_shape(path, r):
@@ -94,7 +99,7 @@ def check_shape(path, r):
 
 def main():
     fgc, path = sys.argv[1], sys.argv[2]
-    exp, edges, writes, error, gpu, merged, explain = expectations(path)
+    exp, edges, writes, error, gpu, merged, explain, diff = expectations(path)
     p = subprocess.run([fgc, "report", "--format", "json", path], capture_output=True, text=True)
     if error:
         where, text = error.split(": ", 1)
@@ -154,6 +159,12 @@ def main():
         p = subprocess.run([fgc, "report", "--explain", name, path], capture_output=True, text=True)
         if p.returncode != 0 or text not in p.stdout:
             fail(path, f"fgc report --explain {name} does not say {text!r}:\n{p.stdout}{p.stderr}")
+    for other, text in diff:
+        if not other.startswith("-"):
+            other = os.path.join(os.path.dirname(path), other)
+        p = subprocess.run([fgc, "report", path, "--diff", other], capture_output=True, text=True)
+        if p.returncode != 0 or text not in p.stdout:
+            fail(path, f"fgc report --diff {other} does not say {text!r}:\n{p.stdout}{p.stderr}")
     for value, text in gpu:
         notes = [g.get("on_gpu", "") for g in groups if any(w["value"] == value for w in g["writes"])]
         if not notes or text not in notes[0]:
