@@ -887,6 +887,14 @@ static inline void fg_cost_estimate(const FgFuseOptions *o, FgCost *c)
 	c->est_us = (cmp > mem ? cmp : mem) + c->launches * o->launch_us;
 }
 
+typedef struct FgMeasured {     /* a binary's --bench-json, per group */
+	const char *file;
+	int runs;
+	double replay_ms;       /* the graph replay, or -1 (--no-graph) */
+	double eager_ms, copy_gbs;
+	double *group_us;       /* per group: its launches' medians added */
+} FgMeasured;
+
 typedef struct FgPlan {
 	const FgGraph *g;
 	FgFuseOptions opt;
@@ -904,6 +912,7 @@ typedef struct FgPlan {
 	int64_t *offset;        /* per node: arena offset (memplan), or -1 */
 	int64_t planned_bytes;  /* arena size with reuse by liveness */
 	int64_t naive_bytes;    /* one buffer per materialized value */
+	const FgMeasured *measured; /* fgc report --measured, or NULL */
 	int *kernel_owner;      /* per group, once fg_cuda_plan_costs ran: as
 				   fg_cuda_kernel_owners answers; else NULL */
 	int kernel_owners;
@@ -1033,6 +1042,28 @@ int fg_kind_attention(const FgGraph *g, int mm2, FgAttn *a, const char **why, Fg
  * the end) do not overlap.  Sets plan->offset, planned_bytes, naive_bytes. */
 void fg_pass_memplan(FgPlan *plan);
 
+/* ------------------------------------------------------- compiler/json.c */
+
+typedef enum FgJsonKind {
+	FG_JSON_NULL, FG_JSON_BOOL, FG_JSON_NUMBER, FG_JSON_STRING, FG_JSON_ARRAY, FG_JSON_OBJECT,
+} FgJsonKind;
+
+typedef struct FgJson {
+	FgJsonKind kind;
+	double num;             /* numbers; booleans as 0 and 1 */
+	const char *str;        /* strings, UTF-8 */
+	struct FgJson *items;   /* arrays and objects: n values */
+	const char **keys;      /* objects: each value's key */
+	int n;
+	FgLoc loc;              /* where the value starts */
+} FgJson;
+
+/* Reads src as one JSON value into *out; a located error (through d,
+ * whose src should be src) and 1 when it is not strict JSON. */
+int fg_json_parse(FgArena *a, FgDiag *d, const FgSource *src, FgJson *out);
+/* The value under key in an object, or NULL. */
+const FgJson *fg_json_get(const FgJson *obj, const char *key);
+
 /* ----------------------------------------------------- compiler/report.c */
 
 void fg_report_text(FILE *f, const FgPlan *plan);
@@ -1047,6 +1078,10 @@ void fg_report_dot_ops(FILE *f, const FgPlan *plan, const char *ops);
  * which groups, whether it is written and why, what the partitioner did
  * with it and what reads it.  An unknown name is an error (1). */
 int fg_report_explain(FILE *f, const FgPlan *plan, const char *name, FgDiag *d);
+/* Reads a binary's --bench-json FILE into plan->measured, each launch
+ * checked against the plan's (the same graph, the same launches per
+ * group); a located error and 1 when it is not. */
+int fg_report_measured(FgPlan *plan, const char *path, FgDiag *d);
 /* Two plans side by side (fgc report --diff): totals, then each group of
  * a matched to the groups of b holding its ops (by value name, else op
  * and source position): the same, split, merged, or what moved; la and

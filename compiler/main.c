@@ -37,6 +37,7 @@ typedef struct Options {
 	const char *dot_ops;          /* report: --dot-ops all|none|N,M,... */
 	const char *explain;          /* report: --explain NAME */
 	const char *diff;             /* report: --diff OTHER.fg or "FLAGS" */
+	const char *measured;         /* report: --measured FILE (--bench-json) */
 	const char *out;              /* compile: -o OUT (writes OUT.cu) */
 	const char *arch;             /* compile: --arch for --build */
 	int build;                    /* compile: --build runs nvcc */
@@ -96,6 +97,8 @@ static const char usage[] =
 	"                   the same flags), or this graph's under other planning flags\n"
 	"                   (--diff \"--no-fuse\", --diff \"--reg-limit 64\"); totals, then\n"
 	"                   each group matched by its ops: the same, split, merged, moved\n"
+	"  --measured FILE  (report) a binary's timings (its --bench N --bench-json FILE)\n"
+	"                   beside the estimates, per group and in all\n"
 	"  -o OUT           (compile) write OUT.cu, and the binary OUT with --build;\n"
 	"                   (emit-torch) write the module to OUT instead of stdout\n"
 	"  --build          (compile) build OUT with nvcc ($NVCC, else nvcc) and the runtime\n"
@@ -200,6 +203,8 @@ static int cmd_report(const Options *o, FgGraph *g, FgPlan *plan, FgDiag *d)
 			 o->format);
 		return 1;
 	}
+	if (o->measured && fg_report_measured(plan, o->measured, d) != 0)
+		return 1;
 	if (o->explain)
 		return fg_report_explain(stdout, plan, o->explain, d);
 	if (o->diff) {
@@ -484,6 +489,7 @@ static const Flag flags[] = {
 	{"--dot-ops", "all|none|N,M", C_REPORT, SET(dot_ops)},
 	{"--explain", "NAME", C_REPORT, SET(explain)},
 	{"--diff", "OTHER", C_REPORT, SET(diff)},
+	{"--measured", "FILE", C_REPORT, SET(measured)},
 	{"--group", "N", C_EXTRACT, flag_group, 0},
 	{"-o", "OUT", C_COMPILE | C_TORCH, SET(out)},
 	{"--build", NULL, C_COMPILE, SET(build)},

@@ -300,6 +300,26 @@ static void text_roofline(const Report *r, const FgGroup *gr)
 		"memory\n", tf, tc, cf, cc, mem);
 }
 
+/* Measured against estimated, for one group or the whole plan. */
+static void measured_vs(FILE *f, double us, double est)
+{
+	fprintf(f, "%.2f us, est %.2f us", us, est);
+	if (us > 0 && est > 0)
+		fprintf(f, ": the estimate %.0f%% %s", fabs(est / us - 1) * 100, est < us ? "low" : "high");
+}
+
+static void text_measured(const Report *r, int gi)
+{
+	const FgGroup *gr = &r->plan->groups[gi];
+	fputs("  measured: ", r->f);
+	measured_vs(r->f, r->plan->measured->group_us[gi], gr->cost.est_us);
+	if (gr->cost.launches == 1)
+		fputs(" (the median of its launch)\n", r->f);
+	else
+		fprintf(r->f, " (%s %d launches' medians added)\n", gr->cost.launches ? "its" : "no launch:",
+			gr->cost.launches);
+}
+
 static void text_groups(const Report *r)
 {
 	const FgPlan *plan = r->plan;
@@ -317,6 +337,8 @@ static void text_groups(const Report *r)
 		if (note)
 			fprintf(r->f, "  on the GPU: %s\n", note);
 		text_roofline(r, gr);
+		if (plan->measured)
+			text_measured(r, gi);
 		if (underfills(r, gr))
 			fprintf(r->f, "  warning: its largest launch, %lld block%s, fills %lld of the %d multiprocessors\n",
 				(long long)gr->max_grid, gr->max_grid == 1 ? "" : "s", (long long)gr->max_grid, FG_SMS);
@@ -498,6 +520,18 @@ void fg_report_text(FILE *f, const FgPlan *plan)
 	text_edges(&r);
 	text_merged(&r);
 	text_totals(&r);
+	if (plan->measured) {
+		const FgMeasured *m = plan->measured;
+		double sum = 0;
+		for (int gi = 0; gi < plan->ngroups; gi++)
+			sum += m->group_us[gi];
+		fprintf(f, "\nmeasured (%s: medians of %d runs; copy bandwidth %.0f GB/s)\n  the launches  ", m->file,
+			m->runs, m->copy_gbs);
+		measured_vs(f, sum, plan->fused.est_us);
+		fprintf(f, "\n  eager run     %.2f us\n", m->eager_ms * 1e3);
+		if (m->replay_ms >= 0)
+			fprintf(f, "  graph replay  %.2f us\n", m->replay_ms * 1e3);
+	}
 	text_memory(&r);
 }
 
@@ -643,6 +677,10 @@ static void json_group(const Report *r, int gi)
 		gr->cost.compute_bound ? "compute" : "memory", (long long)gr->max_grid, underfills(r, gr) ? "true" : "false");
 	fputs(",\n      \"floor_us\": ", r->f);
 	json_real(r->f, floor_us(r, gr));
+	if (r->plan->measured) {
+		fputs(",\n      \"measured_us\": ", r->f);
+		json_real(r->f, r->plan->measured->group_us[gi]);
+	}
 	fprintf(r->f, ",\n      \"est_regs\": %d,\n      \"bytes_read\": %lld,\n      \"bytes_written\": %lld,\n"
 		"      \"bytes\": %lld,\n", gr->est_regs, (long long)gr->bytes_read, (long long)gr->bytes_written,
 		(long long)gr->cost.bytes);
@@ -746,6 +784,21 @@ void fg_report_json(FILE *f, const FgPlan *plan)
 	fputs("  \"totals\": {\n", f);
 	json_cost(f, "fused", &plan->fused, ",");
 	json_cost(f, "unfused", &plan->unfused, "");
+	if (plan->measured) {
+		const FgMeasured *m = plan->measured;
+		fputs("  },\n  \"measured\": {\"file\": ", f);
+		json_str(f, m->file);
+		fprintf(f, ", \"runs\": %d, \"eager_ms\": ", m->runs);
+		json_real(f, m->eager_ms);
+		fputs(", \"replay_ms\": ", f);
+		if (m->replay_ms >= 0)
+			json_real(f, m->replay_ms);
+		else
+			fputs("null", f);
+		fputs(", \"copy_gbs\": ", f);
+		json_real(f, m->copy_gbs);
+		fputc('\n', f);
+	}
 	fprintf(f, "  },\n  \"memory\": {\"planned\": %s, \"planned_bytes\": %lld, \"naive_bytes\": %lld}\n}\n",
 		plan->offset ? "true" : "false", (long long)plan->planned_bytes, (long long)plan->naive_bytes);
 }
@@ -1582,4 +1635,145 @@ void fg_report_diff(FILE *f, const FgPlan *a, const char *la, const FgPlan *b, c
 			fputc('\n', f);
 		}
 	fprintf(f, "\n%d of A's %d groups are in B with the same ops\n", same, a->ngroups);
+}
+
+/* --------------------------------------------------------- measured */
+
+/* The number under key in o, checked: *out, or a located error. */
+static int json_number(FgDiag *d, const FgJson *o, const char *key, double lo, int null_ok, double *out)
+{
+	const FgJson *v = fg_json_get(o, key);
+	if (!v) {
+		fg_error(d, o->loc, "this object has no \"%s\"", key);
+		return 1;
+	}
+	if (null_ok && v->kind == FG_JSON_NULL) {
+		*out = -1;
+		return 0;
+	}
+	if (v->kind != FG_JSON_NUMBER || !(v->num >= lo)) {
+		fg_error(d, v->loc, "\"%s\": expected a number of at least %g%s", key, lo, null_ok ? " or null" : "");
+		return 1;
+	}
+	*out = v->num;
+	return 0;
+}
+
+/* The timings' "inputs" (name and shape of each input and param) are
+ * this graph's, at these sizes. */
+static int check_inputs(const FgPlan *plan, const FgJson *root, FgDiag *d)
+{
+	const FgGraph *g = plan->g;
+	const FgJson *in = fg_json_get(root, "inputs");
+	char want[256];
+
+	if (!in || in->kind != FG_JSON_ARRAY) {
+		fg_error(d, in ? in->loc : root->loc, "\"inputs\": expected an array of the inputs timed");
+		return 1;
+	}
+	for (int k = 0; k < g->ninputs; k++) {
+		const FgNode *n = &g->nodes[g->inputs[k]];
+		const char *name = plan->names[g->inputs[k]];
+		const FgJson *t = NULL, *shape = NULL;
+		for (int i = 0; i < in->n && !t; i++) {
+			const FgJson *nm = fg_json_get(&in->items[i], "name");
+			if (nm && nm->kind == FG_JSON_STRING && strcmp(nm->str, name) == 0)
+				t = &in->items[i];
+		}
+		if (!t) {
+			fg_error(d, in->loc, "no input '%s' here: timings of another graph", name);
+			return 1;
+		}
+		shape = fg_json_get(t, "shape");
+		int same = shape && shape->kind == FG_JSON_ARRAY && shape->n == n->shape.rank;
+		for (int i = 0; same && i < shape->n; i++)
+			same = shape->items[i].kind == FG_JSON_NUMBER && shape->items[i].num == (double)n->shape.d[i];
+		if (!same) {
+			fg_error(d, shape ? shape->loc : t->loc, "input '%s' was timed at another shape than this graph's %s "
+				 "(give the -D the binary was compiled with)", name,
+				 fg_type_str(want, sizeof want, n->dt, &n->shape));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int read_measured(FgPlan *plan, const FgJson *root, FgMeasured *m, FgDiag *d)
+{
+	const char *graph = graph_name(plan->g);
+	double runs;
+	int *count = fg_arena_array(plan->g->arena, (size_t)plan->ngroups + 1, sizeof(int));
+
+	if (root->kind != FG_JSON_OBJECT) {
+		fg_error(d, root->loc, "expected an object, as a binary's --bench-json writes");
+		return 1;
+	}
+	const FgJson *g = fg_json_get(root, "graph"), *ls = fg_json_get(root, "launches");
+	if (!g || g->kind != FG_JSON_STRING) {
+		fg_error(d, g ? g->loc : root->loc, "\"graph\": expected the graph's name, a string");
+		return 1;
+	}
+	if (strcmp(g->str, graph) != 0) {
+		fg_error(d, g->loc, "timings of graph '%s', not of '%s'", g->str, graph);
+		return 1;
+	}
+	if (json_number(d, root, "runs", 1, 0, &runs) || json_number(d, root, "replay_ms", 0, 1, &m->replay_ms) ||
+	    json_number(d, root, "eager_ms", 0, 0, &m->eager_ms) || json_number(d, root, "copy_gbs", 0, 0, &m->copy_gbs))
+		return 1;
+	m->runs = runs > 1e9 ? 1000000000 : (int)runs;
+	if (check_inputs(plan, root, d) != 0)
+		return 1;
+	if (!ls || ls->kind != FG_JSON_ARRAY) {
+		fg_error(d, ls ? ls->loc : root->loc, "\"launches\": expected an array of the launches");
+		return 1;
+	}
+	if (ls->n != plan->fused.launches) {
+		fg_error(d, ls->loc, "%d launches, where the plan has %d: timings of another plan of '%s' (other flags "
+			 "or sizes?)", ls->n, plan->fused.launches, graph);
+		return 1;
+	}
+	for (int i = 0; i < ls->n; i++) {
+		const FgJson *l = &ls->items[i];
+		double gi, ms;
+		if (l->kind != FG_JSON_OBJECT) {
+			fg_error(d, l->loc, "expected a launch: {\"group\": N, \"kernel\": NAME, \"ms\": T}");
+			return 1;
+		}
+		if (json_number(d, l, "group", 0, 0, &gi) || json_number(d, l, "ms", 0, 0, &ms))
+			return 1;
+		if (gi >= plan->ngroups || gi != (int)gi) {
+			fg_error(d, fg_json_get(l, "group")->loc, "group %g: the plan has groups 0 to %d", gi,
+				 plan->ngroups - 1);
+			return 1;
+		}
+		m->group_us[(int)gi] += ms * 1e3;
+		count[(int)gi]++;
+	}
+	for (int gi = 0; gi < plan->ngroups; gi++)
+		if (count[gi] != plan->groups[gi].cost.launches) {
+			fg_error(d, ls->loc, "group %d has %d launch%s here, %d in the plan: timings of another plan of "
+				 "'%s'", gi, count[gi], count[gi] == 1 ? "" : "es", plan->groups[gi].cost.launches, graph);
+			return 1;
+		}
+	return 0;
+}
+
+int fg_report_measured(FgPlan *plan, const char *path, FgDiag *d)
+{
+	FgArena *a = plan->g->arena;
+	FgSource *src = fg_arena_array(a, 1, sizeof *src);
+	FgMeasured *m = fg_arena_array(a, 1, sizeof *m);
+	FgJson root;
+	const FgSource *was = d->src;
+
+	if (fg_source_read(a, path, src) != 0)
+		return 1;
+	m->file = path;
+	m->group_us = fg_arena_array(a, (size_t)plan->ngroups + 1, sizeof(double));
+	d->src = src;
+	int bad = fg_json_parse(a, d, src, &root) || read_measured(plan, &root, m, d);
+	d->src = was;
+	if (!bad)
+		plan->measured = m;
+	return bad;
 }

@@ -5,7 +5,8 @@
  * --bench.  Linked with one generated model.cu, fgrt_lib.cu, npy.c,
  * half.c and check.c.
  *
- *   model [--inputs DIR] [--outputs DIR] [--seed S] [--check DIR [--plant KIND]] [--bench N] [--no-graph]
+ *   model [--inputs DIR] [--outputs DIR] [--seed S] [--check DIR [--plant KIND]] [--bench N
+ *         [--bench-json FILE]] [--no-graph]
  *
  * Inputs are read from DIR/NAME.npy with the interpreter's rules (the
  * exact declared shape, the dtype's file type: <f4 for f32 and bf16, <f2,
@@ -30,7 +31,8 @@
  * debugging.  --bench N prints the median of N runs after warm-up, with
  * CUDA events: the whole program as replayed, the whole program launched
  * eagerly, and each launch of eager runs with an event after every launch,
- * the three taking turns run by run.
+ * the three taking turns run by run; --bench-json FILE writes them as
+ * JSON too, for `fgc report --measured FILE`.
  *
  * A failure anywhere (the library's FgrtError, or this file's) ends the
  * binary with exit status 1 and one line: `GRAPH: error: what and why`.
@@ -481,7 +483,70 @@ static float time_run(FgrtContext *ctx, cudaGraphExec_t exec, cudaEvent_t e0, cu
  * power cap sets in after a few tens of milliseconds of load), which made
  * the graph replay, timed second, look 5-13% slower than the eager
  * launches timed first (docs/performance.md v13). */
-static void bench(FgrtContext *ctx, cudaGraphExec_t exec, int runs)
+/* A JSON string of s (names are identifiers, kernels too: quotes and
+ * backslashes escaped all the same). */
+static void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		if ((unsigned char)*s >= 0x20)
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* The timings of bench() as JSON, for `fgc report --measured FILE`:
+ * written to FILE.tmp, then renamed, so no half-written FILE is left. */
+static void bench_json(const char *path, int runs, float replay, float eager, double copy, double ideal,
+		       const float *per_launch)
+{
+	const FgrtProgram *p = &fg_program;
+	size_t n = strlen(path) + 5;
+	char *tmp = (char *)malloc(n);
+	if (!tmp)
+		fgrt_fail("out of memory");
+	snprintf(tmp, n, "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		fgrt_fail("--bench-json %s: %s", path, strerror(errno));
+	fputs("{\n  \"graph\": ", f);
+	json_string(f, p->graph);
+	fprintf(f, ",\n  \"runs\": %d,\n  \"replay_ms\": ", runs);
+	if (replay >= 0)
+		fprintf(f, "%.6f", replay);
+	else
+		fputs("null", f);
+	fprintf(f, ",\n  \"eager_ms\": %.6f,\n  \"copy_gbs\": %.1f,\n  \"ideal_bytes\": %.0f,\n  \"inputs\": [",
+		eager, copy, ideal);
+	/* the sizes timed: fgc checks them against the plan it reports */
+	for (int i = 0, k = 0; i < p->ntensors; i++) {
+		const FgrtTensor *t = &p->tensors[i];
+		if (!(t->role & (FGRT_INPUT | FGRT_PARAM)))
+			continue;
+		fputs(k++ ? ",\n    {\"name\": " : "\n    {\"name\": ", f);
+		json_string(f, t->name);
+		fputs(", \"shape\": [", f);
+		for (int d = 0; d < t->rank; d++)
+			fprintf(f, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+		fputs("]}", f);
+	}
+	fputs("\n  ],\n  \"launches\": [", f);
+	for (int i = 0; i < p->nlaunches; i++) {
+		fprintf(f, "%s\n    {\"group\": %d, \"kernel\": ", i ? "," : "", p->launches[i].group);
+		json_string(f, p->launches[i].kernel);
+		fprintf(f, ", \"ms\": %.6f}", per_launch[i]);
+	}
+	fputs(p->nlaunches ? "\n  ]\n}\n" : "]\n}\n", f);
+	if (fclose(f) != 0 || rename(tmp, path) != 0) {
+		remove(tmp);
+		fgrt_fail("--bench-json %s: %s", path, strerror(errno));
+	}
+	free(tmp);
+}
+
+static void bench(FgrtContext *ctx, cudaGraphExec_t exec, int runs, const char *json)
 {
 	const FgrtProgram *p = &fg_program;
 	cudaEvent_t e0, e1;
@@ -525,9 +590,14 @@ static void bench(FgrtContext *ctx, cudaGraphExec_t exec, int runs)
 	printf("bench %s: %d runs after 3 warm-ups, medians of CUDA-event times, the timings taking turns run by run\n",
 	       p->graph, runs);
 	printf("  per launch: eager runs, an event recorded after every launch\n");
-	for (int i = 0; i < p->nlaunches; i++)
+	float *launch_ms = (float *)calloc((size_t)p->nlaunches + 1, sizeof *launch_ms);
+	if (!launch_ms)
+		fgrt_fail("out of memory");
+	for (int i = 0; i < p->nlaunches; i++) {
+		launch_ms[i] = median(&per[(size_t)i * runs], runs);
 		printf("  launch %-2d group %-3d %-40s %10.4f ms\n", i, p->launches[i].group, p->launches[i].kernel,
-		       median(&per[(size_t)i * runs], runs));
+		       launch_ms[i]);
+	}
 	if (exec)
 		printf("  eager total %.4f ms: launched one by one, no events between launches\n", eager);
 	double gbs = ideal / (ms * 1e-3) / 1e9;
@@ -535,6 +605,9 @@ static void bench(FgrtContext *ctx, cudaGraphExec_t exec, int runs)
 	       "once): %.0f GB/s, %.1f%% of copy bandwidth %.0f GB/s (floor %.4f ms)\n",
 	       ms, exec ? "replay of one CUDA graph" : "eager launches, --no-graph", ideal / 1e6, gbs,
 	       100.0 * gbs / copy, copy, ideal / (copy * 1e9) * 1e3);
+	if (json)
+		bench_json(json, runs, exec ? ms : -1.0f, eager, copy, ideal, launch_ms);
+	free(launch_ms);
 	for (int i = 0; i < p->nlaunches; i++)
 		CUDA(cudaEventDestroy(marks[i]));
 	free(marks);
@@ -570,7 +643,7 @@ static cudaGraphExec_t capture(FgrtContext *ctx)
 
 static const char usage[] =
 	"usage: %s [--inputs DIR [--draw-missing]] [--outputs DIR] [--seed S] [--check DIR [--plant KIND]] [--bench N]\n"
-	"          [--no-graph]\n"
+	"          [--bench-json FILE] [--no-graph]\n"
 	"  --inputs DIR   read NAME.npy for each input and param; a missing one is an error that lists\n"
 	"                 what DIR holds (without --inputs every input is drawn from the seed)\n"
 	"  --draw-missing with --inputs: draw the inputs DIR has no file for, from the seed\n"
@@ -582,6 +655,8 @@ static const char usage[] =
 	"                 column or tile: one element, the last row, column or 64x64 tile off)\n"
 	"  --bench N      time N runs after warm-up: medians of the graph replay, of eager launches and of\n"
 	"                 each launch, GB/s\n"
+	"  --bench-json FILE  with --bench: also write those timings to FILE as JSON, which\n"
+	"                 `fgc report --measured FILE` puts beside its estimates\n"
 	"  --no-graph     launch every run eagerly, each launch checked as it is made, instead of replaying\n"
 	"                 one CUDA graph of the program (for debugging)\n";
 
@@ -590,6 +665,7 @@ typedef struct Options {
 	FgrtPlant plant;
 	uint64_t seed;
 	int bench;
+	const char *bench_json;
 	int no_graph;
 	int draw_missing;
 } Options;
@@ -611,7 +687,8 @@ static void parse(int argc, char **argv, Options *o)
 			o->draw_missing = 1;
 			continue;
 		}
-		static const char *const with_value[] = {"--inputs", "--outputs", "--check", "--seed", "--bench", "--plant"};
+		static const char *const with_value[] = {"--inputs", "--outputs", "--check", "--seed", "--bench", "--plant",
+							 "--bench-json"};
 		int known = 0;
 		for (size_t j = 0; j < sizeof with_value / sizeof with_value[0]; j++)
 			known |= !strcmp(a, with_value[j]);
@@ -627,6 +704,8 @@ static void parse(int argc, char **argv, Options *o)
 			o->outputs = v;
 		} else if (!strcmp(a, "--check")) {
 			o->check = v;
+		} else if (!strcmp(a, "--bench-json")) {
+			o->bench_json = v;
 		} else if (!strcmp(a, "--plant")) {
 			if ((o->plant = fgrt_plant_parse(v)) == FGRT_PLANT_NONE)
 				fgrt_fail("--plant %s: expected element, row, column or tile", v);
@@ -645,6 +724,8 @@ static void parse(int argc, char **argv, Options *o)
 	}
 	if (o->plant && !o->check)
 		fgrt_fail("--plant needs --check (see --help)");
+	if (o->bench_json && !o->bench)
+		fgrt_fail("--bench-json needs --bench N (see --help)");
 }
 
 /* The binary's run of the model, as the options say; its exit status. */
@@ -756,7 +837,7 @@ static int run_main(int argc, char **argv)
 	if (o.check)
 		printf("%s %s: %d of %d values match %s\n", bad ? "FAIL" : "ok", p->graph, checked - bad, checked, o.check);
 	if (o.bench)
-		bench(ctx, exec, o.bench);
+		bench(ctx, exec, o.bench, o.bench_json);
 	if (exec)
 		CUDA(cudaGraphExecDestroy(exec));
 

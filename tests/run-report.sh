@@ -5,7 +5,8 @@
 # `fgc report --format json` equal the number of rows the group has in the
 # fg_launches[] table of `fgc compile`'s .cu (kernels and cuBLASLt calls),
 # and a group whose .cu uses scratch (ctx->scratch) reports more bytes than
-# its reads and writes.  One PASS/FAIL line per graph and flag set.
+# its reads and writes.  One PASS/FAIL line per graph and flag set.  Then
+# fgc report --measured on the binaries' timings in tests/measured.
 set -u
 fgc=$1 src=$2 build=$3
 tmp=$(mktemp -d "${build%/}/report.XXXXXX") || exit 1
@@ -43,7 +44,68 @@ export -f one
 export fgc tmp
 ls "$src"/samples/*.fg "$src"/tests/gpu/*.fg | while read -r f; do printf '%s\n%s --no-fuse\n' "$f" "$f"; done >"$tmp/cases"
 xargs -P "$(nproc)" -I{} bash -c 'one {}' <"$tmp/cases" >"$tmp/all.log" 2>&1
+
+# fgc report --measured on the binaries' timings of tests/measured (made on
+# the H200 by tests/measured/README.md's command): every group gets its
+# measured time, the JSON's add up to the launches' in the file; and each
+# broken copy of a file gets one located error and exit 1.
+measured() {    # measured NAME: PASS or FAIL lines
+	local name=$1 json=$src/tests/measured/$1.bench.json fg=$src/samples/$1.fg out=$tmp/m.$1
+	if ! "$fgc" report "$fg" --measured "$json" >"$out.txt" 2>&1 ||
+		! "$fgc" report "$fg" --measured "$json" --format json >"$out.json" 2>>"$out.txt"; then
+		echo "FAIL measured $name: fgc report failed"; sed 's/^/    /' "$out.txt" | head -5
+		return
+	fi
+	python3 - "$out.txt" "$out.json" "$json" "$name" <<'PY' || echo "FAIL measured $name: the check itself failed"
+import json, sys
+text, report, timings, name = open(sys.argv[1]).read(), json.load(open(sys.argv[2])), json.load(open(sys.argv[3])), sys.argv[4]
+bad = []
+if text.count("\n  measured: ") != len(report["groups"]):
+    bad.append("not one measured: line per group")
+per = {}
+for l in timings["launches"]:
+    per[l["group"]] = per.get(l["group"], 0) + l["ms"] * 1e3
+for g in report["groups"]:
+    if abs(g["measured_us"] - per.get(g["id"], 0)) > 1e-3:
+        bad.append("group %d: measured %g us, the file's launches %g" % (g["id"], g["measured_us"], per.get(g["id"], 0)))
+if report["measured"]["runs"] != timings["runs"]:
+    bad.append("runs")
+print("FAIL measured %s: %s" % (name, "; ".join(bad)) if bad else "PASS measured %s (%d groups)" % (name, len(report["groups"])))
+PY
+	# broken copies: each must give one error, located, and exit 1
+	local k=0
+	while IFS='|' read -r what edit want; do
+		k=$((k + 1))
+		sed -e "$edit" "$json" >"$out.bad$k.json"
+		"$fgc" report "$fg" --measured "$out.bad$k.json" >"$out.bad$k.out" 2>"$out.bad$k.err"
+		local rc=$? errs
+		errs=$(grep -c 'error: ' "$out.bad$k.err")
+		if [ $rc -eq 1 ] && [ "$errs" -eq 1 ] && [ ! -s "$out.bad$k.out" ] &&
+			grep -q "bad$k.json:[0-9]*:[0-9]*: error: .*$want" "$out.bad$k.err"; then
+			echo "PASS measured $name: $what"
+		else
+			echo "FAIL measured $name: $what (exit $rc, $errs errors, wanted '$want'):"
+			sed 's/^/    /' "$out.bad$k.err" | head -4
+		fi
+	done <<EOF2
+a truncated file|\$d|the file ends here
+another graph|s/"graph": "$name"/"graph": "other"/|timings of graph 'other', not of '$name'
+another size|0,/"shape": \[\([0-9]*\)/s//"shape": [\17/|was timed at another shape
+a launch less|0,/{"group"/{/{"group"/d}|launches, where the plan has
+a group past the plan|0,/"group": 0/s//"group": 99/|group 99: the plan has groups 0 to
+a negative time|0,/"ms": /s//"ms": -/|"ms": expected a number of at least 0
+not JSON|1s/{/[/|expected ',' or ']' in this array
+EOF2
+}
+export -f measured
+for f in "$src"/tests/measured/*.bench.json; do
+	n=$(basename "$f" .bench.json)
+	measured "$n" >>"$tmp/all.log" 2>&1
+	echo "$n" >>"$tmp/cases.m"
+done
+
 sort "$tmp/all.log"
-cases=$(grep -c . "$tmp/cases") pass=$(grep -c '^PASS' "$tmp/all.log") fail=$(grep -c '^FAIL' "$tmp/all.log")
+cases=$(( $(grep -c . "$tmp/cases") + 8 * $(grep -c . "$tmp/cases.m") ))
+pass=$(grep -c '^PASS' "$tmp/all.log") fail=$(grep -c '^FAIL' "$tmp/all.log")
 echo "$pass passed, $fail failed, of $cases"
 [ "$fail" -eq 0 ] && [ "$pass" -eq "$cases" ]
