@@ -966,6 +966,10 @@ int fg_kind_regs_merged(int a, int b);
 int fg_kind_regs_at(const FgGroup *gr, int elems);
 /* Whether an estimate stays within the limit (--reg-limit). */
 int fg_kind_regs_fit(const FgFuseOptions *o, int regs);
+/* Row elements a thread of a row kernel holds in registers, at most, its
+ * block of up to 1024 threads keeping the whole row there: longer rows go
+ * to shared memory, a cluster, or stream (compiler/cuda/rowreduce.c). */
+#define FG_ROW_REGS 16
 
 /* The FLOPs of node id, onto *tc (matmuls the tensor cores run: f16 and
  * bf16 operands, f32 under --tf32) or *cc (the rest: other matmuls, one

@@ -512,6 +512,21 @@ static int foreign_source(const Fuser *f, int gi, int p, int depth)
 	return -1;
 }
 
+/* Whether group gi's threads can write p, a value that must be written
+ * (an output, a saved value, one other groups read): they cover p's
+ * elements, or as many.  *detail says why not. */
+static int writable(Fuser *f, int gi, int p, const char **detail)
+{
+	const BGroup *b = &f->groups.v[gi];
+	const FgNode *n = node(f, p);
+
+	if (fg_kind_fits(&n->shape, &b->space) || fg_shape_numel(&n->shape) == fg_shape_numel(&b->space))
+		return 1;
+	*detail = fg_arena_printf(f->a, "%s must be written, but the %s group's threads cover %s, not each of its "
+				  "elements", type_str(f, p), fg_group_kind_name[b->kind], type_str(f, b->root));
+	return 0;
+}
+
 /* Whether p may join group gi.  If not, *why and *detail say which rule
  * refused it. */
 static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
@@ -530,12 +545,8 @@ static int can_join(Fuser *f, int gi, int p, FgReason *why, const char **detail)
 		return 0;
 	}
 	if (c == FG_CLASS_EW || c == FG_CLASS_LAYOUT) {
-		if ((n->flags & (FG_NF_OUTPUT | FG_NF_SAVED)) && !fg_kind_fits(&n->shape, &b->space) &&
-		    fg_shape_numel(&n->shape) != fg_shape_numel(&b->space)) {
-			*detail = fg_arena_printf(f->a, "%s must be written, but the %s group's threads cover %s, "
-						  "not each of its elements", type_str(f, p), kind, type_str(f, b->root));
+		if ((n->flags & (FG_NF_OUTPUT | FG_NF_SAVED)) && !writable(f, gi, p, detail))
 			return 0;
-		}
 		if (b->kind == FG_GROUP_GEMM && !fg_kind_fits(&n->shape, &b->space) &&
 		    !fg_kind_fits(&n->shape, &node(f, b->root)->shape)) {
 			*detail = fg_arena_printf(f->a, "%s does not fit the gemm's output tile %s",
@@ -825,6 +836,48 @@ static const char *kinds_of(Fuser *f, const int *cg, int n)
 	return n > 4 ? fg_arena_printf(f->a, "%s, ...", s) : s;
 }
 
+/* Whether group cg[k], writing p, runs before every piece the register
+ * splitter may cut from the other loops reading p: its last member comes
+ * before each of their members that reads p (a piece runs in the order
+ * of its last member, at least that reader). */
+static int before_pieces(Fuser *f, int p, const int *cg, int ncg, int k)
+{
+	int key = last_member(f, cg[k]);
+	for (int j = 0; j < ncg; j++) {
+		const BGroup *b = &f->groups.v[cg[j]];
+		if (j == k || b->kind != FG_GROUP_LOOP)
+			continue;
+		for (int m = 0; m < b->nodes.n; m++) {
+			const FgNode *n = node(f, b->nodes.v[m]);
+			for (int i = 0; i < n->nin; i++)
+				if (n->in[i] == p && b->nodes.v[m] <= key)
+					return 0;
+		}
+	}
+	return 1;
+}
+
+/* p, read by the groups cg[0..ncg) and to be written for them: joins the
+ * first of them that can take it and runs before the others, which
+ * writes it (the boundary's reason `why`, `detail`); 1 if one did, else
+ * 0 (p then starts a group of its own). */
+static int join_first(Fuser *f, int p, const int *cg, int ncg, FgReason why, const char *detail)
+{
+	FgReason w;
+	const char *dt;
+
+	for (int k = 0; k < ncg; k++) {
+		if (!runs_first(f, p, cg, ncg, k) || !can_join(f, cg[k], p, &w, &dt) || !writable(f, cg[k], p, &dt) ||
+		    !before_pieces(f, p, cg, ncg, k))
+			continue;
+		join(f, cg[k], p);
+		f->block[p] = why;
+		f->detail[p] = detail;
+		return 1;
+	}
+	return 0;
+}
+
 /* Decides p's group(s), its consumers' groups all being known. */
 static void place(Fuser *f, int p)
 {
@@ -892,42 +945,72 @@ static void place(Fuser *f, int p)
 		trail(f, p, "read by %d groups (%s): %s", ncg, kinds, f->detail[p]);
 		return;
 	}
+	/* Recomputed in each group only if each can take it: elementwise
+	 * and layout ops, and a reduction that every group can take (row
+	 * kernels over its rows: a row's max, where each reads the row
+	 * anyway); the first group that refuses says why. */
 	int64_t recompute = 0, bytes = fg_value_bytes(f->g, p);
-	for (int k = 0; k < ncg; k++) {
-		/* a reduction is recomputed only by groups it can join: row
-		 * kernels over its rows (a row's max, where each reads the
-		 * row anyway) */
-		int red = c == FG_CLASS_REDUCE && can_join(f, cg[k], p, &why, &detail);
-		if ((c != FG_CLASS_EW && c != FG_CLASS_LAYOUT && !red) || f->opside[p]) {
-			refuse(f, p, FG_WHY_FANOUT,
-			       fg_arena_printf(f->a, "read by %d groups; recomputing a %s in each would repeat it",
-					       ncg, fg_op_info[n->op].name));
-			trail(f, p, "read by %d groups (%s); %s: stored once, written for them", ncg, kinds,
-			      f->opside[p] ? "a matmul reads it as a layout of its operand, from memory"
-					   : "only elementwise and layout ops, and reductions that every reading "
-					     "group can take, are recomputed");
-			return;
-		}
-		if (!red && !can_join(f, cg[k], p, &why, &detail)) {
-			refuse(f, p, why, detail);
-			trail(f, p, "read by %d groups (%s); recomputing it in each was tried, but the %s cannot take "
-				  "it (%s: %s): stored once, written for them", ncg, kinds,
-			      fg_group_kind_name[f->groups.v[cg[k]].kind], fg_reason_name[why], detail);
-			return;
-		}
-		recompute = fg_bytes_add(recompute, recompute_reads(f, cg[k], p));
+	int refused = -1, recomputable = (c == FG_CLASS_EW || c == FG_CLASS_LAYOUT || c == FG_CLASS_REDUCE) &&
+					  !f->opside[p];
+	for (int k = 0; k < ncg && recomputable && refused < 0; k++) {
+		if (!can_join(f, cg[k], p, &why, &detail))
+			refused = k;
+		else
+			recompute = fg_bytes_add(recompute, recompute_reads(f, cg[k], p));
 	}
 	int64_t store = bytes > FG_BYTES_MAX / (1 + ncg) ? FG_BYTES_MAX : bytes * (1 + ncg);
 	int in_fuse_block = n->fuse_block >= 0;
 	int heavy = heavy_source(f, p, 4);
-	if (heavy >= 0 && !in_fuse_block) {
+	if (!recomputable || (refused >= 0 && c == FG_CLASS_REDUCE)) {
+		/* stored: written by the first group that can take it, else
+		 * by a group of its own */
+		const char *d = fg_arena_printf(f->a, "read by %d groups; recomputing a %s in each would repeat it",
+						ncg, fg_op_info[n->op].name);
+		if (refused >= 0)
+			d = fg_arena_printf(f->a, "read by %d groups, not all of which can compute a %s (the %s: %s); "
+						  "computed in one and written for the others", ncg,
+					    fg_op_info[n->op].name, fg_group_kind_name[f->groups.v[cg[refused]].kind],
+					    detail);
+		if (recomputable && join_first(f, p, cg, ncg, FG_WHY_FANOUT, d)) {
+			trail(f, p, "read by %d groups (%s), not all of which can compute a %s (the %s: %s): it joined "
+				  "the first that can and runs before the others, which writes it for them", ncg, kinds,
+			      fg_op_info[n->op].name, fg_group_kind_name[f->groups.v[cg[refused]].kind], detail);
+			return;
+		}
+		refuse(f, p, FG_WHY_FANOUT, d);
+		trail(f, p, "read by %d groups (%s); %s: stored once, written for them", ncg, kinds,
+		      f->opside[p] ? "a matmul reads it as a layout of its operand, from memory"
+				   : refused >= 0 ? d : "only elementwise and layout ops, and reductions, are recomputed");
+		return;
+	}
+	/* a value close behind a matmul, a scan or a topk: recomputing it
+	 * leaves their result (as large) to be stored, so it is stored, as
+	 * their group's epilogue; behind a reduction, which a row kernel
+	 * reading p can take, the cost model weighs reading the reduced
+	 * value (and p's other inputs) in each group against storing p */
+	if (heavy >= 0 && !in_fuse_block && cls(f, heavy) != FG_CLASS_REDUCE) {
 		refuse(f, p, FG_WHY_FANOUT,
 		       fg_arena_printf(f->a, "read by %d groups; recomputing it would still store the %s it "
 					     "comes from, so it is stored instead, as that group's epilogue",
 				       ncg, fg_op_info[node(f, heavy)->op].name));
-		trail(f, p, "read by %d groups (%s); each could take it, but it is computed from a %s within "
-			  "four elementwise steps: stored once, as the epilogue of the group computing it",
+		trail(f, p, "read by %d groups (%s); it is computed from a %s within four elementwise steps, "
+			  "whose result is as large: stored once, as the epilogue of the group computing it",
 		      ncg, kinds, fg_op_info[node(f, heavy)->op].name);
+		return;
+	}
+	if (refused >= 0) {
+		/* a group that cannot take it (a column reduction reading a
+		 * row's value): written by the first group that can */
+		if (join_first(f, p, cg, ncg, why, detail)) {
+			trail(f, p, "read by %d groups (%s); the %s cannot take it (%s: %s): it joined the first group "
+				  "that can, which writes it for the others", ncg, kinds,
+			      fg_group_kind_name[f->groups.v[cg[refused]].kind], fg_reason_name[why], detail);
+			return;
+		}
+		refuse(f, p, why, detail);
+		trail(f, p, "read by %d groups (%s); recomputing it in each was tried, but the %s cannot take "
+			  "it (%s: %s), nor can any that runs first: stored once by a group of its own", ncg, kinds,
+		      fg_group_kind_name[f->groups.v[cg[refused]].kind], fg_reason_name[why], detail);
 		return;
 	}
 	double t_store = fg_est_us(&f->opt, store, 1), t_recompute = fg_est_us(&f->opt, recompute, 0);
@@ -941,8 +1024,14 @@ static void place(Fuser *f, int p)
 		      kinds, costs, in_fuse_block && t_recompute > t_store ? " (its fuse { } block asks for it)" : "");
 		return;
 	}
-	refuse(f, p, FG_WHY_FANOUT, fg_arena_printf(f->a, "read by %d groups: %s", ncg, costs));
-	trail(f, p, "read by %d groups (%s), each of which can take it; %s: stored once, written for them", ncg,
+	const char *d = fg_arena_printf(f->a, "read by %d groups: %s", ncg, costs);
+	if (join_first(f, p, cg, ncg, FG_WHY_FANOUT, d)) {
+		trail(f, p, "read by %d groups (%s), each of which can take it; %s: stored once, by the first of "
+			  "them, which it joined", ncg, kinds, costs);
+		return;
+	}
+	refuse(f, p, FG_WHY_FANOUT, d);
+	trail(f, p, "read by %d groups (%s), each of which can take it; %s: stored once, by a group of its own", ncg,
 	      kinds, costs);
 }
 

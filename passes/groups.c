@@ -329,21 +329,79 @@ static void finish_group(Fuser *f, FgGroup *out, const BGroup *b, int gi)
 	out->est_regs = estimate_regs(f, gi, sorted, ns);
 }
 
-/* Sibling fusion: loop group j over the same space as an earlier loop
- * group i that reads a tensor i reads too is merged into i, which then
- * reads it once.  Legal when everything j reads is ready by i's turn
- * (an input, or written by a group before i) and the two fit in the
- * register limit together; nodes both recompute are computed once. */
+/* The shape a group iterates over: its root's for a loop, its first
+ * reduction's input for a reduction group (row or other axes). */
+static const FgShape *sibling_space(Fuser *f, const FgGroup *gr)
+{
+	if (gr->kind == FG_GROUP_LOOP)
+		return &node(f, gr->root)->shape;
+	for (int k = 0; k < gr->nnodes; k++)
+		if (cls(f, gr->nodes[k]) == FG_CLASS_REDUCE)
+			return &node(f, node(f, gr->nodes[k])->in[0])->shape;
+	return NULL;
+}
+
+/* Whether a row kernel keeps its rows in registers (FG_ROW_REGS a thread,
+ * 1024 threads): only such siblings merge, a longer row's paths (shared
+ * memory, a cluster, streaming with online pairs) being tuned to one
+ * reduction chain. */
+static int row_held(Fuser *f, const FgGroup *gr)
+{
+	const FgShape *s = sibling_space(f, gr);
+	int64_t len = 1;
+	for (int i = 0; i < s->rank; i++)
+		if (gr->red_axes >> i & 1)
+			len *= s->d[i];
+	return len <= (int64_t)FG_ROW_REGS * 1024;
+}
+
+/* Whether every reduction of groups a and b has the result shape of a's
+ * first (the kernels index every result as their first reduction's:
+ * keepdims one way for all). */
+static int same_results(Fuser *f, const FgGroup *a, const FgGroup *b)
+{
+	const FgShape *r = NULL;
+	for (int g = 0; g < 2; g++) {
+		const FgGroup *gr = g ? b : a;
+		for (int k = 0; k < gr->nnodes; k++) {
+			if (cls(f, gr->nodes[k]) != FG_CLASS_REDUCE)
+				continue;
+			if (!r)
+				r = &node(f, gr->nodes[k])->shape;
+			else if (!fg_shape_eq(r, &node(f, gr->nodes[k])->shape))
+				return 0;
+		}
+	}
+	return 1;
+}
+
+/* Sibling fusion: group j over the same space as an earlier group i of
+ * its kind that reads a tensor i reads too is merged into i, which then
+ * reads it once: loops, and reduction groups (row kernels or other axes)
+ * over the same axes of the same space, whose kernels then reduce each
+ * element for both (dgamma's and dbeta's column sums of one dy), when
+ * their results have one shape and the tensor they share is as large as
+ * that space (row kernels: rows held in registers).  Legal when everything j reads is ready
+ * by i's turn (an input, or written by a group before i) and the two fit
+ * in the register limit together; nodes both recompute are computed
+ * once. */
 static int siblings(Fuser *f, int i, int j)
 {
 	const FgPlan *plan = f->plan;
 	const FgGroup *a = &plan->groups[i], *b = &plan->groups[j];
 	int shared = 0;
 
-	if (a->kind != FG_GROUP_LOOP || b->kind != FG_GROUP_LOOP ||
-	    !fg_shape_eq(&node(f, a->root)->shape, &node(f, b->root)->shape) ||
+	if (a->kind != b->kind ||
+	    (a->kind != FG_GROUP_LOOP && a->kind != FG_GROUP_REDUCE && a->kind != FG_GROUP_ROWREDUCE) ||
+	    (a->kind != FG_GROUP_LOOP && a->red_axes != b->red_axes) || !sibling_space(f, a) ||
+	    !sibling_space(f, b) || !fg_shape_eq(sibling_space(f, a), sibling_space(f, b)) ||
+	    (a->kind != FG_GROUP_LOOP && !same_results(f, a, b)) ||
+	    (a->kind == FG_GROUP_ROWREDUCE && !row_held(f, a)) ||
 	    !fg_kind_regs_fit(&f->opt, fg_kind_regs_merged(a->est_regs, b->est_regs)))
 		return 0;
+	/* reductions share a tensor of their space's size (the reduced
+	 * one), not a mere parameter (two layernorms' gamma) */
+	int64_t least = a->kind == FG_GROUP_LOOP ? 0 : fg_shape_numel(sibling_space(f, a));
 	int mark = ++f->stamp_now;
 	for (int k = 0; k < a->nreads; k++)
 		f->stamp[a->reads[k]] = mark;
@@ -351,7 +409,7 @@ static int siblings(Fuser *f, int i, int j)
 		int r = b->reads[k];
 		if (!is_source(f, r) && plan->home[r] >= i)
 			return 0;
-		shared |= f->stamp[r] == mark;
+		shared |= f->stamp[r] == mark && fg_shape_numel(&node(f, r)->shape) >= least;
 	}
 	return shared;
 }
@@ -427,17 +485,27 @@ static void merge_siblings(Fuser *f)
 {
 	FgPlan *plan = f->plan;
 	const FgGraph *g = f->g;
-	int *last_reader = fg_arena_array(f->a, (size_t)g->nnodes + 1, sizeof(int));
+	/* per kind that merges (loop, reduce, rowreduce) and value: the last
+	 * group of that kind reading it */
+	static const FgGroupKind kinds[3] = {FG_GROUP_LOOP, FG_GROUP_REDUCE, FG_GROUP_ROWREDUCE};
+	int *last_reader[3];
 	int *newid = fg_arena_array(f->a, (size_t)plan->ngroups + 1, sizeof(int));
 	int merged = 0;
 
-	for (int v = 0; v < g->nnodes; v++)
-		last_reader[v] = -1;
+	for (int c = 0; c < 3; c++) {
+		last_reader[c] = fg_arena_array(f->a, (size_t)g->nnodes + 1, sizeof(int));
+		for (int v = 0; v < g->nnodes; v++)
+			last_reader[c][v] = -1;
+	}
 	for (int j = 0; j < plan->ngroups; j++) {
 		FgGroup *b = &plan->groups[j];
-		int into = -1;
+		int c = 0, into = -1;
+		while (c < 3 && kinds[c] != b->kind)
+			c++;
+		if (c == 3)
+			continue;
 		for (int k = 0; k < b->nreads && into < 0; k++) {
-			int i = last_reader[b->reads[k]];
+			int i = last_reader[c][b->reads[k]];
 			if (i >= 0 && siblings(f, i, j))
 				into = i;
 		}
@@ -446,9 +514,8 @@ static void merge_siblings(Fuser *f)
 			merged++;
 		}
 		int at = into >= 0 ? into : j;
-		if (plan->groups[at].kind == FG_GROUP_LOOP)
-			for (int k = 0; k < plan->groups[at].nreads; k++)
-				last_reader[plan->groups[at].reads[k]] = at;
+		for (int k = 0; k < plan->groups[at].nreads; k++)
+			last_reader[c][plan->groups[at].reads[k]] = at;
 	}
 	if (!merged)
 		return;

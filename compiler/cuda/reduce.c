@@ -4,7 +4,10 @@
  * when they are few, blocks that split the reduced elements into slabs
  * with a second kernel combining the slabs' partials in order when they
  * are many, and two launches (partials, then one block) for a reduction
- * over all axes.  Deterministic: the same partials every run.
+ * over all axes.  Deterministic: the same partials every run.  Sibling
+ * reductions of one space over the same axes (dgamma's and dbeta's
+ * column sums of one dy) run in one kernel: each element read once,
+ * every reduction accumulated, a partial buffer and a combination each.
  */
 #include <string.h>
 
@@ -15,6 +18,45 @@
 #define SPLIT_MIN 64            /* reduced elements a thread takes, at least */
 #define SPLIT_BLOCKS 2048       /* blocks a split reduction aims for */
 
+/* The name of reduction i's partials (in scratch) or shared array: the
+ * first keeps the plain name. */
+static const char *red_name(Kern *k, const char *base, int i)
+{
+	return i ? cu_fmt(k->a, "%s%d", base, i) : base;
+}
+
+/* A parameter per reduction of k: its partials, `per` accumulators each,
+ * one after the other in scratch (8 bytes an accumulator at most); const
+ * for the kernel that reads them. */
+static Param *partial_params(Kern *k, int64_t per, int in)
+{
+	Param *p = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof *p);
+	for (int i = 0; i < k->reds.n; i++) {
+		const char *acct = cu_acc_type(k, &k->g->nodes[k->reds.v[i].id]);
+		p[i].decl = cu_fmt(k->a, "%s%s *__restrict__ %s", in ? "const " : "", acct, red_name(k, "partial", i));
+		p[i].arg = i ? cu_fmt(k->a, "(%s *)((char *)ctx->scratch + %lld)", acct, (long long)(i * per * 8))
+			     : cu_fmt(k->a, "(%s *)ctx->scratch", acct);
+	}
+	return p;
+}
+
+/* Each reduction's final value, at result index `at` of level lv, then
+ * the group's writes of the reduced shape. */
+static void finish_reds(Kern *k, int first, const unsigned char *dep, const Ix *at, int lv, int64_t nred,
+			const char *cond)
+{
+	for (int i = 0; i < k->reds.n; i++) {
+		Red *rd = &k->reds.v[i];
+		const FgNode *n = &k->g->nodes[rd->id];
+		rd->at = *at;
+		rd->lv = lv;
+		rd->var = cu_fresh(k, lv, cu_fmt(k->a, "v_%s", cu_name(k, rd->id)));
+		cu_kline(k, lv, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, rd->var,
+			 cu_red_final(k, n, rd->acc, nred));
+	}
+	cu_store_reduced(k, first, dep, at, cond);
+}
+
 /* Other axes, many reduced elements: a block covers SPLIT_COLS elements of
  * the result with SPLIT_ROWS threads each (neighbouring threads read
  * neighbouring elements, coalesced), and the reduced elements split into
@@ -24,9 +66,7 @@
  * Deterministic: the same partials every run. */
 static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, const unsigned char *dep)
 {
-	Red *rd = &k->reds.v[0];
-	const FgNode *n = &k->g->nodes[rd->id];
-	const char *acct = cu_acc_type(k, n);
+	int nr = k->reds.n;
 	int64_t nbx = (ri->nkept + SPLIT_COLS - 1) / SPLIT_COLS;
 	int64_t nsplit = (SPLIT_BLOCKS + nbx - 1) / nbx;
 	if (nsplit > ri->nred / SPLIT_MIN)
@@ -36,12 +76,14 @@ static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, co
 	int64_t chunk = (ri->nred + nsplit - 1) / nsplit;
 	nsplit = (ri->nred + chunk - 1) / chunk;
 	const char *pname = cu_kname(k, nsplit > 1 ? "partial" : NULL);
-	Param part_out = {cu_fmt(k->a, "%s *__restrict__ partial", acct), cu_fmt(k->a, "(%s *)ctx->scratch", acct)};
-	Param part_in = {cu_fmt(k->a, "const %s *__restrict__ partial", acct), part_out.arg};
+	Param *part_out = partial_params(k, nsplit * ri->nkept, 0);
+	Param *part_in = partial_params(k, nsplit * ri->nkept, 1);
 	if (nsplit > 1)
-		cu_use_scratch(E, k->gi, nsplit * ri->nkept * 8);
+		cu_use_scratch(E, k->gi, nr * nsplit * ri->nkept * 8);
 
-	cu_kline(k, 0, NULL, "__shared__ %s part[%d][%d];", acct, SPLIT_ROWS, SPLIT_COLS + 1);
+	for (int i = 0; i < nr; i++)
+		cu_kline(k, 0, NULL, "__shared__ %s %s[%d][%d];", cu_acc_type(k, &k->g->nodes[k->reds.v[i].id]),
+			 red_name(k, "part", i), SPLIT_ROWS, SPLIT_COLS + 1);
 	cu_kline(k, 0, NULL, "const int tx = threadIdx.x %% %d, ty = threadIdx.x / %d;", SPLIT_COLS, SPLIT_COLS);
 	cu_kline(k, 0, NULL, "const %s o = (%s)(blockIdx.x %% %lld) * %d + tx;", k->idx, k->idx, (long long)nbx, SPLIT_COLS);
 	cu_kline(k, 0, NULL, "const %s r0 = (%s)(blockIdx.x / %lld) * %lld;", k->idx, k->idx, (long long)nbx,
@@ -58,22 +100,25 @@ static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, co
 		      nsplit > 1 ? cu_fmt(k->a, "min(r0 + %lld, (%s)%lld)", (long long)chunk, k->idx, (long long)ri->nred)
 				 : cu_fmt(k->a, "%lld", (long long)ri->nred), SPLIT_ROWS));
 	cu_kclose(k, cu_fmt(k->a, "if (o < %lld)", (long long)ri->nkept));
-	cu_kline(k, 0, NULL, "part[ty][tx] = %s;", rd->acc);
+	for (int i = 0; i < nr; i++)
+		cu_kline(k, 0, NULL, "%s[ty][tx] = %s;", red_name(k, "part", i), k->reds.v[i].acc);
 	cu_kline(k, 0, NULL, "__syncthreads();");
-	cu_kopen(k);       /* 1: the block's combination, in order */
-	cu_kline(k, 1, NULL, "%s = part[0][tx];", rd->acc);
-	cu_kline(k, 1, NULL, "for (int q = 1; q < %d; q++)", SPLIT_ROWS);
-	cu_kline(k, 1, NULL, "	%s", cu_red_combine(k, n, rd->acc, "part[q][tx]"));
-	if (nsplit > 1) {
-		cu_kline(k, 1, NULL, "partial[(blockIdx.x / %lld) * %lld + o] = %s;", (long long)nbx, (long long)ri->nkept,
-		      rd->acc);
-	} else {
+	cu_kopen(k);       /* 1: the block's combinations, in order */
+	for (int i = 0; i < nr; i++) {
+		Red *rd = &k->reds.v[i];
+		const char *part = red_name(k, "part", i);
+		cu_kline(k, 1, NULL, "%s = %s[0][tx];", rd->acc, part);
+		cu_kline(k, 1, NULL, "for (int q = 1; q < %d; q++)", SPLIT_ROWS);
+		cu_kline(k, 1, NULL, "	%s", cu_red_combine(k, &k->g->nodes[rd->id], rd->acc,
+							  cu_fmt(k->a, "%s[q][tx]", part)));
+		if (nsplit > 1)
+			cu_kline(k, 1, NULL, "%s[(blockIdx.x / %lld) * %lld + o] = %s;", red_name(k, "partial", i),
+				 (long long)nbx, (long long)ri->nkept, rd->acc);
+	}
+	if (nsplit == 1) {
 		Ix kc2 = cu_ix_from_lin(k, &ri->kept, "o", 1, "o");
-		rd->at = cu_result_ix(k, ri, first, &kc2, "o", 1);
-		rd->lv = 1;
-		rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", cu_name(k, rd->id)));
-		cu_kline(k, 1, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, rd->var, cu_red_final(k, n, rd->acc, ri->nred));
-		cu_store_reduced(k, first, dep, &rd->at, NULL);
+		Ix at = cu_result_ix(k, ri, first, &kc2, "o", 1);
+		finish_reds(k, first, dep, &at, 1, ri->nred, NULL);
 	}
 	cu_kclose(k, cu_fmt(k->a, "if (ty == 0 && o < %lld)", (long long)ri->nkept));
 	if (k->failed)
@@ -85,8 +130,8 @@ static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, co
 	cu_path(E, k->gi, nsplit > 1 ? CU_PATH_RED_SLABS : CU_PATH_RED_SPLIT1);
 	cu_emit_comment(E, k->gi, nsplit > 1 ? cu_fmt(E->a, "%s, the reduced axes in %lld slabs: partials into scratch", how,
 					       (long long)nsplit) : how);
-	const char *args = cu_emit_kernel(k, pname, SPLIT_COLS * SPLIT_ROWS, nsplit > 1 ? &part_out : NULL,
-				       nsplit > 1, nsplit > 1 ? any_s : 1);
+	const char *args = cu_emit_kernel(k, pname, SPLIT_COLS * SPLIT_ROWS, nsplit > 1 ? part_out : NULL,
+				       nsplit > 1 ? nr : 0, nsplit > 1 ? any_s : 1);
 	cu_add_launch(E, pname, k->gi, nbx * nsplit, SPLIT_COLS * SPLIT_ROWS, args);
 	if (nsplit == 1)
 		return;
@@ -95,25 +140,27 @@ static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, co
 	Kern k2;
 	cu_kern_init(&k2, E, k->gi);
 	cu_collect_reds(&k2);
-	Red *r2 = &k2.reds.v[0];
 	cu_kopen(&k2);
 	Ix kc2 = cu_ix_from_lin(&k2, &ri->kept, "o", 1, "o");
-	r2->at = cu_result_ix(&k2, ri, first, &kc2, "o", 1);
-	r2->lv = 1;
-	r2->acc = cu_fresh(&k2, 1, cu_fmt(k2.a, "acc_%s", cu_name(&k2, r2->id)));
-	cu_kline(&k2, 1, NULL, "%s %s = partial[o];", acct, r2->acc);
-	cu_kline(&k2, 1, NULL, "for (int s = 1; s < %lld; s++)", (long long)nsplit);
-	cu_kline(&k2, 1, NULL, "	%s", cu_red_combine(&k2, n, r2->acc, cu_fmt(k2.a, "partial[s * %lld + o]", (long long)ri->nkept)));
-	r2->var = cu_fresh(&k2, 1, cu_fmt(k2.a, "v_%s", cu_name(&k2, r2->id)));
-	cu_kline(&k2, 1, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, r2->var, cu_red_final(&k2, n, r2->acc, ri->nred));
-	cu_store_reduced(&k2, first, dep, &r2->at, NULL);
+	Ix at2 = cu_result_ix(&k2, ri, first, &kc2, "o", 1);
+	for (int i = 0; i < nr; i++) {
+		Red *r2 = &k2.reds.v[i];
+		const FgNode *n = &k2.g->nodes[r2->id];
+		const char *partial = red_name(&k2, "partial", i);
+		r2->acc = cu_fresh(&k2, 1, cu_fmt(k2.a, "acc_%s", cu_name(&k2, r2->id)));
+		cu_kline(&k2, 1, NULL, "%s %s = %s[o];", cu_acc_type(&k2, n), r2->acc, partial);
+		cu_kline(&k2, 1, NULL, "for (int s = 1; s < %lld; s++)", (long long)nsplit);
+		cu_kline(&k2, 1, NULL, "	%s", cu_red_combine(&k2, n, r2->acc, cu_fmt(k2.a, "%s[s * %lld + o]", partial,
+										  (long long)ri->nkept)));
+	}
+	finish_reds(&k2, first, dep, &at2, 1, ri->nred, NULL);
 	cu_kclose(&k2, cu_stride_loop(&k2, "o", ri->nkept));
 	k->failed |= k2.failed;
 	if (k2.failed)
 		return;
 	cu_out(E, "/* %s, stage 2 of 2: a thread per element combines the %lld partials in order, then the "
 	       "epilogue */\n", cu_kname(k, NULL), (long long)nsplit);
-	const char *args2 = cu_emit_kernel(&k2, cu_kname(k, NULL), LOOP_BLOCK, &part_in, 1, 1);
+	const char *args2 = cu_emit_kernel(&k2, cu_kname(k, NULL), LOOP_BLOCK, part_in, nr, 1);
 	cu_add_launch(E, cu_kname(k, NULL), k->gi, cu_grid_for(ri->nkept, LOOP_BLOCK), LOOP_BLOCK, args2);
 }
 
@@ -124,8 +171,11 @@ static void emit_reduce_cols(Emit *E, Kern *k, const RedInfo *ri, int first, con
 {
 	cu_kopen(k);       /* 1: an element of the result */
 	Ix kc = cu_ix_from_lin(k, &ri->kept, "o", 1, "o");
-	k->reds.v[0].at = cu_result_ix(k, ri, first, &kc, "o", 1);
-	k->reds.v[0].lv = 1;
+	Ix at = cu_result_ix(k, ri, first, &kc, "o", 1);
+	for (int i = 0; i < k->reds.n; i++) {
+		k->reds.v[i].at = at;
+		k->reds.v[i].lv = 1;
+	}
 	cu_declare_reds(k, 1, 0, NULL);
 	cu_kopen(k);       /* 2: a reduced element */
 	Ix rc = cu_ix_from_lin(k, &ri->red, "r", 2, "r");
@@ -139,11 +189,7 @@ static void emit_reduce_cols(Emit *E, Kern *k, const RedInfo *ri, int first, con
 		cu_store(k, id, &y, cu_write_cond(k, &x, &ri->S, cu_shape_of(k, id)), NULL);
 	}
 	cu_kclose(k, cu_fmt(k->a, "for (%s r = 0; r < %lld; r++)", k->idx, (long long)ri->nred));
-	Red *rd = &k->reds.v[0];
-	const FgNode *n = &k->g->nodes[rd->id];
-	rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", cu_name(k, rd->id)));
-	cu_kline(k, 1, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, rd->var, cu_red_final(k, n, rd->acc, ri->nred));
-	cu_store_reduced(k, first, dep, &rd->at, NULL);
+	finish_reds(k, first, dep, &at, 1, ri->nred, NULL);
 	cu_kclose(k, cu_stride_loop(k, "o", ri->nkept));
 	if (k->failed)
 		return;
@@ -160,19 +206,17 @@ static void emit_reduce_cols(Emit *E, Kern *k, const RedInfo *ri, int first, con
  * does not depend on timing. */
 static void emit_reduce_all(Emit *E, Kern *k, const RedInfo *ri, int first, const unsigned char *dep)
 {
-	Red *rd = &k->reds.v[0];
-	const FgNode *n = &k->g->nodes[rd->id];
+	int nr = k->reds.n;
 	int64_t N = cu_numel(&ri->S);
 	int vd = cu_innermost(&ri->S);
 	int vw = vd < 0 ? 1 : cu_lane_width(k, ri->S.d[vd], 1);
 	int64_t nb = cu_grid_for(N / vw, LOOP_BLOCK);
-	const char *acct = cu_acc_type(k, n);
 	if (nb > FULL_BLOCKS)
 		nb = FULL_BLOCKS;
-	cu_use_scratch(E, k->gi, nb * 8);
+	cu_use_scratch(E, k->gi, nr * nb * 8);
 	const char *pname = cu_kname(k, "partial");
-	Param part_out = {cu_fmt(k->a, "%s *__restrict__ partial", acct), cu_fmt(k->a, "(%s *)ctx->scratch", acct)};
-	Param part_in = {cu_fmt(k->a, "const %s *__restrict__ partial", acct), part_out.arg};
+	Param *part_out = partial_params(k, nb, 0);
+	Param *part_in = partial_params(k, nb, 1);
 
 	/* stage 1: vw lanes a thread */
 	cu_declare_reds(k, 0, 0, NULL);
@@ -190,42 +234,48 @@ static void emit_reduce_all(Emit *E, Kern *k, const RedInfo *ri, int first, cons
 	}
 	cu_store_space(k, ri, first, dep, xs, vw, NULL);
 	cu_kclose(k, cu_stride_loop(k, "i", N / vw));
-	cu_kline(k, 0, NULL, "%s = fg_block_reduce(%s, %s);", rd->acc, rd->acc, cu_red_functor(n));
-	cu_kline(k, 0, NULL, "if (threadIdx.x == 0)");
-	cu_kline(k, 0, NULL, "\tpartial[blockIdx.x] = %s;", rd->acc);
+	for (int i = 0; i < nr; i++) {
+		Red *rd = &k->reds.v[i];
+		cu_kline(k, 0, NULL, "%s = fg_block_reduce(%s, %s);", rd->acc, rd->acc,
+			 cu_red_functor(&k->g->nodes[rd->id]));
+		cu_kline(k, 0, NULL, "if (threadIdx.x == 0)");
+		cu_kline(k, 0, NULL, "\t%s[blockIdx.x] = %s;", red_name(k, "partial", i), rd->acc);
+	}
 	if (k->failed)
 		return;
 	cu_path(E, k->gi, CU_PATH_RED_ALL);
 	cu_emit_comment(E, k->gi, cu_fmt(E->a, "reduce all of %s, stage 1 of 2: %lld partials into scratch",
 				   cu_shape_str(E->a, FG_DT_F32, &ri->S) + 3, (long long)nb));
 	int any_s = cu_writes_space(k, first, dep);
-	const char *args = cu_emit_kernel(k, pname, LOOP_BLOCK, &part_out, 1, any_s);
+	const char *args = cu_emit_kernel(k, pname, LOOP_BLOCK, part_out, nr, any_s);
 	cu_add_launch(E, pname, k->gi, nb, LOOP_BLOCK, args);
 
 	/* stage 2: a fresh kernel */
 	Kern k2;
 	cu_kern_init(&k2, E, k->gi);
 	cu_collect_reds(&k2);
-	Red *r2 = &k2.reds.v[0];
-	memset(&r2->at, 0, sizeof r2->at);
-	r2->at.rank = n->shape.rank;
-	for (int i = 0; i < r2->at.rank; i++)
-		r2->at.c[i] = "0";
-	r2->at.lin = "0";
-	r2->lv = 0;
+	Ix at;
+	memset(&at, 0, sizeof at);
+	at.rank = k2.g->nodes[k2.reds.v[0].id].shape.rank;
+	for (int i = 0; i < at.rank; i++)
+		at.c[i] = "0";
+	at.lin = "0";
 	cu_declare_reds(&k2, 0, 0, NULL);
-	cu_kline(&k2, 0, NULL, "for (int b = threadIdx.x; b < %lld; b += blockDim.x)", (long long)nb);
-	cu_kline(&k2, 0, NULL, "\t%s", cu_red_combine(&k2, n, r2->acc, "partial[b]"));
-	cu_kline(&k2, 0, NULL, "%s = fg_block_reduce(%s, %s);", r2->acc, r2->acc, cu_red_functor(n));
-	r2->var = cu_fresh(&k2, 0, cu_fmt(k2.a, "v_%s", cu_name(&k2, r2->id)));
-	cu_kline(&k2, 0, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, r2->var, cu_red_final(&k2, n, r2->acc, N));
-	cu_store_reduced(&k2, first, dep, &r2->at, "threadIdx.x == 0");
+	for (int i = 0; i < nr; i++) {
+		Red *r2 = &k2.reds.v[i];
+		const FgNode *n = &k2.g->nodes[r2->id];
+		cu_kline(&k2, 0, NULL, "for (int b = threadIdx.x; b < %lld; b += blockDim.x)", (long long)nb);
+		cu_kline(&k2, 0, NULL, "\t%s", cu_red_combine(&k2, n, r2->acc,
+							   cu_fmt(k2.a, "%s[b]", red_name(&k2, "partial", i))));
+		cu_kline(&k2, 0, NULL, "%s = fg_block_reduce(%s, %s);", r2->acc, r2->acc, cu_red_functor(n));
+	}
+	finish_reds(&k2, first, dep, &at, 0, N, "threadIdx.x == 0");
 	k->failed |= k2.failed;
 	if (k2.failed)
 		return;
 	cu_out(E, "/* %s, stage 2 of 2: one block reduces the partials in order, then the epilogue */\n",
 	       cu_kname(k, NULL));
-	const char *args2 = cu_emit_kernel(&k2, cu_kname(k, NULL), LOOP_BLOCK, &part_in, 1, 1);
+	const char *args2 = cu_emit_kernel(&k2, cu_kname(k, NULL), LOOP_BLOCK, part_in, nr, 1);
 	cu_add_launch(E, cu_kname(k, NULL), k->gi, 1, LOOP_BLOCK, args2);
 }
 
@@ -235,8 +285,11 @@ void cu_emit_reduce(Emit *E, Kern *k)
 	int first = cu_group_reductions(k, &ri, "a reduction group");
 	if (first < 0)
 		return;
-	if (k->reds.n != 1) {
-		cu_kern_error(k, first, "%d reductions in one reduce group", k->reds.n);
+	/* siblings only: no reduction reads another's result */
+	int *passes = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof(int));
+	if (cu_red_passes(k, passes) > 1) {
+		cu_kern_error(k, first, "a reduce group with a reduction of another's result (%d passes)",
+			      cu_red_passes(k, passes));
 		return;
 	}
 	unsigned char *dep = cu_after_reduction(k);

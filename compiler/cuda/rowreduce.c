@@ -30,7 +30,7 @@ typedef struct RowTeam {
 	int vd;                 /* the space's coordinate the lanes run along */
 } RowTeam;
 
-#define ROW_REGS 16             /* row elements a thread holds, at most */
+#define ROW_REGS FG_ROW_REGS    /* row elements a thread holds, at most */
 #define ROW_REGS_WIDE 32        /* ... when a block of 1024 is not enough */
 
 /* The lanes a thread takes of a row: vectors along the space's innermost

@@ -12,6 +12,8 @@
                                  kernels: groups with kernel code of their own
                                  (the others launch an earlier group's)
                                  merged=N: repeated values computed once
+                                 max-bytes=N: the plan moves at most N bytes
+                                 reads=NAME:N: N groups read NAME from memory
   # expect-explain: NAME: TEXT  fgc report --explain NAME says TEXT
   # expect-diff: OTHER: TEXT     fgc report --diff OTHER says TEXT (OTHER: planning
                                  flags, or a .fg beside this one)
@@ -150,6 +152,13 @@ def main():
         found = [w for g in groups for w in g["writes"] if w["value"] == value]
         if not found or found[0]["reason"] != reason:
             fail(path, f"{value} is not written for {reason}: {found}")
+    if "max-bytes" in exp and r["totals"]["fused"]["bytes"] > int(exp["max-bytes"]):
+        fail(path, f"{r['totals']['fused']['bytes']} bytes, wanted at most {exp['max-bytes']}")
+    if "reads" in exp:
+        name, n = exp["reads"].split(":")
+        got = sum(1 for g in groups if any(v["value"] == name for v in g["reads"]))
+        if got != int(n):
+            fail(path, f"{got} groups read {name}, wanted {n}")
     if "merged" in exp and len(r["merged"]) != int(exp["merged"]):
         fail(path, f"{len(r['merged'])} repeats merged, wanted {exp['merged']}: {r['merged']}")
     for name, _, value in merged:

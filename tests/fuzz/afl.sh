@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# AFL++ on the two libFuzzer targets (fuzz_fg.c, fuzz_npy.c), as a second
+# AFL++ on the three libFuzzer targets (fuzz_fg.c, fuzz_npy.c, fuzz_json.c), as a second
 # fuzzer beside run.sh's libFuzzer: its mutations and scheduling differ, so
 # it reaches inputs the other does not.  Builds the targets with
 # afl-clang-fast, whose -fsanitize=fuzzer links AFL++'s libFuzzer driver
@@ -27,7 +27,7 @@ if ! command -v afl-clang-fast >/dev/null || ! command -v afl-fuzz >/dev/null; t
 fi
 export AFL_QUIET=1
 CC=afl-clang-fast cmake -S . -B "$build" -DFG_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" --target fuzz_fg fuzz_npy -j "$(nproc)" >/dev/null
+cmake --build "$build" --target fuzz_fg fuzz_npy fuzz_json -j "$(nproc)" >/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 bash tests/fuzz/seeds.sh "$work"
@@ -36,8 +36,8 @@ export ASAN_OPTIONS=abort_on_error=1:symbolize=0:detect_leaks=0:max_allocation_s
 export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:symbolize=0
 # A shared machine: no core pinning, no CPU-governor or core-dump checks.
 export AFL_NO_UI=1 AFL_NO_AFFINITY=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1
-# The two side by side, a core each.
-for t in fg npy; do
+# The three side by side, a core each.
+for t in fg npy json; do
   rm -rf "$build/afl-$t"
   echo "afl_$t: $(ls "$work/$t" | wc -l) seeds, ${secs}s"
   afl-fuzz -i "$work/$t" -o "$build/afl-$t" -x "tests/fuzz/$t.dict" -m none -t 25000 -V "$secs" \
@@ -46,7 +46,7 @@ done
 wait
 stat() { sed -n "s/^$1 *: *//p" "$stats"; }
 status=0
-for t in fg npy; do
+for t in fg npy json; do
   out=$build/afl-$t
   stats=$out/default/fuzzer_stats
   if ! grep -qs "^execs_done" "$stats"; then
