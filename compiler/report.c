@@ -164,6 +164,41 @@ static void put_oneline(FILE *f, const char *s)
 		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? ' ' : *s, f);
 }
 
+/* Which groups hold each node: a node may be recomputed in several. */
+typedef struct Members {
+	int *first;             /* per node: its slice of `group` */
+	int *group;
+} Members;
+
+static Members members_of(const FgPlan *plan)
+{
+	FgArena *a = plan->g->arena;
+	int n = plan->g->nnodes, total = 0;
+	Members m = {fg_arena_array(a, (size_t)n + 2, sizeof(int)), NULL};
+	int *fill = fg_arena_array(a, (size_t)n + 1, sizeof(int));
+
+	for (int gi = 0; gi < plan->ngroups; gi++)
+		for (int k = 0; k < plan->groups[gi].nnodes; k++)
+			m.first[plan->groups[gi].nodes[k] + 1]++;
+	for (int id = 0; id < n; id++)
+		m.first[id + 1] = (total += m.first[id + 1]);
+	m.group = fg_arena_array(a, (size_t)total + 1, sizeof(int));
+	for (int gi = 0; gi < plan->ngroups; gi++)
+		for (int k = 0; k < plan->groups[gi].nnodes; k++) {
+			int id = plan->groups[gi].nodes[k];
+			m.group[m.first[id] + fill[id]++] = gi;
+		}
+	return m;
+}
+
+static int is_member(const Members *m, int gi, int id)
+{
+	for (int k = m->first[id]; k < m->first[id + 1]; k++)
+		if (m->group[k] == gi)
+			return 1;
+	return 0;
+}
+
 /* ------------------------------------------------------------- text */
 
 /* The op as the text report shows it: a constant with its value. */
@@ -397,6 +432,44 @@ static void text_edges(const Report *r)
 	}
 }
 
+/* The values computed in more than one group (recomputed rather than
+ * stored: each of those groups reads their inputs), with their groups. */
+static void text_recomputed(const Report *r)
+{
+	const FgGraph *g = r->g;
+	Members m = members_of(r->plan);
+	char type[256], loc[32];
+	int n = 0;
+
+	for (int id = 0; id < g->nnodes; id++)
+		n += g->nodes[id].op != FG_OP_CONST && m.first[id + 1] - m.first[id] > 1;
+	if (n == 0)
+		return;
+	fprintf(r->f, "\nrecomputed (%d value%s computed in more than one group, not stored: each group reads "
+		"what %s computed from)\n", n, n == 1 ? "" : "s", n == 1 ? "it is" : "they are");
+	int w[4] = {0, 0, 0, 0};
+	for (int pass = 0; pass < 2; pass++)
+		for (int id = 0; id < g->nnodes; id++) {
+			const FgNode *nd = &g->nodes[id];
+			if (nd->op == FG_OP_CONST || m.first[id + 1] - m.first[id] < 2)
+				continue;
+			const char *col[4] = {r->names[id], fg_op_info[nd->op].name,
+					      fg_type_str(type, sizeof type, nd->dt, &nd->shape),
+					      loc_str(loc, sizeof loc, nd->loc)};
+			if (pass == 0) {
+				for (int c = 0; c < 4; c++)
+					w[c] = max_int(w[c], (int)strlen(col[c]));
+				continue;
+			}
+			fprintf(r->f, "  %-*s  %-*s  %-*s  %-*s  in groups ", w[0], col[0], w[1], col[1], w[2], col[2],
+				w[3], col[3]);
+			for (int k = m.first[id]; k < m.first[id + 1]; k++)
+				fprintf(r->f, "%s%d", k == m.first[id] ? "" : k + 1 == m.first[id + 1] ? " and " : ", ",
+					m.group[k]);
+			fputc('\n', r->f);
+		}
+}
+
 /* The name a merged value had, or its op where it had none. */
 static const char *merged_name(const FgMerged *m)
 {
@@ -518,6 +591,7 @@ void fg_report_text(FILE *f, const FgPlan *plan)
 	fputc('\n', f);
 	text_groups(&r);
 	text_edges(&r);
+	text_recomputed(&r);
 	text_merged(&r);
 	text_totals(&r);
 	if (plan->measured) {
@@ -726,6 +800,26 @@ static void json_edges(const Report *r)
 	fputs(plan->nedges ? "\n  ],\n" : "],\n", r->f);
 }
 
+static void json_recomputed(const Report *r)
+{
+	const FgGraph *g = r->g;
+	Members m = members_of(r->plan);
+	int n = 0;
+
+	fputs("  \"recomputed\": [", r->f);
+	for (int id = 0; id < g->nnodes; id++) {
+		if (g->nodes[id].op == FG_OP_CONST || m.first[id + 1] - m.first[id] < 2)
+			continue;
+		fprintf(r->f, "%s\n    {\"value\": ", n++ ? "," : "");
+		json_str(r->f, r->names[id]);
+		fputs(", \"groups\": [", r->f);
+		for (int k = m.first[id]; k < m.first[id + 1]; k++)
+			fprintf(r->f, "%s%d", k == m.first[id] ? "" : ", ", m.group[k]);
+		fputs("]}", r->f);
+	}
+	fputs(n ? "\n  ],\n" : "],\n", r->f);
+}
+
 static void json_merged(const Report *r)
 {
 	const FgGraph *g = r->g;
@@ -780,6 +874,7 @@ void fg_report_json(FILE *f, const FgPlan *plan)
 	}
 	fputs(plan->ngroups ? "\n  ],\n" : "],\n", f);
 	json_edges(&r);
+	json_recomputed(&r);
 	json_merged(&r);
 	fputs("  \"totals\": {\n", f);
 	json_cost(f, "fused", &plan->fused, ",");
@@ -818,12 +913,6 @@ static const char *const kind_border[FG_GROUP_COUNT] = {
 #undef X
 };
 #define BOUNDARY_COLOR "#dc2626"
-
-/* Which groups hold each node: a node may be recomputed in several. */
-typedef struct Members {
-	int *first;             /* per node: its slice of `group` */
-	int *group;
-} Members;
 
 typedef struct Dot {
 	Report r;
@@ -865,35 +954,6 @@ static void dot_str(FILE *f, const char *s)
 		}
 	}
 	fputc('"', f);
-}
-
-static Members members_of(const FgPlan *plan)
-{
-	FgArena *a = plan->g->arena;
-	int n = plan->g->nnodes, total = 0;
-	Members m = {fg_arena_array(a, (size_t)n + 2, sizeof(int)), NULL};
-	int *fill = fg_arena_array(a, (size_t)n + 1, sizeof(int));
-
-	for (int gi = 0; gi < plan->ngroups; gi++)
-		for (int k = 0; k < plan->groups[gi].nnodes; k++)
-			m.first[plan->groups[gi].nodes[k] + 1]++;
-	for (int id = 0; id < n; id++)
-		m.first[id + 1] = (total += m.first[id + 1]);
-	m.group = fg_arena_array(a, (size_t)total + 1, sizeof(int));
-	for (int gi = 0; gi < plan->ngroups; gi++)
-		for (int k = 0; k < plan->groups[gi].nnodes; k++) {
-			int id = plan->groups[gi].nodes[k];
-			m.group[m.first[id] + fill[id]++] = gi;
-		}
-	return m;
-}
-
-static int is_member(const Members *m, int gi, int id)
-{
-	for (int k = m->first[id]; k < m->first[id + 1]; k++)
-		if (m->group[k] == gi)
-			return 1;
-	return 0;
 }
 
 static int is_source(const FgGraph *g, int id)

@@ -12,6 +12,7 @@
                                  kernels: groups with kernel code of their own
                                  (the others launch an earlier group's)
                                  merged=N: repeated values computed once
+                                 recomputed=N: values computed in several groups
                                  max-bytes=N: the plan moves at most N bytes
                                  reads=NAME:N: N groups read NAME from memory
   # expect-explain: NAME: TEXT  fgc report --explain NAME says TEXT
@@ -159,6 +160,12 @@ def main():
         got = sum(1 for g in groups if any(v["value"] == name for v in g["reads"]))
         if got != int(n):
             fail(path, f"{got} groups read {name}, wanted {n}")
+    if "recomputed" in exp and len(r["recomputed"]) != int(exp["recomputed"]):
+        fail(path, f"{len(r['recomputed'])} values recomputed, wanted {exp['recomputed']}: {r['recomputed']}")
+    for v in r["recomputed"]:
+        homes = [g["id"] for g in groups if any(n["value"] == v["value"] for n in g["ops"])]
+        if homes != v["groups"]:
+            fail(path, f"{v['value']} is recomputed in groups {v['groups']}, but the groups' ops put it in {homes}")
     if "merged" in exp and len(r["merged"]) != int(exp["merged"]):
         fail(path, f"{len(r['merged'])} repeats merged, wanted {exp['merged']}: {r['merged']}")
     for name, _, value in merged:
