@@ -16,12 +16,15 @@
  *     that refused it is its boundary reason (a scan or topk turns a loop
  *     of elementwise ops over its own result into a scan or topk group,
  *     one block a row along its axis, and takes an elementwise prologue);
- *   - consumers in several groups (fan-out): an elementwise or layout node
- *     is recomputed in each of them when the cost model says recomputing
- *     is cheaper than storing it once and reading it back; otherwise it is
- *     stored.  So is a reduction whose consumer groups can all take it (row
- *     kernels over its rows: a row's max that two row kernels need, each
- *     reading the row anyway);
+ *   - consumers in several groups (fan-out): a node every one of them can
+ *     take (elementwise and layout ops; a reduction whose readers are all
+ *     row kernels over its rows, each reading the row anyway) is
+ *     recomputed in each when the cost model says recomputing is cheaper
+ *     than storing it once and reading it back; a value close behind a
+ *     matmul, scan or topk is stored as their epilogue.  Otherwise it is
+ *     stored: written by the first of its reading groups that can take it
+ *     and runs before the others (join_first), else by a group of its
+ *     own;
  *   - @materialize, and --no-fuse, start a group unconditionally.
  *
  * A node joins only groups that hold all its consumers, so every group is

@@ -355,24 +355,31 @@ static int row_held(Fuser *f, const FgGroup *gr)
 	return len <= (int64_t)FG_ROW_REGS * 1024;
 }
 
+/* Reductions one merged reduction kernel holds, at most: each takes a
+ * shared array of 2 KiB (compiler/cuda/reduce.c), within the 48 KiB a
+ * kernel declares statically. */
+#define SIBLING_REDS_MAX 8
+
 /* Whether every reduction of groups a and b has the result shape of a's
  * first (the kernels index every result as their first reduction's:
- * keepdims one way for all). */
+ * keepdims one way for all), and they are SIBLING_REDS_MAX at most. */
 static int same_results(Fuser *f, const FgGroup *a, const FgGroup *b)
 {
 	const FgShape *r = NULL;
+	int n = 0;
 	for (int g = 0; g < 2; g++) {
 		const FgGroup *gr = g ? b : a;
 		for (int k = 0; k < gr->nnodes; k++) {
 			if (cls(f, gr->nodes[k]) != FG_CLASS_REDUCE)
 				continue;
+			n++;
 			if (!r)
 				r = &node(f, gr->nodes[k])->shape;
 			else if (!fg_shape_eq(r, &node(f, gr->nodes[k])->shape))
 				return 0;
 		}
 	}
-	return 1;
+	return n <= SIBLING_REDS_MAX;
 }
 
 /* Sibling fusion: group j over the same space as an earlier group i of
