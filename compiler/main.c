@@ -633,14 +633,22 @@ static int front_end(FgArena *a, Options *o, FgDiag *d, FgSource *src, FgGraph *
 	return 0;
 }
 
-/* What plan A is: its file and the flags that shape its plan. */
-static const char *plan_label(FgArena *a, const Options *o, const char *file, const char *extra)
+/* What a plan is: its file and the planning flags given, with their
+ * values (as o holds them). */
+static const char *plan_label(FgArena *a, const Options *o, const char *file)
 {
+	const FgFuseOptions *u = &o->fuse;
 	const char *s = file;
-	for (int f = 0; f < NFLAGS; f++)
-		if ((o->given >> f & 1) && (flags[f].cmds == C_PLAN || strcmp(flags[f].name, "--tf32") == 0))
-			s = fg_arena_printf(a, "%s %s", s, flags[f].name);
-	return extra ? fg_arena_printf(a, "%s, then %s", s, extra) : s;
+	for (int f = 0; f < NFLAGS; f++) {
+		const char *n = flags[f].name;
+		if (!(o->given >> f & 1) || (flags[f].cmds != C_PLAN && strcmp(n, "--tf32") != 0))
+			continue;
+		double v = !strcmp(n, "--bw") ? u->bw_gbs : !strcmp(n, "--tc-tflops") ? u->tc_tflops
+			: !strcmp(n, "--cc-tflops") ? u->cc_tflops : !strcmp(n, "--launch-us") ? u->launch_us
+			: !strcmp(n, "--reg-limit") ? u->reg_limit : 0;
+		s = flags[f].value ? fg_arena_printf(a, "%s %s %g", s, n, v) : fg_arena_printf(a, "%s %s", s, n);
+	}
+	return s;
 }
 
 static int diff_plan(const Options *o, const FgGraph *g, FgPlan *b, const char **la, const char **lb, FgDiag *d)
@@ -673,8 +681,8 @@ static int diff_plan(const Options *o, const FgGraph *g, FgPlan *b, const char *
 		}
 		if (parse_args(a, argv.n, argv.v, &ob) != 0)
 			return 1;
-		*la = plan_label(a, o, o->file, NULL);
-		*lb = fg_arena_printf(a, "%s %s", *la, o->diff);
+		*la = plan_label(a, o, o->file);
+		*lb = fg_arena_printf(a, "%s, then %s", *la, o->diff);
 	} else {                        /* another graph, the same flags */
 		FgSource *src = fg_arena_array(a, 1, sizeof *src);
 		FgGraph *g2 = fg_arena_array(a, 1, sizeof *g2);
@@ -684,8 +692,8 @@ static int diff_plan(const Options *o, const FgGraph *g, FgPlan *b, const char *
 			return 1;
 		gb = g2;
 		ob.fuse = o->fuse;
-		*la = plan_label(a, o, o->file, NULL);
-		*lb = plan_label(a, o, o->diff, NULL);
+		*la = plan_label(a, o, o->file);
+		*lb = plan_label(a, o, o->diff);
 	}
 	if (fg_pass_fuse(gb, &ob.fuse, b, d) != 0)
 		return 1;
