@@ -7,6 +7,8 @@ process, timed by peers.py's harness (cold and sustained, SM clock read).
     python3 bench/attention.py [--fgc build/fgc] [--out out/attention] [--work DIR]
                                [--seqs 1024,2048,4096,8192,16384] [--dims 64,128]
                                [--bh 64] [--mods] [--runs N] [--rounds R] ...
+    python3 bench/attention.py --decode [--decode-bh 8,16,32,64]
+                               [--decode-keys 4096,16384,32768,131072] ...
 
 Each case is a graph written here from primitives, bf16 [BH, S, D]:
     o = matmul(softmax(score(matmul(q, transpose(k)) * D^-1/2)), v)
@@ -21,6 +23,14 @@ matcher rewrites the plain form into SDPA).  Each result is compared on
 its first two matrices with SDPA's math backend in f32: RMSE no more than
 three times cuDNN's (or flash's) own.  TFLOP/s count 4 BH S^2 D, halved
 for a causal mask.  Writes OUT/attention.md and OUT/attention.json.
+
+--decode instead times decode steps, D = 128: one query row per matrix
+against Sk keys, q [BH, 1, D], k and v [BH, Sk, D], for each BH and Sk
+given; the figure is the rate at which K and V are read (2 BH Sk D
+bytes of bf16 a call; q and o are 1/Sk of that) as GB/s and as a share
+of the device-to-device copy bandwidth measured in the same process
+(peers.copy_bandwidth, bytes read plus written).  Writes
+OUT/decode.md and OUT/decode.json.
 """
 import argparse
 import json
@@ -47,11 +57,22 @@ MODS = {
 }
 
 
-def graph(bh, s, d, mod):
+def graph(bh, sq, sk, d, mod):
+    """The case's .fg: S = Sq = Sk but in a decode step (mod "decode",
+    no score op)."""
+    if mod == "decode":
+        return ("graph attention_decode {\n  input q : bf16[BH=%d, SQ=%d, D=%d]\n  input k : bf16[BH, SK=%d, D]\n"
+                "  input v : bf16[BH, SK, D]\n  o = matmul(softmax(matmul(q, transpose(k)) * %.17g), v)\n"
+                "  output o\n}\n" % (bh, sq, d, sk, d ** -0.5))
     extra = "  input bias : bf16[S, S]\n" if mod == "bias" else ""
     return ("graph attention_%s {\n  input q : bf16[BH=%d, S=%d, D=%d]\n  input k : bf16[BH, S, D]\n"
             "  input v : bf16[BH, S, D]\n%s  s = matmul(q, transpose(k)) * %.17g\n  x = %s\n"
-            "  o = matmul(softmax(x), v)\n  output o\n}\n" % (mod, bh, s, d, extra, d ** -0.5, MODS[mod]))
+            "  o = matmul(softmax(x), v)\n  output o\n}\n" % (mod, bh, sq, d, extra, d ** -0.5, MODS[mod]))
+
+
+def case_name(case):
+    bh, sq, sk, d, mod = case
+    return "BH=%d Sk=%d" % (bh, sk) if mod == "decode" else "%s S=%d D=%d" % (mod, sq, d)
 
 
 def sdpa_mask(mod, s, inputs):
@@ -69,11 +90,11 @@ def build(args, cases):
     import concurrent.futures
 
     def one(c):
-        bh, s, d, mod = c
-        stem = "attn_%s_s%d_d%d" % (mod, s, d)
+        bh, sq, sk, d, mod = c
+        stem = "attn_%s_bh%d_q%d_k%d_d%d" % (mod, bh, sq, sk, d)
         src = os.path.join(args.work, stem + ".fg")
         with open(src, "w") as f:
-            f.write(graph(bh, s, d, mod))
+            f.write(graph(bh, sq, sk, d, mod))
         lib = os.path.join(args.work, stem, "lib%s.so" % stem)
         os.makedirs(os.path.dirname(lib), exist_ok=True)
         p = subprocess.run([args.fgc, "compile", src, "--lib", "-o", lib], stdout=subprocess.PIPE,
@@ -89,10 +110,11 @@ def rmse(a, b):
 
 def bench_case(args, case, built, clock, nvml):
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    bh, s, d, mod = case
+    bh, s, sk, d, mod = case
     src, lib, err = built
-    row = {"case": "%s S=%d D=%d" % (mod, s, d), "bh": bh, "s": s, "d": d, "mod": mod}
-    flops = 4.0 * bh * s * s * d / (2 if mod == "causal" else 1)
+    row = {"case": case_name(case), "bh": bh, "s": s, "sk": sk, "d": d, "mod": mod}
+    flops = 4.0 * bh * s * sk * d / (2 if mod == "causal" else 1)
+    kv_bytes = 2.0 * bh * sk * d * 2
     mpath = os.path.join(args.work, os.path.basename(src)[:-3] + ".py")
     subprocess.run([args.fgc, "emit-torch", src, "-o", mpath], check=True)
     mod_py = peers.load_module(mpath)
@@ -152,6 +174,7 @@ def bench_case(args, case, built, clock, nvml):
         for name in fns:
             row["%s_%s_ms" % (regime, name)] = times[name]
             row["%s_%s_tflops" % (regime, name)] = flops / times[name] / 1e9
+            row["%s_%s_gbs" % (regime, name)] = kv_bytes / times[name] / 1e6
             row["%s_%s_mhz" % (regime, name)] = clocks[name]["mhz"]
     return row
 
@@ -175,6 +198,26 @@ def table(rows, regime):
     return "\n".join(lines)
 
 
+def decode_table(rows, regime, copy_bw):
+    """The decode rows: K and V read per second, and fgc's share of the
+    copy bandwidth."""
+    head = ("| case | " + " | ".join("%s GB/s" % p for p in PEERS) +
+            " | fgc us | fgc % of copy | fgc / cuDNN | SM MHz fgc / cuDNN | agree (RMSE vs f32) |")
+    lines = [head, "|" + "---|" * (len(PEERS) + 6)]
+    for r in rows:
+        cells = []
+        for p in PEERS:
+            g = r.get("%s_%s_gbs" % (regime, p))
+            cells.append("%.0f" % g if g else r.get(p + "_error", "-")[:40])
+        f, c, g = r.get("%s_fgc_ms" % regime), r.get("%s_cudnn_ms" % regime), r.get("%s_fgc_gbs" % regime)
+        mhz = "%s / %s" % (r.get("%s_fgc_mhz" % regime, "-"), r.get("%s_cudnn_mhz" % regime, "-"))
+        agree = ", ".join("%s %s" % (k, "ok" if v else "FAIL") for k, v in r.get("agree", {}).items())
+        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            r["case"], " | ".join(cells), "%.1f" % (f * 1e3) if f else "-",
+            "%.0f%%" % (100 * g * 1e9 / copy_bw) if g else "-", "%.2fx" % (c / f) if f and c else "-", mhz, agree))
+    return "\n".join(lines)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[1], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--fgc", default=os.path.join(ROOT, "build", "fgc"))
@@ -185,36 +228,53 @@ def main():
     p.add_argument("--bh", type=int, default=64)
     p.add_argument("--mods", action="store_true", help="also the score-mod rows (bias, softcap, window)")
     p.add_argument("--no-causal", action="store_true")
+    p.add_argument("--decode", action="store_true", help="decode steps instead (one query row, D = 128)")
+    p.add_argument("--decode-bh", default="8,16,32,64")
+    p.add_argument("--decode-keys", default="4096,16384,32768,131072")
     peers.timing_options(p, runs=10, rounds=3, sustain=0.3, warmup=3)
     args = peers.timing_checked(p.parse_args())
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.work, exist_ok=True)
-    cases = [(args.bh, s, d, m) for s in map(int, args.seqs.split(",")) for d in map(int, args.dims.split(","))
-             for m in (("plain",) if args.no_causal else ("plain", "causal"))]
-    if args.mods:
-        cases += [(args.bh, 4096, 128, m) for m in ("bias", "softcap", "window")]
+    if args.decode:
+        cases = [(bh, 1, sk, 128, "decode") for bh in map(int, args.decode_bh.split(","))
+                 for sk in map(int, args.decode_keys.split(","))]
+    else:
+        cases = [(args.bh, s, s, d, m) for s in map(int, args.seqs.split(",")) for d in map(int, args.dims.split(","))
+                 for m in (("plain",) if args.no_causal else ("plain", "causal"))]
+    if args.mods and not args.decode:
+        cases += [(args.bh, 4096, 4096, 128, m) for m in ("bias", "softcap", "window")]
     libs = build(args, cases)
     clock, nvml = peers.Clock("cuda"), peers.Nvml("cuda")
+    copy_bw = peers.copy_bandwidth("cuda", clock) if args.decode else None
     rows = []
     for c in cases:
         peers.log("== %s" % (c,))
         try:
             row = bench_case(args, c, libs[c], clock, nvml)
         except Exception as e:  # one case's failure must not lose the others
-            row = {"case": "%s S=%d D=%d" % (c[3], c[1], c[2]), "error": peers.first_line(e)}
+            row = {"case": case_name(c), "error": peers.first_line(e)}
             peers.log("failed: %s" % e)
         if not args.no_compile:
             torch._dynamo.reset()
         torch.cuda.empty_cache()
         rows.append(row)
-        peers.log(table([row], "sustained").splitlines()[-1])
+        peers.log((decode_table([row], "sustained", copy_bw) if args.decode else
+                   table([row], "sustained")).splitlines()[-1])
     env = {"date": time.strftime("%Y-%m-%d %H:%M"), "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-           "command": " ".join(sys.argv)}
-    md = "# attention: fgc and its peers, bf16, BH = %d\n\n## Cold\n\n%s\n\n## Sustained\n\n%s\n\n%s\n" % (
-        args.bh, table(rows, "cold"), table(rows, "sustained"), json.dumps(env))
-    with open(os.path.join(args.out, "attention.md"), "w") as f:
+           "command": " ".join(sys.argv), "copy_gbs": copy_bw / 1e9 if copy_bw else None}
+    if args.decode:
+        stem = "decode"
+        md = "# attention decode steps: fgc and its peers, bf16, Sq = 1, D = 128, copy %.0f GB/s\n\n" \
+             "## Cold\n\n%s\n\n## Sustained\n\n%s\n\n%s\n" % (
+                 copy_bw / 1e9, decode_table(rows, "cold", copy_bw), decode_table(rows, "sustained", copy_bw),
+                 json.dumps(env))
+    else:
+        stem = "attention"
+        md = "# attention: fgc and its peers, bf16, BH = %d\n\n## Cold\n\n%s\n\n## Sustained\n\n%s\n\n%s\n" % (
+            args.bh, table(rows, "cold"), table(rows, "sustained"), json.dumps(env))
+    with open(os.path.join(args.out, stem + ".md"), "w") as f:
         f.write(md)
-    with open(os.path.join(args.out, "attention.json"), "w") as f:
+    with open(os.path.join(args.out, stem + ".json"), "w") as f:
         json.dump({"environment": env, "rows": rows}, f, indent=1)
     peers.log("\n" + md)
 

@@ -259,12 +259,14 @@ static void text_io(const Report *r, const FgGroup *gr)
 }
 
 /* Whether group gr's kernels cannot fill the GPU: none of its launches
- * has a block for every multiprocessor, and its work (its estimate less
- * the launches) is 5 us or more, where idle multiprocessors cost time
- * (a small tensor's few blocks are no loss). */
+ * has a block for 90% of the multiprocessors (an attention launch split
+ * along the keys takes 128 blocks of 132 where 136 would take two waves),
+ * and its work (its estimate less the launches) is 5 us or more, where
+ * idle multiprocessors cost time (a small tensor's few blocks are no
+ * loss). */
 static int underfills(const Report *r, const FgGroup *gr)
 {
-	return gr->max_grid > 0 && gr->max_grid < FG_SMS &&
+	return gr->max_grid > 0 && gr->max_grid * 10 < FG_SMS * 9 &&
 	       gr->cost.est_us - gr->cost.launches * r->plan->opt.launch_us >= 5.0;
 }
 

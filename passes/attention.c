@@ -347,18 +347,24 @@ static int in_pattern(const FgAttn *a, int id)
 }
 
 /* Adds the groups of node id to set gs (n of them), unique; 0 when id
- * is in several groups (recomputed) or none. */
+ * is in none, or there are more than max.  A value recomputed in several
+ * groups (a row max that the softmax and a log-sum-exp share: passes/
+ * cse.c merged them, the walk recomputes it in each row kernel) brings
+ * them all: they merge, and the checks after say whether they may. */
 static int add_group(Fuser *f, int id, int *gs, int *n, int max)
 {
-	if (f->memb[id].n != 1)
+	if (f->memb[id].n == 0)
 		return 0;
-	int gi = f->memb[id].v[0];
-	for (int i = 0; i < *n; i++)
-		if (gs[i] == gi)
-			return 1;
-	if (*n == max)
-		return 0;
-	gs[(*n)++] = gi;
+	for (int j = 0; j < f->memb[id].n; j++) {
+		int gi = f->memb[id].v[j], seen = 0;
+		for (int i = 0; i < *n && !seen; i++)
+			seen = gs[i] == gi;
+		if (seen)
+			continue;
+		if (*n == max)
+			return 0;
+		gs[(*n)++] = gi;
+	}
 	return 1;
 }
 

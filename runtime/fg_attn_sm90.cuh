@@ -56,6 +56,16 @@
  * the block's rows (and the consumers with it); a consumer whose 64 rows
  * alone are masked releases the stage unread.  Query tiles are walked
  * last first, as a causal mask gives them the most keys.
+ *
+ * Few blocks (decoding: a handful of query rows against a long cache)
+ * would leave most multiprocessors idle.  Then the launch splits the key
+ * tiles into runs of part.kts (SPLIT: flash-decoding), a block each; a
+ * block leaves its rows' unnormalized O, max m and sum l in part (f32),
+ * and fga::combine, a second kernel, merges the splits of each row in
+ * split order (the same result every run), then divides and calls Out
+ * and Rows.  A block whose query rows all fall to consumer 0 (Sq - m0 <=
+ * 64: one row of a decode step) runs without consumer 1: consumer 0
+ * takes every turn alone.
  * for S[z][r][c], S[z][r][c + 1] (and O's).  The accumulator layout gives
  * each thread such pairs: for n8 block j of each 64 rows, thread t of the
  * warpgroup holds rows 16(t/32) + (t%32)/4 (+ 8) at columns 8j + 2(t%4).
@@ -94,6 +104,17 @@ template <int D> struct Plan {
 	static constexpr int Q_BYTES = BM * D * 2;
 	static constexpr int KV_BYTES = BN * D * 2;
 	static constexpr int SMEM = 1024 + Q_BYTES + 2 * STAGES * KV_BYTES + 8 * (1 + 4 * STAGES);
+};
+
+/* Where the blocks of a launch split along the keys leave their partial
+ * results: per split, output matrix and query row (in that order, C
+ * order), O not yet divided by the sum (D floats) and the pair (m, l),
+ * the row's max of the scores (-inf when the split's keys are all masked
+ * for the row) and its sum of exp(scale (s - m)). */
+struct Part {
+	float *o;
+	float2 *ml;
+	int nsplit, kts;        /* splits; key tiles a split (the last may have fewer) */
 };
 
 /* Where output matrix z reads k and v: the output's batch dims (ext, C
@@ -214,11 +235,11 @@ static __device__ __forceinline__ double max4(double a, double b, double c, doub
 	return fmax(fmax(a, b), fmax(c, d));
 }
 
-template <class T, int D, class Score, class Tiles, class Out, class Rows, class Probs>
+template <class T, int D, bool SPLIT, class Score, class Tiles, class Out, class Rows, class Probs>
 __global__ void __launch_bounds__(THREADS, 1)
 attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
 	  const __grid_constant__ CUtensorMap mv, int Sq, int Sk, float scale, Batch bt, Score score, Tiles masked,
-	  Out out, Rows rows, Probs probs)
+	  Out out, Rows rows, Probs probs, Part part)
 {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	using P = Plan<D>;
@@ -230,16 +251,20 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		 *kempty = vfull + ST, *vempty = kempty + ST;
 	const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
 	const float sl2 = scale * LOG2E;        /* exp(scale s) = 2^(s sl2) */
-	/* the last query tiles first: under a causal mask they have the most keys */
-	const int ntm = (Sq + BM - 1) / BM, z = blockIdx.x / ntm, m0 = (ntm - 1 - blockIdx.x % ntm) * BM;
-	const int nkt = (Sk + BN - 1) / BN, rlast = min(m0 + BM, Sq) - 1;
+	/* the last query tiles first: under a causal mask they have the most
+	 * keys; a split's blocks side by side */
+	const int split = SPLIT ? blockIdx.x % part.nsplit : 0, b = SPLIT ? blockIdx.x / part.nsplit : blockIdx.x;
+	const int ntm = (Sq + BM - 1) / BM, z = b / ntm, m0 = (ntm - 1 - b % ntm) * BM;
+	const int rlast = min(m0 + BM, Sq) - 1, solo = Sq - m0 <= 64;
+	/* this block's key tiles: [n0, nkt) */
+	const int nall = (Sk + BN - 1) / BN, n0 = SPLIT ? split * part.kts : 0, nkt = SPLIT ? min(nall, n0 + part.kts) : nall;
 	if (threadIdx.x == 0) {
 		bar_init(qfull, 1);
 		for (int s = 0; s < ST; s++) {
 			bar_init(&kfull[s], 1);
 			bar_init(&vfull[s], 1);
-			bar_init(&kempty[s], 8);        /* lane 0 of each consumer warp */
-			bar_init(&vempty[s], 8);
+			bar_init(&kempty[s], solo ? 4 : 8);     /* lane 0 of each consumer warp */
+			bar_init(&vempty[s], solo ? 4 : 8);
 		}
 		asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 	}
@@ -256,7 +281,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			tma_load(sq + j * BM * ROW, &mq, qfull, 64 * j, m0, z);
 		/* K of a stage is free once both consumers' S = Q K^T read it,
 		 * V once their O += P V did: K runs a product ahead of V */
-		for (int n = 0, s = 0, ph = 0; n < nkt; n++) {
+		for (int n = n0, s = 0, ph = 0; n < nkt; n++) {
 			if (masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
 				continue;
 			bar_wait(&kempty[s], ph ^ 1);
@@ -274,6 +299,8 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		}
 		return;
 	}
+	if (solo && wg == 2)
+		return;         /* no rows */
 	fgg::regs_inc<240>();
 	const int c = wg - 1, w = t / 32, l = t % 32;
 	const int r0 = m0 + c * 64 + w * 16 + l / 4;    /* this thread's rows: r0, r0 + 8 */
@@ -289,12 +316,17 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	 * the previous tile and S = Q K^T of this one, back to back, then
 	 * passes the turn; the softmax of S runs while the other consumer's
 	 * turn keeps the tensor cores busy.  Consumer 0 takes the first turn
-	 * without waiting; consumer 1 passes no turn after its last. */
+	 * without waiting; consumer 1 passes no turn after its last.  A solo
+	 * consumer takes them all. */
 	int turns = 0, ps = -1, pph = 0;
 	auto take_turn = [&]() {
-		if (c == 1 || turns > 0)
+		if (!solo && (c == 1 || turns > 0))
 			fgg::named_sync(1 + c);
 		turns++;
+	};
+	auto pass_turn = [&]() {
+		if (!solo)
+			fgg::named_arrive(2 - c);
 	};
 	/* O += P V of the previous tile (stage ps), issued */
 	auto pv = [&]() {
@@ -393,7 +425,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			s = 0, ph ^= 1;
 	};
 	bar_wait(qfull, 0);
-	int n = 0;
+	int n = n0;
 	while (n < nkt && masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
 		n++;            /* tiles not loaded */
 	if (n < nkt) {
@@ -406,7 +438,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		wg_fence();
 		qk(sc, s);
 		wg_commit();
-		fgg::named_arrive(2 - c);
+		pass_turn();
 		wg_wait<0>();
 		pin<BN / 2>(sc);
 		if (l == 0)
@@ -429,7 +461,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		pv();
 		qk(sc, s);
 		wg_commit();
-		fgg::named_arrive(2 - c);
+		pass_turn();
 		wg_wait<0>();
 		pin<BN / 2>(sc);
 		pin<D / 2>(o);
@@ -448,13 +480,13 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		pv();
 		wg_commit();
 		if (c == 0)
-			fgg::named_arrive(2 - c);
+			pass_turn();
 		wg_wait<0>();
 		pin<D / 2>(o);
 		if (l == 0)
 			bar_arrive(&vempty[ps]);
 	}
-	/* O / l to the epilogue */
+	/* O / l to the epilogue, or O, m and l to the split's partials */
 	float inv[2];
 #pragma unroll
 	for (int h = 0; h < 2; h++) {
@@ -463,20 +495,73 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		inv[h] = 1.0f / lsum[h];
 	}
 	const int cb = 2 * (l % 4);
+	if constexpr (SPLIT) {
+		const int64_t nrows = (int64_t)(gridDim.x / part.nsplit / ntm) * Sq;
+		const int64_t row = (int64_t)split * nrows + (int64_t)z * Sq + r0;
 #pragma unroll
-	for (int j = 0; j < D / 8; j++) {
-		if (r0 < Sq)
-			out(z, r0, cb + 8 * j, o[4 * j] * inv[0], o[4 * j + 1] * inv[0]);
-		if (r0 + 8 < Sq)
-			out(z, r0 + 8, cb + 8 * j, o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]);
+		for (int h = 0; h < 2; h++) {
+			if (r0 + 8 * h >= Sq)
+				continue;
+			float2 *po = (float2 *)(part.o + (row + 8 * h) * D + cb);
+#pragma unroll
+			for (int j = 0; j < D / 8; j++)
+				po[4 * j] = make_float2(o[4 * j + 2 * h], o[4 * j + 2 * h + 1]);
+			if (l % 4 == 0)
+				part.ml[row + 8 * h] = make_float2(mrow[h], lsum[h]);
+		}
+	} else {
+#pragma unroll
+		for (int j = 0; j < D / 8; j++) {
+			if (r0 < Sq)
+				out(z, r0, cb + 8 * j, o[4 * j] * inv[0], o[4 * j + 1] * inv[0]);
+			if (r0 + 8 < Sq)
+				out(z, r0 + 8, cb + 8 * j, o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]);
+		}
+#pragma unroll
+		for (int h = 0; h < 2; h++)
+			if (l % 4 == 0 && r0 + 8 * h < Sq)
+				rows(z, r0 + 8 * h, mrow[h] * scale, lsum[h]);
 	}
-#pragma unroll
-	for (int h = 0; h < 2; h++)
-		if (l % 4 == 0 && r0 + 8 * h < Sq)
-			rows(z, r0 + 8 * h, mrow[h] * scale, lsum[h]);
 #else
 	__trap();       /* built for another target: the launcher refuses first */
 #endif
+}
+
+/* The second kernel of a split launch: row r of matrix z from the
+ * splits' partials, merged in split order (m the largest of the splits'
+ * maxima, each split's O and l scaled by exp(scale (m_i - m))), then O / l
+ * to Out and (m, l) to Rows as the unsplit kernel's end does.  A thread a
+ * pair of columns, D / 2 a row. */
+template <int D, class Out, class Rows>
+__global__ void __launch_bounds__(256)
+combine(Part part, int Sq, int64_t nrows, float scale, Out out, Rows rows)
+{
+	constexpr int TPR = D / 2;
+	const int64_t row = (int64_t)blockIdx.x * (256 / TPR) + threadIdx.x / TPR;
+	const int c = 2 * (threadIdx.x % TPR);
+	if (row >= nrows)
+		return;
+	const float sl2 = scale * LOG2E;
+	float m = -CUDART_INF_F;
+	for (int i = 0; i < part.nsplit; i++)
+		m = fmaxf(m, part.ml[i * nrows + row].x);
+	const float mb = (m == -CUDART_INF_F ? 0.0f : m) * sl2;
+	float lsum = 0.0f, o0 = 0.0f, o1 = 0.0f;
+	for (int i = 0; i < part.nsplit; i++) {
+		const float2 ml = part.ml[i * nrows + row];
+		if (ml.x == -CUDART_INF_F)
+			continue;       /* every key of the split masked: l and O are 0 */
+		const float f = fg_ex2(fmaf(ml.x, sl2, -mb));
+		const float2 po = *(const float2 *)(part.o + (i * nrows + row) * D + c);
+		lsum = fmaf(ml.y, f, lsum);
+		o0 = fmaf(po.x, f, o0);
+		o1 = fmaf(po.y, f, o1);
+	}
+	const float inv = 1.0f / lsum;
+	const int z = (int)(row / Sq), r = (int)(row % Sq);
+	out(z, r, c, o0 * inv, o1 * inv);
+	if (c == 0)
+		rows(z, r, m * scale, lsum);
 }
 
 /* ------------------------------------------------------------ the host */
@@ -493,12 +578,14 @@ static void tmap(CUtensorMap *m, const void *p, int64_t rows, int D, int64_t n, 
 	fgrt_tmap(m, p, dt, dims, pitch, box);
 }
 
-/* Launches attention<T, D> on ctx->stream: Z output matrices of Sq rows;
- * k and v hold zk and zv matrices of Sk rows. */
-template <class T, int D, class Score, class Tiles, class Out, class Rows, class Probs>
+/* Launches attention<T, D, SPLIT> on ctx->stream: Z output matrices of
+ * Sq rows; k and v hold zk and zv matrices of Sk rows.  SPLIT: the key
+ * tiles in part.nsplit runs, the partials into part (then launch
+ * combine). */
+template <class T, int D, bool SPLIT, class Score, class Tiles, class Out, class Rows, class Probs>
 static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v, int Sq, int Sk, float scale,
 		   int Z, int zk, int zv, const Batch &bt, const Score &score, const Tiles &masked, const Out &out, const Rows &rows,
-		   const Probs &probs)
+		   const Probs &probs, const Part &part)
 {
 	using P = Plan<D>;
 	CUtensorMap mq, mk, mv;
@@ -511,13 +598,22 @@ static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v
 	if (dev < 0 || dev >= 64)
 		fgrt_cuda(cudaErrorInvalidDevice, "the generated attention on a device past the 64th");
 	if (!ready[dev]) {
-		fgrt_cuda(cudaFuncSetAttribute(attention<T, D, Score, Tiles, Out, Rows, Probs>,
+		fgrt_cuda(cudaFuncSetAttribute(attention<T, D, SPLIT, Score, Tiles, Out, Rows, Probs>,
 					       cudaFuncAttributeMaxDynamicSharedMemorySize, P::SMEM), "cudaFuncSetAttribute");
 		ready[dev] = 1;
 	}
-	const int64_t grid = (int64_t)((Sq + BM - 1) / BM) * Z;
-	attention<T, D, Score, Tiles, Out, Rows, Probs><<<(unsigned)grid, THREADS, P::SMEM, ctx->stream>>>(
-		mq, mk, mv, Sq, Sk, scale, bt, score, masked, out, rows, probs);
+	const int64_t grid = (int64_t)((Sq + BM - 1) / BM) * Z * (SPLIT ? part.nsplit : 1);
+	attention<T, D, SPLIT, Score, Tiles, Out, Rows, Probs><<<(unsigned)grid, THREADS, P::SMEM, ctx->stream>>>(
+		mq, mk, mv, Sq, Sk, scale, bt, score, masked, out, rows, probs, part);
+}
+
+/* Launches combine<D> on ctx->stream after a split attention launch of
+ * Z matrices of Sq rows. */
+template <int D, class Out, class Rows>
+static void launch_combine(FgrtContext *ctx, const Part &part, int Sq, int Z, float scale, const Out &out, const Rows &rows)
+{
+	const int64_t nrows = (int64_t)Z * Sq, per = 256 / (D / 2);
+	combine<D, Out, Rows><<<(unsigned)((nrows + per - 1) / per), 256, 0, ctx->stream>>>(part, Sq, nrows, scale, out, rows);
 }
 
 } /* namespace fga */

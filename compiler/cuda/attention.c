@@ -393,6 +393,39 @@ static const char *tile_functor(Emit *E, const Kern *k, const FgAttn *a, const B
 	return cu_fmt(k->a, "%s{}", name);
 }
 
+/* ------------------------------------------------ keys split (decode) */
+
+/* Splitting the keys (flash-decoding; fga::Part).  The kernel runs one
+ * block a multiprocessor, each walking all nkt key tiles of its 128 query
+ * rows; a launch of fewer blocks than the GPU has multiprocessors (a
+ * decode step: a few query rows against a long cache) leaves the rest
+ * idle.  Then the tiles are cut into runs, a block each, and a second
+ * kernel merges the runs' partials: of n = 1 .. nkt runs, the fewest
+ * waves x (tiles a block + 2) (the 2: a block's start, its barriers, q's
+ * tile and the first loads in flight, and its partials), the fewer blocks
+ * among equals, split only where that saves more than the second kernel's
+ * launch (3 tiles' time).  Returns the number of runs (1: not split), *kts the
+ * tiles of each (the last may have fewer). */
+static int64_t key_splits(int64_t blocks, int64_t nkt, int64_t *kts)
+{
+	int64_t best = nkt + 2;
+	*kts = nkt;
+	if (blocks >= SMS)
+		return 1;
+	for (int64_t n = 2; n <= nkt; n++) {
+		const int64_t t = (nkt + n - 1) / n, cost = (blocks * n + SMS - 1) / SMS * (t + 2) + 3;
+		if (cost < best)
+			best = cost, *kts = t;
+	}
+	return (nkt + *kts - 1) / *kts;
+}
+
+/* The runs of a's key tiles, *kts tiles each (key_splits). */
+static int64_t attn_splits(const FgAttn *a, int64_t Z, int64_t *kts)
+{
+	return key_splits((a->sq + 127) / 128 * Z, (a->sk + 127) / 128, kts);
+}
+
 /* How fgc compile runs attention group gi, in a phrase (fgc report's "on
  * the GPU", through fg_cuda_gemm_note). */
 const char *cu_attention_note(const FgPlan *plan, int gi)
@@ -406,11 +439,15 @@ const char *cu_attention_note(const FgPlan *plan, int gi)
 	Bounds b;
 	int neg;
 	const int skips = mask_bounds(ar, g, &a, &b, &neg);
+	int64_t kts, nsplit = attn_splits(&a, cu_numel(&g->nodes[a.mm2].shape) / (a.sq * a.d), &kts);
 	return cu_fmt(ar, "the generated sm_90a flash kernel, head dim %lld, %lld query rows against %lld keys in tiles of "
-		      "128 x 128, %s%s%s", (long long)a.d, (long long)a.sq, (long long)a.sk,
+		      "128 x 128, %s%s%s%s", (long long)a.d, (long long)a.sq, (long long)a.sk,
 		      skips ? "key tiles that the mask's iota bounds put at -inf skipped" : "every key tile computed",
 		      a.lse_y >= 0 ? cu_fmt(ar, ", %s written per row", plan->names[a.lse_y]) : "",
-		      a.nprobs ? ", the ops on p applied before the division by the row's sum" : "");
+		      a.nprobs ? ", the ops on p applied before the division by the row's sum" : "",
+		      nsplit > 1 ? cu_fmt(ar, "; too few blocks to fill the GPU, so the keys are split into %lld runs of %lld "
+					  "tile%s, a block each, their partial softmaxes merged in order by a second "
+					  "kernel (flash-decoding)", (long long)nsplit, (long long)kts, kts == 1 ? "" : "s") : "");
 }
 
 /* "{a, b, c}" of the first n of v, padded with zeros to fga::MAX_BATCH. */
@@ -457,12 +494,18 @@ void cu_emit_attention(Emit *E, Kern *k)
 		return;
 	}
 	cu_path(E, k->gi, a.d == 64 ? CU_PATH_ATTN_D64 : CU_PATH_ATTN_D128);
+	int64_t kts, nsplit = attn_splits(&a, Z, &kts);
+	const int64_t obytes = nsplit * Z * a.sq * a.d * 4;
+	if (nsplit > 1) {
+		cu_path(E, k->gi, CU_PATH_ATTN_SPLIT);
+		cu_use_scratch(E, k->gi, obytes + nsplit * Z * a.sq * 8);
+	}
 	Bounds bounds;
 	int neg;
 	const int skips = mask_bounds(k->a, k->g, &a, &bounds, &neg);
 	cu_emit_comment(E, k->gi, cu_fmt(E->a, "attention on the generated sm_90a flash kernel (fga::attention, head dim "
 				   "%lld, %lld query rows against %lld keys, %lld matrices%s): the scores (%s) and the "
-				   "probabilities (%s) stay on chip; score ops in %s, the output's stores in %s%s%s%s",
+				   "probabilities (%s) stay on chip; score ops in %s, the output's stores in %s%s%s%s%s",
 				   (long long)a.d, (long long)a.sq, (long long)a.sk, (long long)Z,
 				   cu_numel(kshape) < cu_numel(os) / a.sq * a.sk ? ", k and v shared across the batch" : "",
 				   k->plan->names[a.mm1], k->plan->names[a.p], sname, oname,
@@ -470,7 +513,10 @@ void cu_emit_attention(Emit *E, Kern *k)
 				   cu_fmt(E->a, ", key tiles masked whole in %s", cu_kname(k, "tiles")) : "",
 				   a.lse_y >= 0 ? cu_fmt(E->a, ", %s per row in %s", k->plan->names[a.lse_y],
 							  cu_kname(k, "rows")) : "",
-				   a.nprobs ? cu_fmt(E->a, ", the ops on p in %s", cu_kname(k, "probs")) : ""));
+				   a.nprobs ? cu_fmt(E->a, ", the ops on p in %s", cu_kname(k, "probs")) : "",
+				   nsplit > 1 ? cu_fmt(E->a, "; the keys in %lld runs of %lld tile%s, a block each, their "
+						       "partials (scratch) merged in order by fga::combine", (long long)nsplit,
+						       (long long)kts, kts == 1 ? "" : "s") : ""));
 	const char *tiles = tile_functor(E, k, &a, skips ? &bounds : NULL, neg, cu_kname(k, "tiles"));
 	const char *rows = rows_functor(E, k, &a, cu_kname(k, "rows"));
 	const char *sargs = functor(E, &ks_, sname, "int z_, int r_, int c_, float &v0, float &v1", 0, -1);
@@ -481,12 +527,22 @@ void cu_emit_attention(Emit *E, Kern *k)
 	int64_t ext[FG_MAX_RANK];
 	for (int i = 0; i < nb; i++)
 		ext[i] = os->d[i];
-	const int64_t blocks = (a.sq + 127) / 128 * Z;
+	const int64_t blocks = (a.sq + 127) / 128 * Z * nsplit;
+	const char *part = nsplit > 1 ? cu_fmt(k->a, "fga::Part{(float *)ctx->scratch, (float2 *)(ctx->scratch + %lld), "
+					       "%lld, %lld}", (long long)obytes, (long long)nsplit, (long long)kts) : "fga::Part{}";
+	const char *scl = cu_literal(k->a, FG_DT_F32, scale), *outf = cu_fmt(k->a, "%s{%s}", oname, oargs);
 	cu_add_call(E, cu_kname(k, NULL), k->gi, blocks, 384,
-		    cu_fmt(E->a, "fga::launch<%s, %lld>(ctx, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lld, "
-			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s{%s}, %s, %s);", tname, (long long)a.d,
-			   cu_tensor_param(k, a.q), cu_tensor_param(k, a.k), cu_tensor_param(k, a.v), (long long)a.sq,
-			   (long long)a.sk, cu_literal(k->a, FG_DT_F32, scale), (long long)Z,
-			   (long long)(cu_numel(kshape) / (a.sk * a.d)), (long long)(cu_numel(vshape) / (a.sk * a.d)), nb, int_list(k->a, ext, nb), int_list(k->a, ks, nb),
-			   int_list(k->a, vs, nb), sname, sargs, tiles, oname, oargs, rows, probs));
+		    cu_fmt(E->a, "fga::launch<%s, %lld, %s>(ctx, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lld, "
+			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s, %s, %s, %s);", tname, (long long)a.d,
+			   nsplit > 1 ? "true" : "false", cu_tensor_param(k, a.q), cu_tensor_param(k, a.k),
+			   cu_tensor_param(k, a.v), (long long)a.sq, (long long)a.sk, scl, (long long)Z,
+			   (long long)(cu_numel(kshape) / (a.sk * a.d)), (long long)(cu_numel(vshape) / (a.sk * a.d)), nb,
+			   int_list(k->a, ext, nb), int_list(k->a, ks, nb), int_list(k->a, vs, nb), sname, sargs, tiles,
+			   outf, rows, probs, part));
+	if (nsplit > 1) {
+		const int64_t per = 256 / (a.d / 2);
+		cu_add_call(E, cu_kname(k, "combine"), k->gi, (Z * a.sq + per - 1) / per, 256,
+			    cu_fmt(E->a, "fga::launch_combine<%lld>(ctx, %s, %lld, %lld, %s, %s, %s);", (long long)a.d, part,
+				   (long long)a.sq, (long long)Z, scl, outf, rows));
+	}
 }

@@ -90,7 +90,8 @@
 	X(GEMM_PP_64x64, "gemm.fgc.pingpong.64x64")                                     \
 	X(GEMM_FGC_TF32, "gemm.fgc.tf32")                                               \
 	X(ATTN_D64, "attention.d64")            /* the flash kernel, head dim 64 */     \
-	X(ATTN_D128, "attention.d128")          /* ... 128 */
+	X(ATTN_D128, "attention.d128")          /* ... 128 */                           \
+	X(ATTN_SPLIT, "attention.split")        /* the keys split across blocks, then a combine */
 
 typedef enum CuPath {
 #define X(id, name) CU_PATH_##id,
