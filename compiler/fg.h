@@ -1032,6 +1032,10 @@ typedef struct FgAttn {
 	 * maxes, the sub, exp, sum, log and add, the reshape). */
 	int lse_y, lse_f, lse_f1, lse_add;
 	int lse[12], nlse;
+	/* p written (an output, @save or @materialize): the kernel stores it
+	 * from a second pass over the keys, once each row's max and sum are
+	 * known */
+	int p_written;
 } FgAttn;
 /* Whether matmul mm2 ends the attention pattern: 0 when it does not
  * (a matmul of something else), 1 with *a filled, -1 when it does but a

@@ -20,7 +20,8 @@
  * (the scores cross blocks twice).  Where the pattern and its groups
  * allow (nothing of the scores or the probabilities is written: not an
  * output, not saved, not read by another group, but a log-sum-exp of the
- * scores may be; the output's epilogue elementwise ops, transposes and
+ * scores may be, and p itself, which the kernel then writes from a second
+ * pass over the keys; the output's epilogue elementwise ops, transposes and
  * reshapes of o's elements, each stored once), the groups become one
  * attention group and those boundaries go away.  Where they do not, the
  * boundary of the probabilities says which condition failed.
@@ -323,6 +324,7 @@ int fg_kind_attention(const FgGraph *g, int mm2, FgAttn *a, const char **why, Fg
 		return -1;
 	}
 	find_lse(g, a);
+	a->p_written = (p->flags & (FG_NF_OUTPUT | FG_NF_SAVED | FG_NF_MATERIALIZE)) != 0;
 	return 1;
 }
 
@@ -393,7 +395,8 @@ static const char *merge_refusal(Fuser *f, const FgAttn *a, int *gs, int *ngs)
 	*ngs = 0;
 	for (int i = 0; i < n; i++) {
 		const FgNode *m = nd(g, ids[i]);
-		if (ids[i] != a->mm2 && ids[i] != a->lse_y && (m->flags & (FG_NF_OUTPUT | FG_NF_SAVED | FG_NF_MATERIALIZE)))
+		if (ids[i] != a->mm2 && ids[i] != a->lse_y && ids[i] != a->p &&
+		    (m->flags & (FG_NF_OUTPUT | FG_NF_SAVED | FG_NF_MATERIALIZE)))
 			return fg_arena_printf(f->a, "%s %s at %d:%d is %s, and the attention kernel keeps the scores "
 					       "and the probabilities on chip", m->name ? m->name : fg_op_info[m->op].name,
 					       shape_str(f->a, g, ids[i]), m->loc.line, m->loc.col,
@@ -509,7 +512,7 @@ static void merge(Fuser *f, const FgAttn *a, const int *gs, int n)
 			f->memb[id].v[w++] = gi;
 		}
 		f->memb[id].n = w;
-		if (in_pattern(a, id) && id != a->mm2 && id != a->lse_y) {
+		if (in_pattern(a, id) && id != a->mm2 && id != a->lse_y && !(id == a->p && a->p_written)) {
 			f->block[id] = FG_WHY_NONE;
 			f->detail[id] = NULL;
 		}

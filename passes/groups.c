@@ -325,6 +325,14 @@ static void finish_group(Fuser *f, FgGroup *out, const BGroup *b, int gi)
 			sorted[ns++] = nodes.v[k];
 			fg_kind_flops(g, nodes.v[k], &f->opt, &out->cost.flops_tc, &out->cost.flops_cc);
 		}
+	if (b->kind == FG_GROUP_ATTENTION) {
+		/* p written: the kernel multiplies the scores twice (a first pass
+		 * for the rows' max and sum) */
+		FgAttn a;
+		const char *why;
+		if (fg_kind_attention(g, b->root, &a, &why, f->a) == 1 && a.p_written)
+			out->cost.flops_tc += 2.0 * (double)fg_shape_numel(&g->nodes[a.mm1].shape) * (double)a.d;
+	}
 	fg_cost_estimate(&f->opt, &out->cost);
 	out->est_regs = estimate_regs(f, gi, sorted, ns);
 }

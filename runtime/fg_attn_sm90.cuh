@@ -4,7 +4,7 @@
  * probabilities never leaving the chip (the attention group,
  * compiler/cuda/attention.c; issue 16).
  *
- * fga::attention<T, D, Score, Tiles, Out, Rows, Probs>: q [Z, Sq, D], k [Zk, Sk, D], v [Zv,
+ * fga::attention<T, D, SPLIT, Score, Tiles, Out, Rows, Probs, Psave>: q [Z, Sq, D], k [Zk, Sk, D], v [Zv,
  * Sk, D] of T (f16 or bf16), row-major; output matrix z reads k's matrix
  * bt.k(z) and v's bt.v(z) (K and V shared over query heads: GQA, MQA).
  * A block takes BM = 128 query rows of one z and walks the keys in tiles
@@ -45,6 +45,7 @@
  *     void Out::operator()(int z, int r, int c, float v0, float v1) const
  *     void Rows::operator()(int z, int r, float m, float l) const
  *     void Probs::operator()(int z, int r, int c, float &p0, float &p1) const
+ *     void Psave::operator()(int z, int r, int c, float p0, float p1) const
  * Probs applies the ops between the softmax and the second product
  * (dropout) to the unnormalized probabilities exp(s - m), after the row's
  * sum took them: they are linear in p, so the division by the sum may
@@ -56,6 +57,13 @@
  * the block's rows (and the consumers with it); a consumer whose 64 rows
  * alone are masked releases the stage unread.  Query tiles are walked
  * last first, as a causal mask gives them the most keys.
+ *
+ * Psave writes the probabilities P = exp(s - m) / l themselves, where
+ * the graph keeps them (a @save on p, or p an output).  m and l must then
+ * be final before the first P: the consumers walk the key tiles twice, a
+ * first pass of S = Q K^T alone for each row's max and sum (the producer
+ * brings K only), then the pass above with P exact, normalized before
+ * the second product (O needs no rescaling and no division at the end).
  *
  * Few blocks (decoding: a handful of query rows against a long cache)
  * would leave most multiprocessors idle.  Then the launch splits the key
@@ -214,6 +222,15 @@ struct NoProbs {
 	}
 };
 
+/* The Psave functor of a group that does not write p (one that does has
+ * on = true and stores p[z][r][c], p[z][r][c + 1]). */
+struct NoPsave {
+	static constexpr bool on = false;
+	__device__ __forceinline__ void operator()(int, int, int, float, float) const
+	{
+	}
+};
+
 /* The Rows functor of a group that writes no log-sum-exp. */
 struct NoRows {
 	__device__ __forceinline__ void operator()(int, int, float, float) const
@@ -235,11 +252,11 @@ static __device__ __forceinline__ double max4(double a, double b, double c, doub
 	return fmax(fmax(a, b), fmax(c, d));
 }
 
-template <class T, int D, bool SPLIT, class Score, class Tiles, class Out, class Rows, class Probs>
+template <class T, int D, bool SPLIT, class Score, class Tiles, class Out, class Rows, class Probs, class Psave>
 __global__ void __launch_bounds__(THREADS, 1)
 attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
 	  const __grid_constant__ CUtensorMap mv, int Sq, int Sk, float scale, Batch bt, Score score, Tiles masked,
-	  Out out, Rows rows, Probs probs, Part part)
+	  Out out, Rows rows, Probs probs, Psave psave, Part part)
 {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	using P = Plan<D>;
@@ -280,23 +297,29 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		for (int j = 0; j < DB; j++)
 			tma_load(sq + j * BM * ROW, &mq, qfull, 64 * j, m0, z);
 		/* K of a stage is free once both consumers' S = Q K^T read it,
-		 * V once their O += P V did: K runs a product ahead of V */
-		for (int n = n0, s = 0, ph = 0; n < nkt; n++) {
-			if (masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
-				continue;
-			bar_wait(&kempty[s], ph ^ 1);
-			bar_expect(&kfull[s], P::KV_BYTES);
+		 * V once their O += P V did: K runs a product ahead of V.  With
+		 * P written, a first pass of K alone (the rows' max and sum) */
+		for (int pass = Psave::on ? 0 : 1, ks = 0, kph = 0, vs = 0, vph = 0; pass < 2; pass++)
+			for (int n = n0; n < nkt; n++) {
+				if (masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
+					continue;
+				bar_wait(&kempty[ks], kph ^ 1);
+				bar_expect(&kfull[ks], P::KV_BYTES);
 #pragma unroll
-			for (int j = 0; j < DB; j++)
-				tma_load(sk + s * P::KV_BYTES + j * BN * ROW, &mk, &kfull[s], 64 * j, n * BN, kz);
-			bar_wait(&vempty[s], ph ^ 1);
-			bar_expect(&vfull[s], P::KV_BYTES);
+				for (int j = 0; j < DB; j++)
+					tma_load(sk + ks * P::KV_BYTES + j * BN * ROW, &mk, &kfull[ks], 64 * j, n * BN, kz);
+				if (++ks == ST)
+					ks = 0, kph ^= 1;
+				if (pass == 0)
+					continue;
+				bar_wait(&vempty[vs], vph ^ 1);
+				bar_expect(&vfull[vs], P::KV_BYTES);
 #pragma unroll
-			for (int j = 0; j < DB; j++)
-				tma_load(sv + s * P::KV_BYTES + j * BN * ROW, &mv, &vfull[s], 64 * j, n * BN, vz);
-			if (++s == ST)
-				s = 0, ph ^= 1;
-		}
+				for (int j = 0; j < DB; j++)
+					tma_load(sv + vs * P::KV_BYTES + j * BN * ROW, &mv, &vfull[vs], 64 * j, n * BN, vz);
+				if (++vs == ST)
+					vs = 0, vph ^= 1;
+			}
 		return;
 	}
 	if (solo && wg == 2)
@@ -347,9 +370,17 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	};
 	/* After a tile's turn, on its S: the score ops (with -inf past the
 	 * keys), the online softmax, P packed as the next turn's A operand;
-	 * the stage advanced. */
-	int s = 0, ph = 0;
-	auto after = [&](float *sc, int k0) {
+	 * the V stage advanced (K's: kdone).  With P written, the max m and
+	 * sum l are the first pass's, final: P = exp(s - m) / l exactly, to
+	 * Psave, and O needs no rescaling or division. */
+	int s = 0, ph = 0, vs = 0, vph = 0;
+	auto kdone = [&]() {
+		if (l == 0)
+			bar_arrive(&kempty[s]);
+		if (++s == ST)
+			s = 0, ph ^= 1;
+	};
+	auto score_ops = [&](float *sc, int k0) {
 		/* 2. the score ops, and -inf past the keys */
 		const int c0 = k0 + 2 * (l % 4);
 		if (rows_in && k0 + BN <= Sk) {
@@ -372,40 +403,61 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 					sc[4 * j + 1] = sc[4 * j + 3] = -CUDART_INF_F;
 			}
 		}
+	};
+	/* 3. the online softmax of row r0 + 8h, over a tile's scores: the
+	 * new max; alpha, what rescales the old sum (and O) to it; l. */
+	auto online = [&](const float *sc, int h, float &mb) {
+		float mx = mrow[h];
+#pragma unroll
+		for (int j = 0; j < BN / 8; j++)
+			mx = fmaxf(mx, fmaxf(sc[4 * j + 2 * h], sc[4 * j + 2 * h + 1]));
+		mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
+		mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
+		mb = (mx == -CUDART_INF_F ? 0.0f : mx) * sl2;
+		const float alpha = mx == mrow[h] ? 1.0f : fg_ex2(mrow[h] * sl2 - mb);
+		mrow[h] = mx;
+		lsum[h] *= alpha;
+		return alpha;
+	};
+	float linv[2];          /* with P written: 1 / l of the first pass */
+	auto after = [&](float *sc, int k0) {
+		score_ops(sc, k0);
 		/* 3. the online softmax, row r0 + 8h of each pair: O (now with
 		 * the previous tile's P V) and l rescaled to the new max, O only
 		 * where some row of the warp has a new max (64 multiplies a
 		 * thread; after the first tiles most rows keep theirs) */
-		float alpha[2];
+		float alpha[2] = {1.0f, 1.0f};
 #pragma unroll
 		for (int h = 0; h < 2; h++) {
-			float mx = mrow[h];
-#pragma unroll
-			for (int j = 0; j < BN / 8; j++)
-				mx = fmaxf(mx, fmaxf(sc[4 * j + 2 * h], sc[4 * j + 2 * h + 1]));
-			mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
-			mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
-			const float mu = mx == -CUDART_INF_F ? 0.0f : mx, mb = mu * sl2;
-			alpha[h] = mx == mrow[h] ? 1.0f : fg_ex2(mrow[h] * sl2 - mb);
-			mrow[h] = mx;
-			lsum[h] *= alpha[h];
+			float mb = (mrow[h] == -CUDART_INF_F ? 0.0f : mrow[h]) * sl2;
+			if constexpr (!Psave::on)
+				alpha[h] = online(sc, h, mb);
 #pragma unroll
 			for (int j = 0; j < BN / 8; j++) {
 				sc[4 * j + 2 * h] = fg_ex2(fmaf(sc[4 * j + 2 * h], sl2, -mb));
 				sc[4 * j + 2 * h + 1] = fg_ex2(fmaf(sc[4 * j + 2 * h + 1], sl2, -mb));
-				lsum[h] += sc[4 * j + 2 * h] + sc[4 * j + 2 * h + 1];
+				if constexpr (Psave::on) {
+					sc[4 * j + 2 * h] *= linv[h];
+					sc[4 * j + 2 * h + 1] *= linv[h];
+				} else {
+					lsum[h] += sc[4 * j + 2 * h] + sc[4 * j + 2 * h + 1];
+				}
 			}
 		}
-		/* the ops on the probabilities, after the sums took them */
+		/* P written; the ops on the probabilities, after the sums took them */
 #pragma unroll
 		for (int j = 0; j < BN / 8; j++) {
 			const int col = k0 + 2 * (l % 4) + 8 * j;
-			if (col < Sk && r0 < Sq)
+			if (col < Sk && r0 < Sq) {
+				psave(z, r0, col, sc[4 * j], sc[4 * j + 1]);
 				probs(z, r0, col, sc[4 * j], sc[4 * j + 1]);
-			if (col < Sk && r0 + 8 < Sq)
+			}
+			if (col < Sk && r0 + 8 < Sq) {
+				psave(z, r0 + 8, col, sc[4 * j + 2], sc[4 * j + 3]);
 				probs(z, r0 + 8, col, sc[4 * j + 2], sc[4 * j + 3]);
+			}
 		}
-		if (__any_sync(0xffffffff, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+		if (!Psave::on && __any_sync(0xffffffff, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
 #pragma unroll
 			for (int j = 0; j < D / 8; j++) {
 				o[4 * j] *= alpha[0];
@@ -420,11 +472,45 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 #pragma unroll
 			for (int i = 0; i < 4; i++)
 				pa[kk][i] = pack2<T>(sc[8 * kk + 2 * i], sc[8 * kk + 2 * i + 1]);
-		ps = s, pph = ph;
-		if (++s == ST)
-			s = 0, ph ^= 1;
+		ps = vs, pph = vph;
+		if (++vs == ST)
+			vs = 0, vph ^= 1;
 	};
 	bar_wait(qfull, 0);
+	if constexpr (Psave::on) {
+		/* the first pass: S = Q K^T a turn, the rows' max and sum */
+		for (int n = n0; n < nkt; n++) {
+			if (masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
+				continue;
+			float sc[BN / 2];
+			take_turn();
+			bar_wait(&kfull[s], ph);
+			pin<BN / 2>(sc);
+			wg_fence();
+			qk(sc, s);
+			wg_commit();
+			pass_turn();
+			wg_wait<0>();
+			pin<BN / 2>(sc);
+			kdone();
+			score_ops(sc, n * BN);
+#pragma unroll
+			for (int h = 0; h < 2; h++) {
+				float mb;
+				online(sc, h, mb);
+#pragma unroll
+				for (int j = 0; j < BN / 8; j++)
+					lsum[h] += fg_ex2(fmaf(sc[4 * j + 2 * h], sl2, -mb)) +
+						   fg_ex2(fmaf(sc[4 * j + 2 * h + 1], sl2, -mb));
+			}
+		}
+#pragma unroll
+		for (int h = 0; h < 2; h++) {
+			lsum[h] += __shfl_xor_sync(0xffffffff, lsum[h], 1);
+			lsum[h] += __shfl_xor_sync(0xffffffff, lsum[h], 2);
+			linv[h] = 1.0f / lsum[h];
+		}
+	}
 	int n = n0;
 	while (n < nkt && masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
 		n++;            /* tiles not loaded */
@@ -441,9 +527,9 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		pass_turn();
 		wg_wait<0>();
 		pin<BN / 2>(sc);
-		if (l == 0)
-			bar_arrive(&kempty[s]);
-		after(sc, n * BN);
+		const int k0 = n * BN;
+		kdone();
+		after(sc, k0);
 	}
 	for (n++; n < nkt; n++) {
 		const int k0 = n * BN;
@@ -465,10 +551,9 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		wg_wait<0>();
 		pin<BN / 2>(sc);
 		pin<D / 2>(o);
-		if (l == 0) {
-			bar_arrive(&kempty[s]);
+		if (l == 0)
 			bar_arrive(&vempty[ps]);
-		}
+		kdone();
 		after(sc, k0);
 	}
 	if (ps >= 0) {          /* the last turn: the last tile's O += P V */
@@ -486,10 +571,11 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		if (l == 0)
 			bar_arrive(&vempty[ps]);
 	}
-	/* O / l to the epilogue, or O, m and l to the split's partials */
-	float inv[2];
+	/* O / l to the epilogue (O as it is when P was normalized), or O, m
+	 * and l to the split's partials */
+	float inv[2] = {1.0f, 1.0f};
 #pragma unroll
-	for (int h = 0; h < 2; h++) {
+	for (int h = 0; h < 2 && !Psave::on; h++) {
 		lsum[h] += __shfl_xor_sync(0xffffffff, lsum[h], 1);
 		lsum[h] += __shfl_xor_sync(0xffffffff, lsum[h], 2);
 		inv[h] = 1.0f / lsum[h];
@@ -582,10 +668,10 @@ static void tmap(CUtensorMap *m, const void *p, int64_t rows, int D, int64_t n, 
  * Sq rows; k and v hold zk and zv matrices of Sk rows.  SPLIT: the key
  * tiles in part.nsplit runs, the partials into part (then launch
  * combine). */
-template <class T, int D, bool SPLIT, class Score, class Tiles, class Out, class Rows, class Probs>
+template <class T, int D, bool SPLIT, class Score, class Tiles, class Out, class Rows, class Probs, class Psave>
 static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v, int Sq, int Sk, float scale,
 		   int Z, int zk, int zv, const Batch &bt, const Score &score, const Tiles &masked, const Out &out, const Rows &rows,
-		   const Probs &probs, const Part &part)
+		   const Probs &probs, const Psave &psave, const Part &part)
 {
 	using P = Plan<D>;
 	CUtensorMap mq, mk, mv;
@@ -598,13 +684,13 @@ static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v
 	if (dev < 0 || dev >= 64)
 		fgrt_cuda(cudaErrorInvalidDevice, "the generated attention on a device past the 64th");
 	if (!ready[dev]) {
-		fgrt_cuda(cudaFuncSetAttribute(attention<T, D, SPLIT, Score, Tiles, Out, Rows, Probs>,
+		fgrt_cuda(cudaFuncSetAttribute(attention<T, D, SPLIT, Score, Tiles, Out, Rows, Probs, Psave>,
 					       cudaFuncAttributeMaxDynamicSharedMemorySize, P::SMEM), "cudaFuncSetAttribute");
 		ready[dev] = 1;
 	}
 	const int64_t grid = (int64_t)((Sq + BM - 1) / BM) * Z * (SPLIT ? part.nsplit : 1);
-	attention<T, D, SPLIT, Score, Tiles, Out, Rows, Probs><<<(unsigned)grid, THREADS, P::SMEM, ctx->stream>>>(
-		mq, mk, mv, Sq, Sk, scale, bt, score, masked, out, rows, probs, part);
+	attention<T, D, SPLIT, Score, Tiles, Out, Rows, Probs, Psave><<<(unsigned)grid, THREADS, P::SMEM, ctx->stream>>>(
+		mq, mk, mv, Sq, Sk, scale, bt, score, masked, out, rows, probs, psave, part);
 }
 
 /* Launches combine<D> on ctx->stream after a split attention launch of

@@ -26,17 +26,32 @@
 
 #include "cuda.h"
 
-/* Writes functor `name` of k: a field per read it loaded (and per write
- * when writes, but skip), then operator() with signature sig over k's
- * lines.
+/* Which of the group's writes a functor stores. */
+typedef enum Writes {
+	W_NONE,
+	W_OUT,                  /* all but the log-sum-exp and p (NAME_out) */
+	W_P,                    /* p alone (NAME_psave) */
+} Writes;
+
+static int stores(const FgAttn *a, Writes w, int id)
+{
+	return w == W_P ? id == a->p : w == W_OUT && id != a->lse_y && !(id == a->p && a->p_written);
+}
+
+/* Writes functor `name` of k: a field per read it loaded and per write it
+ * stores (w), then operator() with signature sig over k's lines; head: a
+ * line before them, or NULL.
  * Returns the initializer's arguments. */
-static const char *functor(Emit *E, Kern *k, const char *name, const char *sig, int writes, int skip)
+static const char *functor(Emit *E, Kern *k, const char *name, const char *sig, const FgAttn *a, Writes w,
+			   const char *head)
 {
 	const char *args = "";
 	cu_out(E, "struct %s {\n", name);
-	for (int r = 0; r < k->gr->nreads + (writes ? k->gr->nwrites : 0); r++) {
+	if (head)
+		cu_out(E, "\t%s\n", head);
+	for (int r = 0; r < k->gr->nreads + (w != W_NONE ? k->gr->nwrites : 0); r++) {
 		int id = r < k->gr->nreads ? k->gr->reads[r] : k->gr->writes[r - k->gr->nreads];
-		if ((r < k->gr->nreads && !k->used[r]) || id == skip)
+		if (r < k->gr->nreads ? !k->used[r] : !stores(a, w, id))
 			continue;
 		cu_out(E, "\t%s%s *%s;\n", r < k->gr->nreads ? "const " : "", fg_dtype_info[k->g->nodes[id].dt].cuda_store,
 		       cu_tensor_param(k, id));
@@ -182,8 +197,8 @@ static void out_stores(Kern *k, const FgAttn *a)
 	int *path = fg_arena_array(k->a, (size_t)k->gr->nnodes + 1, sizeof(int));
 	const unsigned char *dep = from_o(k, a->mm2);
 	for (int w = 0; w < k->gr->nwrites; w++) {
-		if (k->gr->writes[w] == a->lse_y)
-			continue;       /* NAME_rows writes it */
+		if (!stores(a, W_OUT, k->gr->writes[w]))
+			continue;       /* NAME_rows or NAME_psave writes it */
 		int moves, n = o_path(k, dep, a->mm2, k->gr->writes[w], path, &moves);
 		if (!moves) {
 			Ix ys[2];
@@ -202,6 +217,21 @@ static void out_stores(Kern *k, const FgAttn *a)
 			cu_store(k, k->gr->writes[w], &y, NULL, NULL);
 		}
 	}
+}
+
+/* The stores of p at the pair P[z][r][c], P[z][r][c + 1] (the second
+ * when c + 1 < Sk), from the kernel's normalized probabilities. */
+static void p_stores(Kern *k, const FgAttn *a)
+{
+	const FgShape *ps = &k->g->nodes[a->p].shape;
+	k->mm = a->p;
+	k->nc = 1;
+	k->acc[0] = "v0", k->acc[1] = "v1";
+	Ix x = cu_ix_pair(k, ps), ys[2];
+	for (int l = 0; l < 2; l++)
+		ys[l] = cu_lane_of(k, &x, ps->rank - 1, 2, l);
+	const char *conds[2] = {NULL, a->sk % 2 ? cu_fmt(k->a, "c + 1 < %lld", (long long)a->sk) : NULL};
+	cu_store_lanes(k, a->p, ys, conds, NULL);
 }
 
 /* The C form of a log-sum-exp's row max f (passes/attention.c's lse_max)
@@ -420,9 +450,14 @@ static int64_t key_splits(int64_t blocks, int64_t nkt, int64_t *kts)
 	return (nkt + *kts - 1) / *kts;
 }
 
-/* The runs of a's key tiles, *kts tiles each (key_splits). */
+/* The runs of a's key tiles, *kts tiles each (key_splits); none when p
+ * is written (a run does not know its rows' max and sum). */
 static int64_t attn_splits(const FgAttn *a, int64_t Z, int64_t *kts)
 {
+	if (a->p_written) {
+		*kts = (a->sk + 127) / 128;
+		return 1;
+	}
 	return key_splits((a->sq + 127) / 128 * Z, (a->sk + 127) / 128, kts);
 }
 
@@ -441,10 +476,13 @@ const char *cu_attention_note(const FgPlan *plan, int gi)
 	const int skips = mask_bounds(ar, g, &a, &b, &neg);
 	int64_t kts, nsplit = attn_splits(&a, cu_numel(&g->nodes[a.mm2].shape) / (a.sq * a.d), &kts);
 	return cu_fmt(ar, "the generated sm_90a flash kernel, head dim %lld, %lld query rows against %lld keys in tiles of "
-		      "128 x 128, %s%s%s%s", (long long)a.d, (long long)a.sq, (long long)a.sk,
+		      "128 x 128, %s%s%s%s%s", (long long)a.d, (long long)a.sq, (long long)a.sk,
 		      skips ? "key tiles that the mask's iota bounds put at -inf skipped" : "every key tile computed",
 		      a.lse_y >= 0 ? cu_fmt(ar, ", %s written per row", plan->names[a.lse_y]) : "",
-		      a.nprobs ? ", the ops on p applied before the division by the row's sum" : "",
+		      a.p_written ? cu_fmt(ar, ", %s written from a second pass over the keys (the first finds each row's "
+					   "max and sum)", plan->names[a.p]) : "",
+		      a.nprobs ? (a.p_written ? ", the ops on p applied to it" :
+				  ", the ops on p applied before the division by the row's sum") : "",
 		      nsplit > 1 ? cu_fmt(ar, "; too few blocks to fill the GPU, so the keys are split into %lld runs of %lld "
 					  "tile%s, a block each, their partial softmaxes merged in order by a second "
 					  "kernel (flash-decoding)", (long long)nsplit, (long long)kts, kts == 1 ? "" : "s") : "");
@@ -484,12 +522,15 @@ void cu_emit_attention(Emit *E, Kern *k)
 	cu_kern_init(&ks_, E, k->gi);
 	const double scale = folded_scale(k, &a);
 	pair_ops(&ks_, &a, scale != 1 ? a.chain[0] : a.mm1, a.x);
-	Kern kp;
+	Kern kp, kw;
 	cu_kern_init(&kp, E, k->gi);
 	if (a.nprobs)
 		pair_ops(&kp, &a, a.p, a.probs[a.nprobs - 1]);
+	cu_kern_init(&kw, E, k->gi);
+	if (a.p_written)
+		p_stores(&kw, &a);
 	out_stores(k, &a);
-	if (ks_.failed || kp.failed || k->failed) {
+	if (ks_.failed || kp.failed || kw.failed || k->failed) {
 		k->failed = 1;
 		return;
 	}
@@ -505,10 +546,12 @@ void cu_emit_attention(Emit *E, Kern *k)
 	const int skips = mask_bounds(k->a, k->g, &a, &bounds, &neg);
 	cu_emit_comment(E, k->gi, cu_fmt(E->a, "attention on the generated sm_90a flash kernel (fga::attention, head dim "
 				   "%lld, %lld query rows against %lld keys, %lld matrices%s): the scores (%s) and the "
-				   "probabilities (%s) stay on chip; score ops in %s, the output's stores in %s%s%s%s%s",
+				   "probabilities (%s) %s; score ops in %s, the output's stores in %s%s%s%s%s",
 				   (long long)a.d, (long long)a.sq, (long long)a.sk, (long long)Z,
 				   cu_numel(kshape) < cu_numel(os) / a.sq * a.sk ? ", k and v shared across the batch" : "",
-				   k->plan->names[a.mm1], k->plan->names[a.p], sname, oname,
+				   k->plan->names[a.mm1], k->plan->names[a.p], a.p_written ? cu_fmt(E->a, "written by %s "
+				   "from a second pass over the keys, the scores on chip" , cu_kname(k, "psave")) :
+				   "stay on chip", sname, oname,
 				   skips ?
 				   cu_fmt(E->a, ", key tiles masked whole in %s", cu_kname(k, "tiles")) : "",
 				   a.lse_y >= 0 ? cu_fmt(E->a, ", %s per row in %s", k->plan->names[a.lse_y],
@@ -519,11 +562,14 @@ void cu_emit_attention(Emit *E, Kern *k)
 						       (long long)kts, kts == 1 ? "" : "s") : ""));
 	const char *tiles = tile_functor(E, k, &a, skips ? &bounds : NULL, neg, cu_kname(k, "tiles"));
 	const char *rows = rows_functor(E, k, &a, cu_kname(k, "rows"));
-	const char *sargs = functor(E, &ks_, sname, "int z_, int r_, int c_, float &v0, float &v1", 0, -1);
-	const char *pname = cu_kname(k, "probs");
+	const char *sargs = functor(E, &ks_, sname, "int z_, int r_, int c_, float &v0, float &v1", &a, W_NONE, NULL);
+	const char *pname = cu_kname(k, "probs"), *wname = cu_kname(k, "psave");
 	const char *probs = a.nprobs ? cu_fmt(k->a, "%s{%s}", pname, functor(E, &kp, pname, "int z_, int r_, int c_, "
-							       "float &v0, float &v1", 0, -1)) : "fga::NoProbs{}";
-	const char *oargs = functor(E, k, oname, "int z_, int r_, int c_, float v0, float v1", 1, a.lse_y);
+							       "float &v0, float &v1", &a, W_NONE, NULL)) : "fga::NoProbs{}";
+	const char *psave = a.p_written ? cu_fmt(k->a, "%s{%s}", wname, functor(E, &kw, wname, "int z_, int r_, int c_, "
+								     "float v0, float v1", &a, W_P,
+								     "static constexpr bool on = true;")) : "fga::NoPsave{}";
+	const char *oargs = functor(E, k, oname, "int z_, int r_, int c_, float v0, float v1", &a, W_OUT, NULL);
 	int64_t ext[FG_MAX_RANK];
 	for (int i = 0; i < nb; i++)
 		ext[i] = os->d[i];
@@ -533,12 +579,12 @@ void cu_emit_attention(Emit *E, Kern *k)
 	const char *scl = cu_literal(k->a, FG_DT_F32, scale), *outf = cu_fmt(k->a, "%s{%s}", oname, oargs);
 	cu_add_call(E, cu_kname(k, NULL), k->gi, blocks, 384,
 		    cu_fmt(E->a, "fga::launch<%s, %lld, %s>(ctx, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lld, "
-			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s, %s, %s, %s);", tname, (long long)a.d,
+			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s, %s, %s, %s, %s);", tname, (long long)a.d,
 			   nsplit > 1 ? "true" : "false", cu_tensor_param(k, a.q), cu_tensor_param(k, a.k),
 			   cu_tensor_param(k, a.v), (long long)a.sq, (long long)a.sk, scl, (long long)Z,
 			   (long long)(cu_numel(kshape) / (a.sk * a.d)), (long long)(cu_numel(vshape) / (a.sk * a.d)), nb,
 			   int_list(k->a, ext, nb), int_list(k->a, ks, nb), int_list(k->a, vs, nb), sname, sargs, tiles,
-			   outf, rows, probs, part));
+			   outf, rows, probs, psave, part));
 	if (nsplit > 1) {
 		const int64_t per = 256 / (a.d / 2);
 		cu_add_call(E, cu_kname(k, "combine"), k->gi, (Z * a.sq + per - 1) / per, 256,
