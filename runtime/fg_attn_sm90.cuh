@@ -4,15 +4,16 @@
  * probabilities never leaving the chip (the attention group,
  * compiler/cuda/attention.c; issue 16).
  *
- * fga::attention<T, D, SPLIT, Score, Tiles, Out, Rows, Probs, Psave>: q [Z, Sq, D], k [Zk, Sk, D], v [Zv,
+ * fga::attention<T, D, NC, SPLIT, Score, Tiles, Out, Rows, Probs, Psave>: q [Z, Sq, D], k [Zk, Sk, D], v [Zv,
  * Sk, D] of T (f16 or bf16), row-major; output matrix z reads k's matrix
  * bt.k(z) and v's bt.v(z) (K and V shared over query heads: GQA, MQA).
- * A block takes BM = 128 query rows of one z and walks the keys in tiles
- * of BN = 128, FlashAttention-style, with three warpgroups: a producer
- * whose one thread feeds the tensor-memory accelerator (q's tile once,
- * then each key tile's K and V, 128-byte swizzle, into STAGES buffers
- * completing on `kfull` and `vfull` mbarriers), and two consumers of 64
- * query rows each, which per key tile
+ * A block takes BM query rows of one z (Plan: 128 at D = 128, 192 at D =
+ * 64) and walks the keys in tiles of BN = 128, FlashAttention-style, with
+ * a producer warpgroup whose one thread feeds the tensor-memory
+ * accelerator (q's tile once, then each key tile's K and V, 128-byte
+ * swizzle, into STAGES buffers completing on `kfull` and `vfull`
+ * mbarriers), and NC consumer warpgroups of 64 query rows each, which per
+ * key tile
  *   1. multiply S = Q K^T on wgmma (m64n128k16, both from shared memory,
  *      f32 accumulators in registers),
  *   2. apply the group's score ops (the Score functor: scale, mask,
@@ -29,8 +30,8 @@
  *      instruction),
  * then release the stage on its `empty` mbarrier.  At the end O / l goes
  * to the Out functor, which computes the group's epilogue and stores.
- * The two consumers' softmax and wgmma interleave on the multiprocessor
- * (no explicit ping-pong yet), and the producer runs STAGES tiles ahead.
+ * The consumers take turns on the tensor cores (one's softmax runs during
+ * the others' products), and the producer runs STAGES tiles ahead.
  *
  * A row whose scores are all -inf (masked out) has l = 0 and yields NaN,
  * as softmax's reference does (max -inf, exp(-inf - -inf)); the running
@@ -46,16 +47,21 @@
  *     void Rows::operator()(int z, int r, float m, float l) const
  *     void Probs::operator()(int z, int r, int c, float &p0, float &p1) const
  *     void Psave::operator()(int z, int r, int c, float p0, float p1) const
+ * for S[z][r][c], S[z][r][c + 1] (and O's, P's).  The accumulator layout
+ * gives each thread such pairs: for n8 block j of each 64 rows, thread t
+ * of the warpgroup holds rows 16(t/32) + (t%32)/4 (+ 8) at columns 8j +
+ * 2(t%4).
+ *
  * Probs applies the ops between the softmax and the second product
  * (dropout) to the unnormalized probabilities exp(s - m), after the row's
  * sum took them: they are linear in p, so the division by the sum may
- * wait for the end.  Rows gets each row's max m of the scores and sum l of exp(s - m) (m
- * taken as 0 in a row of -inf) at the end, to write a log-sum-exp.
+ * wait for the end.  Rows gets each row's max m of the scores and sum l
+ * of exp(s - m) (m taken as 0 in a row of -inf) at the end, to write a
+ * log-sum-exp.
  * Tiles says that every score of rows [r0, r1] and keys [c0, c1] is -inf
  * (a causal mask above the diagonal, a sliding window's outside): such a
  * tile adds nothing to a row.  The producer skips the tiles masked for
- * the block's rows (and the consumers with it); a consumer whose 64 rows
- * alone are masked releases the stage unread.  Query tiles are walked
+ * the block's rows (and the consumers with it).  Query tiles are walked
  * last first, as a causal mask gives them the most keys.
  *
  * Psave writes the probabilities P = exp(s - m) / l themselves, where
@@ -71,12 +77,8 @@
  * block leaves its rows' unnormalized O, max m and sum l in part (f32),
  * and fga::combine, a second kernel, merges the splits of each row in
  * split order (the same result every run), then divides and calls Out
- * and Rows.  A block whose query rows all fall to consumer 0 (Sq - m0 <=
- * 64: one row of a decode step) runs without consumer 1: consumer 0
- * takes every turn alone.
- * for S[z][r][c], S[z][r][c + 1] (and O's).  The accumulator layout gives
- * each thread such pairs: for n8 block j of each 64 rows, thread t of the
- * warpgroup holds rows 16(t/32) + (t%32)/4 (+ 8) at columns 8j + 2(t%4).
+ * and Rows.  Consumers past the block's last query row (one row of a
+ * decode step needs one) leave at once; those left take the turns.
  */
 #ifndef FG_ATTN_SM90_CUH
 #define FG_ATTN_SM90_CUH
@@ -96,18 +98,25 @@ using fgg::wg_commit;
 using fgg::wg_fence;
 using fgg::wg_wait;
 
-constexpr int BM = 128;         /* query rows a block: 64 a consumer */
 constexpr int BN = 128;         /* keys a tile */
 constexpr int ROW = 128;        /* bytes of a swizzled row: 64 values */
-constexpr int THREADS = 384;
 constexpr int MAX_BATCH = 6;    /* batch dims of the output */
 
-/* Shared memory: q's tile (D / 64 blocks of BM rows of ROW bytes), then
- * STAGES K tiles and STAGES V tiles (D / 64 blocks of BN rows each), then
- * the barriers.  Two stages of 128-wide K and V fill 160 KB at D = 128;
- * D = 64 affords four. */
-template <int D> struct Plan {
+/* The consumers, NC warpgroups of 64 query rows (BM a block), and the
+ * registers each thread of theirs takes (setmaxnreg; the producer keeps
+ * 24): two at 240 registers, or three at 160 (at D = 64, where a tile's
+ * products take half as long as at 128 while its softmax does not, so
+ * that two consumers' turns cover the third's softmax; the compiler
+ * chooses, compiler/cuda/attention.c).  Shared memory: q's tile (D / 64 blocks of BM rows of ROW
+ * bytes), then STAGES K tiles and STAGES V tiles (D / 64 blocks of BN
+ * rows each), then the barriers.  Two stages of 128-wide K and V fill 160
+ * KB at D = 128; D = 64 affords four. */
+template <int D, int NC> struct Plan {
 	static_assert(D == 64 || D == 128, "head dims 64 and 128");
+	static_assert(NC == 2 || (NC == 3 && D == 64), "two consumers, or three at D = 64");
+	static constexpr int BM = 64 * NC;
+	static constexpr int THREADS = 128 * (NC + 1);
+	static constexpr int REGS = NC == 3 ? 160 : 240;
 	static constexpr int STAGES = D == 64 ? 4 : 2;
 	static constexpr int Q_BYTES = BM * D * 2;
 	static constexpr int KV_BYTES = BN * D * 2;
@@ -252,15 +261,16 @@ static __device__ __forceinline__ double max4(double a, double b, double c, doub
 	return fmax(fmax(a, b), fmax(c, d));
 }
 
-template <class T, int D, bool SPLIT, class Score, class Tiles, class Out, class Rows, class Probs, class Psave>
-__global__ void __launch_bounds__(THREADS, 1)
+template <class T, int D, int NC, bool SPLIT, class Score, class Tiles, class Out, class Rows, class Probs,
+	  class Psave>
+__global__ void __launch_bounds__(Plan<D, NC>::THREADS, 1)
 attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
 	  const __grid_constant__ CUtensorMap mv, int Sq, int Sk, float scale, Batch bt, Score score, Tiles masked,
 	  Out out, Rows rows, Probs probs, Psave psave, Part part)
 {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-	using P = Plan<D>;
-	constexpr int DB = D / 64, ST = P::STAGES;
+	using P = Plan<D, NC>;
+	constexpr int DB = D / 64, ST = P::STAGES, BM = P::BM;
 	extern __shared__ uint8_t fg_smem[];
 	uint8_t *sq = (uint8_t *)(((uintptr_t)fg_smem + 1023) & ~(uintptr_t)1023);
 	uint8_t *sk = sq + P::Q_BYTES, *sv = sk + ST * P::KV_BYTES;
@@ -272,7 +282,8 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	 * keys; a split's blocks side by side */
 	const int split = SPLIT ? blockIdx.x % part.nsplit : 0, b = SPLIT ? blockIdx.x / part.nsplit : blockIdx.x;
 	const int ntm = (Sq + BM - 1) / BM, z = b / ntm, m0 = (ntm - 1 - b % ntm) * BM;
-	const int rlast = min(m0 + BM, Sq) - 1, solo = Sq - m0 <= 64;
+	/* consumers with rows: those past the last row leave at once */
+	const int rlast = min(m0 + BM, Sq) - 1, nact = min(NC, (Sq - m0 + 63) / 64);
 	/* this block's key tiles: [n0, nkt) */
 	const int nall = (Sk + BN - 1) / BN, n0 = SPLIT ? split * part.kts : 0, nkt = SPLIT ? min(nall, n0 + part.kts) : nall;
 	if (threadIdx.x == 0) {
@@ -280,8 +291,8 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		for (int s = 0; s < ST; s++) {
 			bar_init(&kfull[s], 1);
 			bar_init(&vfull[s], 1);
-			bar_init(&kempty[s], solo ? 4 : 8);     /* lane 0 of each consumer warp */
-			bar_init(&vempty[s], solo ? 4 : 8);
+			bar_init(&kempty[s], 4 * nact);         /* lane 0 of each consumer warp */
+			bar_init(&vempty[s], 4 * nact);
 		}
 		asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 	}
@@ -322,9 +333,9 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			}
 		return;
 	}
-	if (solo && wg == 2)
+	if (wg > nact)
 		return;         /* no rows */
-	fgg::regs_inc<240>();
+	fgg::regs_inc<P::REGS>();
 	const int c = wg - 1, w = t / 32, l = t % 32;
 	const int r0 = m0 + c * 64 + w * 16 + l / 4;    /* this thread's rows: r0, r0 + 8 */
 	const int rows_in = m0 + BM <= Sq;              /* every row of the block is one of q's */
@@ -334,22 +345,22 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		o[i] = 0.0f;
 	float mrow[2] = {-CUDART_INF_F, -CUDART_INF_F}, lsum[2] = {0.0f, 0.0f};
 	uint32_t pa[BN / 16][4];        /* the previous tile's P, as wgmma's A */
-	/* The consumers take turns on the tensor cores (named barriers 1 and
-	 * 2, as the generated matmul's ping-pong): a turn issues O += P V of
-	 * the previous tile and S = Q K^T of this one, back to back, then
-	 * passes the turn; the softmax of S runs while the other consumer's
-	 * turn keeps the tensor cores busy.  Consumer 0 takes the first turn
-	 * without waiting; consumer 1 passes no turn after its last.  A solo
-	 * consumer takes them all. */
+	/* The consumers take turns on the tensor cores in order, round and
+	 * round (consumer c waits on named barrier 1 + c, as the generated
+	 * matmul's ping-pong): a turn issues O += P V of the previous tile and
+	 * S = Q K^T of this one, back to back, then passes the turn; the
+	 * softmax of S runs while the others' turns keep the tensor cores
+	 * busy.  Consumer 0 takes the first turn without waiting; the last
+	 * passes no turn after its last.  A lone consumer takes them all. */
 	int turns = 0, ps = -1, pph = 0;
 	auto take_turn = [&]() {
-		if (!solo && (c == 1 || turns > 0))
+		if (nact > 1 && (c > 0 || turns > 0))
 			fgg::named_sync(1 + c);
 		turns++;
 	};
 	auto pass_turn = [&]() {
-		if (!solo)
-			fgg::named_arrive(2 - c);
+		if (nact > 1)
+			fgg::named_arrive(1 + (c + 1) % nact);
 	};
 	/* O += P V of the previous tile (stage ps), issued */
 	auto pv = [&]() {
@@ -564,7 +575,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		wg_fence();
 		pv();
 		wg_commit();
-		if (c == 0)
+		if (c != nact - 1)
 			pass_turn();
 		wg_wait<0>();
 		pin<D / 2>(o);
@@ -664,18 +675,19 @@ static void tmap(CUtensorMap *m, const void *p, int64_t rows, int D, int64_t n, 
 	fgrt_tmap(m, p, dt, dims, pitch, box);
 }
 
-/* Launches attention<T, D, SPLIT> on ctx->stream: Z output matrices of
+/* Launches attention<T, D, NC, SPLIT> on ctx->stream: Z output matrices of
  * Sq rows; k and v hold zk and zv matrices of Sk rows.  SPLIT: the key
  * tiles in part.nsplit runs, the partials into part (then launch
  * combine). */
-template <class T, int D, bool SPLIT, class Score, class Tiles, class Out, class Rows, class Probs, class Psave>
+template <class T, int D, int NC, bool SPLIT, class Score, class Tiles, class Out, class Rows, class Probs,
+	  class Psave>
 static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v, int Sq, int Sk, float scale,
 		   int Z, int zk, int zv, const Batch &bt, const Score &score, const Tiles &masked, const Out &out, const Rows &rows,
 		   const Probs &probs, const Psave &psave, const Part &part)
 {
-	using P = Plan<D>;
+	using P = Plan<D, NC>;
 	CUtensorMap mq, mk, mv;
-	tmap<T>(&mq, q, Sq, D, Z, BM);
+	tmap<T>(&mq, q, Sq, D, Z, P::BM);
 	tmap<T>(&mk, k, Sk, D, zk, BN);
 	tmap<T>(&mv, v, Sk, D, zv, BN);
 	static int ready[64];
@@ -684,12 +696,12 @@ static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v
 	if (dev < 0 || dev >= 64)
 		fgrt_cuda(cudaErrorInvalidDevice, "the generated attention on a device past the 64th");
 	if (!ready[dev]) {
-		fgrt_cuda(cudaFuncSetAttribute(attention<T, D, SPLIT, Score, Tiles, Out, Rows, Probs, Psave>,
+		fgrt_cuda(cudaFuncSetAttribute(attention<T, D, NC, SPLIT, Score, Tiles, Out, Rows, Probs, Psave>,
 					       cudaFuncAttributeMaxDynamicSharedMemorySize, P::SMEM), "cudaFuncSetAttribute");
 		ready[dev] = 1;
 	}
-	const int64_t grid = (int64_t)((Sq + BM - 1) / BM) * Z * (SPLIT ? part.nsplit : 1);
-	attention<T, D, SPLIT, Score, Tiles, Out, Rows, Probs, Psave><<<(unsigned)grid, THREADS, P::SMEM, ctx->stream>>>(
+	const int64_t grid = (int64_t)((Sq + P::BM - 1) / P::BM) * Z * (SPLIT ? part.nsplit : 1);
+	attention<T, D, NC, SPLIT, Score, Tiles, Out, Rows, Probs, Psave><<<(unsigned)grid, P::THREADS, P::SMEM, ctx->stream>>>(
 		mq, mk, mv, Sq, Sk, scale, bt, score, masked, out, rows, probs, psave, part);
 }
 

@@ -450,15 +450,37 @@ static int64_t key_splits(int64_t blocks, int64_t nkt, int64_t *kts)
 	return (nkt + *kts - 1) / *kts;
 }
 
+/* The consumer warpgroups of group gr's kernel (fga::Plan's NC): three at
+ * head dim 64, where two cannot cover a third's softmax, but two when p
+ * is written or the group computes a transcendental op besides the
+ * softmax's exp and a log-sum-exp's (at the three's 160 registers a
+ * thread, tests/gpu/attention-mods.fg's bias, softcap and mask spilled 4
+ * bytes, and attention-saved.fg's saved p with a causal mask and dropout
+ * 56), and two at 128 (240 registers).  A block has 64 query rows a
+ * consumer, and a producer warpgroup. */
+static int attn_consumers(const FgGraph *g, const FgGroup *gr, const FgAttn *a)
+{
+	if (a->d != 64 || a->p_written)
+		return 2;
+	for (int i = 0; i < gr->nnodes; i++) {
+		int id = gr->nodes[i], lse = 0;
+		for (int j = 0; j < a->nlse; j++)
+			lse |= a->lse[j] == id;
+		if (fg_op_info[g->nodes[id].op].transcendental && id != a->exp && !lse)
+			return 2;
+	}
+	return 3;
+}
+
 /* The runs of a's key tiles, *kts tiles each (key_splits); none when p
  * is written (a run does not know its rows' max and sum). */
-static int64_t attn_splits(const FgAttn *a, int64_t Z, int64_t *kts)
+static int64_t attn_splits(const FgAttn *a, int nc, int64_t Z, int64_t *kts)
 {
 	if (a->p_written) {
 		*kts = (a->sk + 127) / 128;
 		return 1;
 	}
-	return key_splits((a->sq + 127) / 128 * Z, (a->sk + 127) / 128, kts);
+	return key_splits((a->sq + 64 * nc - 1) / (64 * nc) * Z, (a->sk + 127) / 128, kts);
 }
 
 /* How fgc compile runs attention group gi, in a phrase (fgc report's "on
@@ -474,9 +496,10 @@ const char *cu_attention_note(const FgPlan *plan, int gi)
 	Bounds b;
 	int neg;
 	const int skips = mask_bounds(ar, g, &a, &b, &neg);
-	int64_t kts, nsplit = attn_splits(&a, cu_numel(&g->nodes[a.mm2].shape) / (a.sq * a.d), &kts);
+	const int nc = attn_consumers(g, &plan->groups[gi], &a);
+	int64_t kts, nsplit = attn_splits(&a, nc, cu_numel(&g->nodes[a.mm2].shape) / (a.sq * a.d), &kts);
 	return cu_fmt(ar, "the generated sm_90a flash kernel, head dim %lld, %lld query rows against %lld keys in tiles of "
-		      "128 x 128, %s%s%s%s%s", (long long)a.d, (long long)a.sq, (long long)a.sk,
+		      "%lld x 128, %s%s%s%s%s", (long long)a.d, (long long)a.sq, (long long)a.sk, 64LL * nc,
 		      skips ? "key tiles that the mask's iota bounds put at -inf skipped" : "every key tile computed",
 		      a.lse_y >= 0 ? cu_fmt(ar, ", %s written per row", plan->names[a.lse_y]) : "",
 		      a.p_written ? cu_fmt(ar, ", %s written from a second pass over the keys (the first finds each row's "
@@ -535,7 +558,8 @@ void cu_emit_attention(Emit *E, Kern *k)
 		return;
 	}
 	cu_path(E, k->gi, a.d == 64 ? CU_PATH_ATTN_D64 : CU_PATH_ATTN_D128);
-	int64_t kts, nsplit = attn_splits(&a, Z, &kts);
+	const int nc = attn_consumers(k->g, k->gr, &a);
+	int64_t kts, nsplit = attn_splits(&a, nc, Z, &kts);
 	const int64_t obytes = nsplit * Z * a.sq * a.d * 4;
 	if (nsplit > 1) {
 		cu_path(E, k->gi, CU_PATH_ATTN_SPLIT);
@@ -573,13 +597,13 @@ void cu_emit_attention(Emit *E, Kern *k)
 	int64_t ext[FG_MAX_RANK];
 	for (int i = 0; i < nb; i++)
 		ext[i] = os->d[i];
-	const int64_t blocks = (a.sq + 127) / 128 * Z * nsplit;
+	const int64_t blocks = (a.sq + 64 * nc - 1) / (64 * nc) * Z * nsplit;
 	const char *part = nsplit > 1 ? cu_fmt(k->a, "fga::Part{(float *)ctx->scratch, (float2 *)(ctx->scratch + %lld), "
 					       "%lld, %lld}", (long long)obytes, (long long)nsplit, (long long)kts) : "fga::Part{}";
 	const char *scl = cu_literal(k->a, FG_DT_F32, scale), *outf = cu_fmt(k->a, "%s{%s}", oname, oargs);
-	cu_add_call(E, cu_kname(k, NULL), k->gi, blocks, 384,
-		    cu_fmt(E->a, "fga::launch<%s, %lld, %s>(ctx, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lld, "
-			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s, %s, %s, %s, %s);", tname, (long long)a.d,
+	cu_add_call(E, cu_kname(k, NULL), k->gi, blocks, 128 * (nc + 1),
+		    cu_fmt(E->a, "fga::launch<%s, %lld, %d, %s>(ctx, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lld, "
+			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s, %s, %s, %s, %s);", tname, (long long)a.d, nc,
 			   nsplit > 1 ? "true" : "false", cu_tensor_param(k, a.q), cu_tensor_param(k, a.k),
 			   cu_tensor_param(k, a.v), (long long)a.sq, (long long)a.sk, scl, (long long)Z,
 			   (long long)(cu_numel(kshape) / (a.sk * a.d)), (long long)(cu_numel(vshape) / (a.sk * a.d)), nb,
