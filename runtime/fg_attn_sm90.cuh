@@ -107,17 +107,18 @@ constexpr int MAX_BATCH = 6;    /* batch dims of the output */
  * 24): two at 240 registers, or three at 160 (at D = 64, where a tile's
  * products take half as long as at 128 while its softmax does not, so
  * that two consumers' turns cover the third's softmax; the compiler
- * chooses, compiler/cuda/attention.c).  Shared memory: q's tile (D / 64 blocks of BM rows of ROW
- * bytes), then STAGES K tiles and STAGES V tiles (D / 64 blocks of BN
- * rows each), then the barriers.  Two stages of 128-wide K and V fill 160
- * KB at D = 128; D = 64 affords four. */
+ * chooses, compiler/cuda/attention.c).  Shared memory: q's tile (D / 64
+ * blocks of BM rows of ROW bytes), then STAGES K tiles and STAGES V tiles
+ * (D / 64 blocks of BN rows each), then the barriers: at D = 128 three
+ * stages of 128-wide K and V (192 KB; two ran within 2% of three on the
+ * H200, docs/performance.md v15), at D = 64 four. */
 template <int D, int NC> struct Plan {
 	static_assert(D == 64 || D == 128, "head dims 64 and 128");
 	static_assert(NC == 2 || (NC == 3 && D == 64), "two consumers, or three at D = 64");
 	static constexpr int BM = 64 * NC;
 	static constexpr int THREADS = 128 * (NC + 1);
 	static constexpr int REGS = NC == 3 ? 160 : 240;
-	static constexpr int STAGES = D == 64 ? 4 : 2;
+	static constexpr int STAGES = D == 64 ? 4 : 3;
 	static constexpr int Q_BYTES = BM * D * 2;
 	static constexpr int KV_BYTES = BN * D * 2;
 	static constexpr int SMEM = 1024 + Q_BYTES + 2 * STAGES * KV_BYTES + 8 * (1 + 4 * STAGES);
@@ -431,15 +432,15 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		return alpha;
 	};
 	float linv[2];          /* with P written: 1 / l of the first pass */
-	auto after = [&](float *sc, int k0) {
+	auto soft = [&](float *sc, int k0, float *alpha) {
 		score_ops(sc, k0);
 		/* 3. the online softmax, row r0 + 8h of each pair: O (now with
 		 * the previous tile's P V) and l rescaled to the new max, O only
 		 * where some row of the warp has a new max (64 multiplies a
 		 * thread; after the first tiles most rows keep theirs) */
-		float alpha[2] = {1.0f, 1.0f};
 #pragma unroll
 		for (int h = 0; h < 2; h++) {
+			alpha[h] = 1.0f;
 			float mb = (mrow[h] == -CUDART_INF_F ? 0.0f : mrow[h]) * sl2;
 			if constexpr (!Psave::on)
 				alpha[h] = online(sc, h, mb);
@@ -468,6 +469,10 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 				probs(z, r0 + 8, col, sc[4 * j + 2], sc[4 * j + 3]);
 			}
 		}
+	};
+	/* The rest, once O += P V of the previous tile is done: O rescaled,
+	 * P packed into the operand that product read */
+	auto fin = [&](const float *sc, const float *alpha) {
 		if (!Psave::on && __any_sync(0xffffffff, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
 #pragma unroll
 			for (int j = 0; j < D / 8; j++) {
@@ -539,15 +544,23 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		wg_wait<0>();
 		pin<BN / 2>(sc);
 		const int k0 = n * BN;
+		float alpha[2];
 		kdone();
-		after(sc, k0);
+		soft(sc, k0, alpha);
+		fin(sc, alpha);
 	}
 	for (n++; n < nkt; n++) {
 		const int k0 = n * BN;
 		if (masked(m0, rlast, k0, min(k0 + BN, Sk) - 1))
 			continue;       /* not loaded */
-		/* a turn: O += P V of the previous tile, S = Q K^T of this one */
-		float sc[BN / 2];
+		/* a turn: S = Q K^T of this tile, then O += P V of the previous
+		 * one.  Two consumers commit them apart: the softmax of S starts
+		 * once S is done, beside the product into O (FlashAttention-3's
+		 * overlap within a warpgroup), and O's rescaling and the new P
+		 * wait for it.  Three (at 160 registers, where S, O and P live
+		 * at once would spill) wait for both: the other two's turns
+		 * cover a softmax */
+		float sc[BN / 2], alpha[2];
 		take_turn();
 		bar_wait(&kfull[s], ph);
 		bar_wait(&vfull[ps], pph);
@@ -555,17 +568,25 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		pin<BN / 2>(sc);
 		pin_a<BN / 4>(&pa[0][0]);
 		wg_fence();
-		pv();
 		qk(sc, s);
+		if constexpr (NC == 2)
+			wg_commit();
+		pv();
 		wg_commit();
 		pass_turn();
-		wg_wait<0>();
+		if constexpr (NC == 2)
+			wg_wait<1>();
+		else
+			wg_wait<0>();
 		pin<BN / 2>(sc);
+		kdone();
+		soft(sc, k0, alpha);
+		wg_wait<0>();
 		pin<D / 2>(o);
+		pin_a<BN / 4>(&pa[0][0]);
 		if (l == 0)
 			bar_arrive(&vempty[ps]);
-		kdone();
-		after(sc, k0);
+		fin(sc, alpha);
 	}
 	if (ps >= 0) {          /* the last turn: the last tile's O += P V */
 		take_turn();
