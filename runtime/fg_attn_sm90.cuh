@@ -492,6 +492,21 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		if (++vs == ST)
 			vs = 0, vph ^= 1;
 	};
+	/* A turn of S = Q K^T alone, into sc, the K stage released (no
+	 * wgmma under a branch between a fence and its commit: ptxas would
+	 * serialize) */
+	auto qk_turn = [&](float *sc) {
+		take_turn();
+		bar_wait(&kfull[s], ph);
+		pin<BN / 2>(sc);
+		wg_fence();
+		qk(sc, s);
+		wg_commit();
+		pass_turn();
+		wg_wait<0>();
+		pin<BN / 2>(sc);
+		kdone();
+	};
 	bar_wait(qfull, 0);
 	if constexpr (Psave::on) {
 		/* the first pass: S = Q K^T a turn, the rows' max and sum */
@@ -499,16 +514,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			if (masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
 				continue;
 			float sc[BN / 2];
-			take_turn();
-			bar_wait(&kfull[s], ph);
-			pin<BN / 2>(sc);
-			wg_fence();
-			qk(sc, s);
-			wg_commit();
-			pass_turn();
-			wg_wait<0>();
-			pin<BN / 2>(sc);
-			kdone();
+			qk_turn(sc);
 			score_ops(sc, n * BN);
 #pragma unroll
 			for (int h = 0; h < 2; h++) {
@@ -531,22 +537,10 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	while (n < nkt && masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
 		n++;            /* tiles not loaded */
 	if (n < nkt) {
-		/* the first tile's turn: S = Q K^T alone (peeled, so that no
-		 * wgmma sits under a branch between a fence and its commit) */
-		float sc[BN / 2];
-		take_turn();
-		bar_wait(&kfull[s], ph);
-		pin<BN / 2>(sc);
-		wg_fence();
-		qk(sc, s);
-		wg_commit();
-		pass_turn();
-		wg_wait<0>();
-		pin<BN / 2>(sc);
-		const int k0 = n * BN;
-		float alpha[2];
-		kdone();
-		soft(sc, k0, alpha);
+		/* the first tile's turn: S = Q K^T alone (peeled) */
+		float sc[BN / 2], alpha[2];
+		qk_turn(sc);
+		soft(sc, n * BN, alpha);
 		fin(sc, alpha);
 	}
 	for (n++; n < nkt; n++) {
