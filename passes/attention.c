@@ -11,9 +11,9 @@
  * with g ops linear in p (dropout, a product, a quotient by another
  * value), which the kernel applies before the division by the row's sum,
  * and says whether the attention kernel (compiler/cuda/attention.c,
- * runtime/fg_attn_sm90.cuh) can run it: f16 or bf16, head dim 64 or 128,
- * q with o's batch dims, k and v broadcast over them (GQA, MQA).  The
- * emitter asks it again for its group, so the rule lives here once.
+ * runtime/fg_attn_sm90.cuh) can run it: f16 or bf16, head dim 64, 128 or
+ * 256, q with o's batch dims, k and v broadcast over them (GQA, MQA).
+ * The emitter asks it again for its group, so the rule lives here once.
  *
  * fuse_attention runs after the partitioner's walk, which left such a
  * pattern as a scores gemm, a softmax row reduction and an output gemm
@@ -303,9 +303,9 @@ int fg_kind_attention(const FgGraph *g, int mm2, FgAttn *a, const char **why, Fg
 	a->sq = qs->d[qs->rank - 2];
 	a->d = qs->d[qs->rank - 1];
 	a->sk = ks->d[ks->rank - 2];
-	if ((a->d != 64 && a->d != 128) || vs->d[vs->rank - 1] != a->d) {
-		*why = fg_arena_printf(ar, "head dims %lld (q %s) and %lld (v %s): the attention kernel takes 64 or 128, "
-				       "the same for both", (long long)a->d, shape_str(ar, g, a->q),
+	if ((a->d != 64 && a->d != 128 && a->d != 256) || vs->d[vs->rank - 1] != a->d) {
+		*why = fg_arena_printf(ar, "head dims %lld (q %s) and %lld (v %s): the attention kernel takes 64, 128 or "
+				       "256, the same for both", (long long)a->d, shape_str(ar, g, a->q),
 				       (long long)vs->d[vs->rank - 1], shape_str(ar, g, a->v));
 		return -1;
 	}

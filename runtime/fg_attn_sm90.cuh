@@ -7,8 +7,9 @@
  * fga::attention<T, D, NC, SPLIT, Score, Tiles, Out, Rows, Probs, Psave>: q [Z, Sq, D], k [Zk, Sk, D], v [Zv,
  * Sk, D] of T (f16 or bf16), row-major; output matrix z reads k's matrix
  * bt.k(z) and v's bt.v(z) (K and V shared over query heads: GQA, MQA).
- * A block takes BM query rows of one z (Plan: 128 at D = 128, 192 at D =
- * 64) and walks the keys in tiles of BN = 128, FlashAttention-style, with
+ * A block takes BM query rows of one z (Plan: 192 at D = 64, else 128)
+ * and walks the keys in tiles of BN (64 at D = 256, else 128),
+ * FlashAttention-style, with
  * a producer warpgroup whose one thread feeds the tensor-memory
  * accelerator (q's tile once, then each key tile's K and V, 128-byte
  * swizzle, into STAGES buffers completing on `kfull` and `vfull`
@@ -98,7 +99,6 @@ using fgg::wg_commit;
 using fgg::wg_fence;
 using fgg::wg_wait;
 
-constexpr int BN = 128;         /* keys a tile */
 constexpr int ROW = 128;        /* bytes of a swizzled row: 64 values */
 constexpr int MAX_BATCH = 6;    /* batch dims of the output */
 
@@ -111,14 +111,17 @@ constexpr int MAX_BATCH = 6;    /* batch dims of the output */
  * blocks of BM rows of ROW bytes), then STAGES K tiles and STAGES V tiles
  * (D / 64 blocks of BN rows each), then the barriers: at D = 128 three
  * stages of 128-wide K and V (192 KB; two ran within 2% of three on the
- * H200, docs/performance.md v15), at D = 64 four. */
+ * H200, docs/performance.md v15), at D = 64 four, at D = 256 two of
+ * 64-wide K and V (128 KB beside q's 64 KB; O alone takes 128 of the 240
+ * registers there, a 64-wide S 32 more). */
 template <int D, int NC> struct Plan {
-	static_assert(D == 64 || D == 128, "head dims 64 and 128");
+	static_assert(D == 64 || D == 128 || D == 256, "head dims 64, 128 and 256");
 	static_assert(NC == 2 || (NC == 3 && D == 64), "two consumers, or three at D = 64");
+	static constexpr int BN = D == 256 ? 64 : 128;  /* keys a tile */
 	static constexpr int BM = 64 * NC;
 	static constexpr int THREADS = 128 * (NC + 1);
 	static constexpr int REGS = NC == 3 ? 160 : 240;
-	static constexpr int STAGES = D == 64 ? 4 : 3;
+	static constexpr int STAGES = D == 64 ? 4 : D == 128 ? 3 : 2;
 	static constexpr int Q_BYTES = BM * D * 2;
 	static constexpr int KV_BYTES = BN * D * 2;
 	static constexpr int SMEM = 1024 + Q_BYTES + 2 * STAGES * KV_BYTES + 8 * (1 + 4 * STAGES);
@@ -186,10 +189,24 @@ template <> struct WgmmaRA<128, CT> { \
 			: "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db)); \
 	} \
 };
+#define FG_WGMMA_RA_N256(CT, TY) \
+template <> struct WgmmaRA<256, CT> { \
+	static __device__ __forceinline__ void mma(float *d, const uint32_t *a, uint64_t db) \
+	{ \
+		asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n" \
+			"wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " {" \
+			FG_WG_P128 \
+			"}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n" \
+			: FG_WG_D128 \
+			: "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db)); \
+	} \
+};
 FG_WGMMA_RA_N64(__nv_bfloat16, "bf16")
 FG_WGMMA_RA_N64(__half, "f16")
 FG_WGMMA_RA_N128(__nv_bfloat16, "bf16")
 FG_WGMMA_RA_N128(__half, "f16")
+FG_WGMMA_RA_N256(__nv_bfloat16, "bf16")
+FG_WGMMA_RA_N256(__half, "f16")
 
 /* Pins P's registers at this point (fgg::pin's, for wgmma's A operand):
  * computed before the fence that precedes the wgmma reading them, as
@@ -271,7 +288,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	using P = Plan<D, NC>;
-	constexpr int DB = D / 64, ST = P::STAGES, BM = P::BM;
+	constexpr int DB = D / 64, ST = P::STAGES, BM = P::BM, BN = P::BN;
 	extern __shared__ uint8_t fg_smem[];
 	uint8_t *sq = (uint8_t *)(((uintptr_t)fg_smem + 1023) & ~(uintptr_t)1023);
 	uint8_t *sk = sq + P::Q_BYTES, *sv = sk + ST * P::KV_BYTES;
@@ -703,8 +720,8 @@ static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v
 	using P = Plan<D, NC>;
 	CUtensorMap mq, mk, mv;
 	tmap<T>(&mq, q, Sq, D, Z, P::BM);
-	tmap<T>(&mk, k, Sk, D, zk, BN);
-	tmap<T>(&mv, v, Sk, D, zv, BN);
+	tmap<T>(&mk, k, Sk, D, zk, P::BN);
+	tmap<T>(&mv, v, Sk, D, zv, P::BN);
 	static int ready[64];
 	int dev;
 	fgrt_cuda(cudaGetDevice(&dev), "cudaGetDevice");

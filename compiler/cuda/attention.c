@@ -472,15 +472,23 @@ static int attn_consumers(const FgGraph *g, const FgGroup *gr, const FgAttn *a)
 	return 3;
 }
 
+/* The keys of a tile of the kernel at head dim d (fga::Plan's BN: 64 at
+ * 256, where O takes half the registers, else 128). */
+static int64_t attn_keys(int64_t d)
+{
+	return d == 256 ? 64 : 128;
+}
+
 /* The runs of a's key tiles, *kts tiles each (key_splits); none when p
  * is written (a run does not know its rows' max and sum). */
 static int64_t attn_splits(const FgAttn *a, int nc, int64_t Z, int64_t *kts)
 {
+	const int64_t bn = attn_keys(a->d);
 	if (a->p_written) {
-		*kts = (a->sk + 127) / 128;
+		*kts = (a->sk + bn - 1) / bn;
 		return 1;
 	}
-	return key_splits((a->sq + 64 * nc - 1) / (64 * nc) * Z, (a->sk + 127) / 128, kts);
+	return key_splits((a->sq + 64 * nc - 1) / (64 * nc) * Z, (a->sk + bn - 1) / bn, kts);
 }
 
 /* How fgc compile runs attention group gi, in a phrase (fgc report's "on
@@ -499,7 +507,8 @@ const char *cu_attention_note(const FgPlan *plan, int gi)
 	const int nc = attn_consumers(g, &plan->groups[gi], &a);
 	int64_t kts, nsplit = attn_splits(&a, nc, cu_numel(&g->nodes[a.mm2].shape) / (a.sq * a.d), &kts);
 	return cu_fmt(ar, "the generated sm_90a flash kernel, head dim %lld, %lld query rows against %lld keys in tiles of "
-		      "%lld x 128, %s%s%s%s%s", (long long)a.d, (long long)a.sq, (long long)a.sk, 64LL * nc,
+		      "%lld x %lld, %s%s%s%s%s", (long long)a.d, (long long)a.sq, (long long)a.sk, 64LL * nc,
+		      (long long)attn_keys(a.d),
 		      skips ? "key tiles that the mask's iota bounds put at -inf skipped" : "every key tile computed",
 		      a.lse_y >= 0 ? cu_fmt(ar, ", %s written per row", plan->names[a.lse_y]) : "",
 		      a.p_written ? cu_fmt(ar, ", %s written from a second pass over the keys (the first finds each row's "
@@ -557,7 +566,7 @@ void cu_emit_attention(Emit *E, Kern *k)
 		k->failed = 1;
 		return;
 	}
-	cu_path(E, k->gi, a.d == 64 ? CU_PATH_ATTN_D64 : CU_PATH_ATTN_D128);
+	cu_path(E, k->gi, a.d == 64 ? CU_PATH_ATTN_D64 : a.d == 128 ? CU_PATH_ATTN_D128 : CU_PATH_ATTN_D256);
 	const int nc = attn_consumers(k->g, k->gr, &a);
 	int64_t kts, nsplit = attn_splits(&a, nc, Z, &kts);
 	const int64_t obytes = nsplit * Z * a.sq * a.d * 4;

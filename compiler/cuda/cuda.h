@@ -91,6 +91,7 @@
 	X(GEMM_FGC_TF32, "gemm.fgc.tf32")                                               \
 	X(ATTN_D64, "attention.d64")            /* the flash kernel, head dim 64 */     \
 	X(ATTN_D128, "attention.d128")          /* ... 128 */                           \
+	X(ATTN_D256, "attention.d256")          /* ... 256 */                           \
 	X(ATTN_SPLIT, "attention.split")        /* the keys split across blocks, then a combine */
 
 typedef enum CuPath {
