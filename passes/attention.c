@@ -403,8 +403,10 @@ static const char *merge_refusal(Fuser *f, const FgAttn *a, int *gs, int *ngs)
 					       m->flags & FG_NF_OUTPUT ? "an output" : m->flags & FG_NF_SAVED ? "saved (@save)"
 					       : "@materialize");
 		if (!add_group(f, ids[i], gs, ngs, max))
-			return fg_arena_printf(f->a, "the %s at %d:%d is computed in %d groups", fg_op_info[m->op].name,
-					       m->loc.line, m->loc.col, f->memb[ids[i]].n);
+			return fg_arena_printf(f->a, "the %s at %d:%d is computed in %d groups, %s",
+					       fg_op_info[m->op].name, m->loc.line, m->loc.col, f->memb[ids[i]].n,
+					       f->memb[ids[i]].n ? "more than one attention kernel merges" :
+					       "so not in the attention kernel");
 		if (ids[i] == a->mm2 || ids[i] == a->lse_y)
 			continue;
 		FOR_CONSUMERS(f, ids[i], c)

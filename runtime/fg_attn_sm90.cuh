@@ -303,7 +303,8 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	/* consumers with rows: those past the last row leave at once */
 	const int rlast = min(m0 + BM, Sq) - 1, nact = min(NC, (Sq - m0 + 63) / 64);
 	/* this block's key tiles: [n0, nkt) */
-	const int nall = (Sk + BN - 1) / BN, n0 = SPLIT ? split * part.kts : 0, nkt = SPLIT ? min(nall, n0 + part.kts) : nall;
+	const int nall = (Sk + BN - 1) / BN, n0 = SPLIT ? split * part.kts : 0;
+	const int nkt = SPLIT ? min(nall, n0 + part.kts) : nall;
 	if (threadIdx.x == 0) {
 		bar_init(qfull, 1);
 		for (int s = 0; s < ST; s++) {
@@ -325,7 +326,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 #pragma unroll
 		for (int j = 0; j < DB; j++)
 			tma_load(sq + j * BM * ROW, &mq, qfull, 64 * j, m0, z);
-		/* K of a stage is free once both consumers' S = Q K^T read it,
+		/* K of a stage is free once every consumer's S = Q K^T read it,
 		 * V once their O += P V did: K runs a product ahead of V.  With
 		 * P written, a first pass of K alone (the rows' max and sum) */
 		for (int pass = Psave::on ? 0 : 1, ks = 0, kph = 0, vs = 0, vph = 0; pass < 2; pass++)

@@ -426,16 +426,16 @@ static const char *tile_functor(Emit *E, const Kern *k, const FgAttn *a, const B
 /* ------------------------------------------------ keys split (decode) */
 
 /* Splitting the keys (flash-decoding; fga::Part).  The kernel runs one
- * block a multiprocessor, each walking all nkt key tiles of its 128 query
+ * block a multiprocessor, each walking all nkt key tiles for its query
  * rows; a launch of fewer blocks than the GPU has multiprocessors (a
  * decode step: a few query rows against a long cache) leaves the rest
  * idle.  Then the tiles are cut into runs, a block each, and a second
  * kernel merges the runs' partials: of n = 1 .. nkt runs, the fewest
  * waves x (tiles a block + 2) (the 2: a block's start, its barriers, q's
  * tile and the first loads in flight, and its partials), the fewer blocks
- * among equals, split only where that saves more than the second kernel's
- * launch (3 tiles' time).  Returns the number of runs (1: not split), *kts the
- * tiles of each (the last may have fewer). */
+ * among equals, split only where that saves more than the second
+ * kernel's launch (3 tiles' time).  Returns the number of runs (1: not
+ * split), *kts the tiles of each (the last may have fewer). */
 static int64_t key_splits(int64_t blocks, int64_t nkt, int64_t *kts)
 {
 	int64_t best = nkt + 2;
