@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Fusion tests: each tests/fuse/*.fg states the plan it must get (groups,
-# kinds, boundary reasons, side outputs, or a fuse { } error); every sample
+# kinds, boundary reasons, side outputs, or a fuse { } error), and so does
+# each tests/gpu/*.fg with an `# expect:` line (the GPU check compares
+# values, not plans: a pattern that stops fusing would pass it); every sample
 # gets a well-formed report and matches its committed text report in
 # tests/fuse/samples/ (regenerate with --update after reviewing the diff).
 # Usage: bash tests/run-fuse.sh FGC SOURCE_DIR BUILD_DIR [--update]
@@ -14,7 +16,7 @@ pass=0 fail=0
 count() { if [ "$1" -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi; }
 
 cd "$src" || exit 1
-for t in tests/fuse/*.fg; do
+for t in tests/fuse/*.fg $(grep -l '^# expect:' tests/gpu/*.fg); do
   "$py" tests/fuse/check_report.py "$fgc" "$t"
   count $?
 done
