@@ -164,49 +164,28 @@ struct Batch {
  * instruction), accumulating into d. */
 template <int N, class T> struct WgmmaRA;
 
-#define FG_WGMMA_RA_N64(CT, TY) \
-template <> struct WgmmaRA<64, CT> { \
+/* One width N: its R = N / 2 accumulators (fg_gemm_sm90.cuh's FG_WG_DR
+ * operands and FG_WG_PR placeholders, named by pasting R so that their
+ * commas never pass through a macro's arguments), then A's four registers
+ * and B's descriptor, numbered after them (AB). */
+#define FG_WGMMA_RA(N, R, CT, TY, AB) \
+template <> struct WgmmaRA<N, CT> { \
 	static __device__ __forceinline__ void mma(float *d, const uint32_t *a, uint64_t db) \
 	{ \
 		asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n" \
-			"wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {" \
-			FG_WG_P32 \
-			"}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n" \
-			: FG_WG_D32 \
+			"wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TY "." TY " {" \
+			FG_WG_P##R \
+			"}, " AB ", p, 1, 1, 1;\n}\n" \
+			: FG_WG_D##R \
 			: "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db)); \
 	} \
 };
-
-#define FG_WGMMA_RA_N128(CT, TY) \
-template <> struct WgmmaRA<128, CT> { \
-	static __device__ __forceinline__ void mma(float *d, const uint32_t *a, uint64_t db) \
-	{ \
-		asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n" \
-			"wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {" \
-			FG_WG_P64 \
-			"}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n" \
-			: FG_WG_D64 \
-			: "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db)); \
-	} \
-};
-#define FG_WGMMA_RA_N256(CT, TY) \
-template <> struct WgmmaRA<256, CT> { \
-	static __device__ __forceinline__ void mma(float *d, const uint32_t *a, uint64_t db) \
-	{ \
-		asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n" \
-			"wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " {" \
-			FG_WG_P128 \
-			"}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n" \
-			: FG_WG_D128 \
-			: "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db)); \
-	} \
-};
-FG_WGMMA_RA_N64(__nv_bfloat16, "bf16")
-FG_WGMMA_RA_N64(__half, "f16")
-FG_WGMMA_RA_N128(__nv_bfloat16, "bf16")
-FG_WGMMA_RA_N128(__half, "f16")
-FG_WGMMA_RA_N256(__nv_bfloat16, "bf16")
-FG_WGMMA_RA_N256(__half, "f16")
+#define FG_WGMMA_RA_TYPES(N, R, AB) \
+	FG_WGMMA_RA(N, R, __nv_bfloat16, "bf16", AB) \
+	FG_WGMMA_RA(N, R, __half, "f16", AB)
+FG_WGMMA_RA_TYPES(64, 32, "{%32, %33, %34, %35}, %36")
+FG_WGMMA_RA_TYPES(128, 64, "{%64, %65, %66, %67}, %68")
+FG_WGMMA_RA_TYPES(256, 128, "{%128, %129, %130, %131}, %132")
 
 /* Pins P's registers at this point (fgg::pin's, for wgmma's A operand):
  * computed before the fence that precedes the wgmma reading them, as
