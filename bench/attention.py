@@ -190,39 +190,27 @@ def verdicts(row):
                      for k, v in row.get("agree", {}).items())
 
 
-def table(rows, regime):
-    head = "| case | " + " | ".join("%s TFLOP/s" % p for p in PEERS) + " | fgc / cuDNN | SM MHz fgc / cuDNN | agree (RMSE vs f32) |"
-    lines = [head, "|" + "---|" * (len(PEERS) + 4)]
+def table(rows, regime, copy_bw=None):
+    """The rows of one regime as a markdown table: each peer's TFLOP/s, or,
+    given the copy bandwidth (decode rows), the GB/s of K and V it read,
+    with fgc's time and share of the copy's rate."""
+    key, unit = ("gbs", "GB/s") if copy_bw else ("tflops", "TFLOP/s")
+    head = ("| case | " + " | ".join("%s %s" % (p, unit) for p in PEERS) +
+            (" | fgc us | fgc % of copy" if copy_bw else "") +
+            " | fgc / cuDNN | SM MHz fgc / cuDNN | agree (RMSE vs f32) |")
+    lines = [head, "|" + "---|" * (len(PEERS) + (6 if copy_bw else 4))]
     for r in rows:
         cells = []
         for p in PEERS:
-            t = r.get("%s_%s_tflops" % (regime, p))
-            cells.append("%.0f" % t if t else r.get(p + "_error", "-")[:40])
+            v = r.get("%s_%s_%s" % (regime, p, key))
+            cells.append("%.0f" % v if v else r.get(p + "_error", "-")[:40])
         f, c = r.get("%s_fgc_ms" % regime), r.get("%s_cudnn_ms" % regime)
+        if copy_bw:
+            g = r.get("%s_fgc_gbs" % regime)
+            cells += ["%.1f" % (f * 1e3) if f else "-", "%.0f%%" % (100 * g * 1e9 / copy_bw) if g else "-"]
         ratio = "%.2fx" % (c / f) if f and c else "-"
         mhz = "%s / %s" % (r.get("%s_fgc_mhz" % regime, "-"), r.get("%s_cudnn_mhz" % regime, "-"))
-        agree = verdicts(r)
-        lines.append("| %s | %s | %s | %s | %s |" % (r["case"], " | ".join(cells), ratio, mhz, agree))
-    return "\n".join(lines)
-
-
-def decode_table(rows, regime, copy_bw):
-    """The decode rows: K and V read per second, and fgc's share of the
-    copy bandwidth."""
-    head = ("| case | " + " | ".join("%s GB/s" % p for p in PEERS) +
-            " | fgc us | fgc % of copy | fgc / cuDNN | SM MHz fgc / cuDNN | agree (RMSE vs f32) |")
-    lines = [head, "|" + "---|" * (len(PEERS) + 6)]
-    for r in rows:
-        cells = []
-        for p in PEERS:
-            g = r.get("%s_%s_gbs" % (regime, p))
-            cells.append("%.0f" % g if g else r.get(p + "_error", "-")[:40])
-        f, c, g = r.get("%s_fgc_ms" % regime), r.get("%s_cudnn_ms" % regime), r.get("%s_fgc_gbs" % regime)
-        mhz = "%s / %s" % (r.get("%s_fgc_mhz" % regime, "-"), r.get("%s_cudnn_mhz" % regime, "-"))
-        agree = verdicts(r)
-        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
-            r["case"], " | ".join(cells), "%.1f" % (f * 1e3) if f else "-",
-            "%.0f%%" % (100 * g * 1e9 / copy_bw) if g else "-", "%.2fx" % (c / f) if f and c else "-", mhz, agree))
+        lines.append("| %s | %s | %s | %s | %s |" % (r["case"], " | ".join(cells), ratio, mhz, verdicts(r)))
     return "\n".join(lines)
 
 
@@ -266,15 +254,14 @@ def main():
             torch._dynamo.reset()
         torch.cuda.empty_cache()
         rows.append(row)
-        peers.log((decode_table([row], "sustained", copy_bw) if args.decode else
-                   table([row], "sustained")).splitlines()[-1])
+        peers.log(table([row], "sustained", copy_bw).splitlines()[-1])
     env = {"date": time.strftime("%Y-%m-%d %H:%M"), "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
            "command": " ".join(sys.argv), "copy_gbs": copy_bw / 1e9 if copy_bw else None}
     if args.decode:
         stem = "decode"
         md = "# attention decode steps: fgc and its peers, bf16, Sq = 1, D = 128, copy %.0f GB/s\n\n" \
              "## Cold\n\n%s\n\n## Sustained\n\n%s\n\n%s\n" % (
-                 copy_bw / 1e9, decode_table(rows, "cold", copy_bw), decode_table(rows, "sustained", copy_bw),
+                 copy_bw / 1e9, table(rows, "cold", copy_bw), table(rows, "sustained", copy_bw),
                  json.dumps(env))
     else:
         stem = "attention"
