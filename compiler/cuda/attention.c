@@ -389,12 +389,13 @@ static int bound(Bounds *b, int id)
 
 /* Bounds b of a's mask when its tiles can be bounded: the where that ends
  * the score ops, with -inf as its operand *neg (1 or 2), its condition's
- * cone made of what bound() follows.  0 when not. */
+ * cone made of what bound() follows.  0 when not, and when p is written
+ * (a skipped tile's zeros of p would not be). */
 static int mask_bounds(FgArena *ar, const FgGraph *g, const FgAttn *a, Bounds *b, int *neg)
 {
 	const FgNode *x = &g->nodes[a->x];
 	*neg = -1;
-	if (a->nchain == 0 || x->op != FG_OP_WHERE)
+	if (a->nchain == 0 || x->op != FG_OP_WHERE || a->p_written)
 		return 0;
 	for (int j = 1; j < 3; j++) {
 		const FgNode *c = &g->nodes[x->in[j]];
