@@ -331,7 +331,7 @@ static void finish_group(Fuser *f, FgGroup *out, const BGroup *b, int gi)
 		FgAttn a;
 		const char *why;
 		if (fg_kind_attention(g, b->root, &a, &why, f->a) == 1 && a.p_written)
-			out->cost.flops_tc += 2.0 * (double)fg_shape_numel(&g->nodes[a.mm1].shape) * (double)a.d;
+			fg_kind_flops(g, a.mm1, &f->opt, &out->cost.flops_tc, &out->cost.flops_cc);
 	}
 	fg_cost_estimate(&f->opt, &out->cost);
 	out->est_regs = estimate_regs(f, gi, sorted, ns);

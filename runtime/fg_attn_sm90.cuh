@@ -4,18 +4,17 @@
  * probabilities never leaving the chip (the attention group,
  * compiler/cuda/attention.c; issue 16).
  *
- * fga::attention<T, D, NC, SPLIT, Score, Tiles, Out, Rows, Probs, Psave>: q [Z, Sq, D], k [Zk, Sk, D], v [Zv,
- * Sk, D] of T (f16 or bf16), row-major; output matrix z reads k's matrix
- * bt.k(z) and v's bt.v(z) (K and V shared over query heads: GQA, MQA).
- * A block takes BM query rows of one z (Plan: 192 at D = 64, else 128)
- * and walks the keys in tiles of BN (64 at D = 256, else 128),
- * FlashAttention-style, with
- * a producer warpgroup whose one thread feeds the tensor-memory
- * accelerator (q's tile once, then each key tile's K and V, 128-byte
- * swizzle, into STAGES buffers completing on `kfull` and `vfull`
- * mbarriers), and NC consumer warpgroups of 64 query rows each, which per
- * key tile
- *   1. multiply S = Q K^T on wgmma (m64n128k16, both from shared memory,
+ * fga::attention<T, D, NC, SPLIT, Score, Tiles, Out, Rows, Probs, Psave>:
+ * q [Z, Sq, D], k [Zk, Sk, D], v [Zv, Sk, D] of T (f16 or bf16),
+ * row-major; output matrix z reads k's matrix bt.k(z) and v's bt.v(z) (K
+ * and V shared over query heads: GQA, MQA).  A block takes BM query rows
+ * of one z (Plan: 192 at D = 64, else 128) and walks the keys in tiles of
+ * BN (64 at D = 256, else 128), FlashAttention-style, with a producer
+ * warpgroup whose one thread feeds the tensor-memory accelerator (q's
+ * tile once, then each key tile's K and V, 128-byte swizzle, into STAGES
+ * buffers completing on `kfull` and `vfull` mbarriers), and NC consumer
+ * warpgroups of 64 query rows each, which per key tile
+ *   1. multiply S = Q K^T on wgmma (m64nBNk16, both from shared memory,
  *      f32 accumulators in registers),
  *   2. apply the group's score ops (the Score functor: scale, mask,
  *      bias, softcap, in f32 on the accumulators) and mask the keys past
@@ -489,6 +488,14 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		if (++vs == ST)
 			vs = 0, vph ^= 1;
 	};
+	/* Each row's sum l, over the four threads of its quad */
+	auto sum_rows = [&]() {
+#pragma unroll
+		for (int h = 0; h < 2; h++) {
+			lsum[h] += __shfl_xor_sync(0xffffffff, lsum[h], 1);
+			lsum[h] += __shfl_xor_sync(0xffffffff, lsum[h], 2);
+		}
+	};
 	/* A turn of S = Q K^T alone, into sc, the K stage released (no
 	 * wgmma under a branch between a fence and its commit: ptxas would
 	 * serialize) */
@@ -523,12 +530,8 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 						   fg_ex2(fmaf(sc[4 * j + 2 * h + 1], sl2, -mb));
 			}
 		}
-#pragma unroll
-		for (int h = 0; h < 2; h++) {
-			lsum[h] += __shfl_xor_sync(0xffffffff, lsum[h], 1);
-			lsum[h] += __shfl_xor_sync(0xffffffff, lsum[h], 2);
-			linv[h] = 1.0f / lsum[h];
-		}
+		sum_rows();
+		linv[0] = 1.0f / lsum[0], linv[1] = 1.0f / lsum[1];
 	}
 	int n = n0;
 	while (n < nkt && masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
@@ -596,13 +599,8 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	}
 	/* O / l to the epilogue (O as it is when P was normalized), or O, m
 	 * and l to the split's partials */
-	float inv[2] = {1.0f, 1.0f};
-#pragma unroll
-	for (int h = 0; h < 2 && !Psave::on; h++) {
-		lsum[h] += __shfl_xor_sync(0xffffffff, lsum[h], 1);
-		lsum[h] += __shfl_xor_sync(0xffffffff, lsum[h], 2);
-		inv[h] = 1.0f / lsum[h];
-	}
+	if constexpr (!Psave::on)
+		sum_rows();
 	const int cb = 2 * (l % 4);
 	if constexpr (SPLIT) {
 		const int64_t nrows = (int64_t)(gridDim.x / part.nsplit / ntm) * Sq;
@@ -619,6 +617,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 				part.ml[row + 8 * h] = make_float2(mrow[h], lsum[h]);
 		}
 	} else {
+		const float inv[2] = {Psave::on ? 1.0f : 1.0f / lsum[0], Psave::on ? 1.0f : 1.0f / lsum[1]};
 #pragma unroll
 		for (int j = 0; j < D / 8; j++) {
 			if (r0 < Sq)
