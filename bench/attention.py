@@ -9,6 +9,7 @@ process, timed by peers.py's harness (cold and sustained, SM clock read).
                                [--bh 64] [--mods] [--runs N] [--rounds R] ...
     python3 bench/attention.py --decode [--decode-bh 8,16,32,64]
                                [--decode-keys 4096,16384,32768,131072] ...
+    python3 bench/attention.py --all      issue 16's whole table, one process
 
 Each case is a graph written here from primitives, bf16 [BH, S, D]:
     o = matmul(softmax(score(matmul(q, transpose(k)) * D^-1/2)), v)
@@ -31,6 +32,10 @@ bytes of bf16 a call; q and o are 1/Sk of that) as GB/s and as a share
 of the device-to-device copy bandwidth measured in the same process
 (peers.copy_bandwidth, bytes read plus written).  Writes
 OUT/decode.md and OUT/decode.json.
+
+--all runs the prefill rows, the score-mod rows and the decode steps in
+one process and writes them all to OUT/attention.md and
+OUT/attention.json (docs/performance.md's table).
 """
 import argparse
 import json
@@ -225,54 +230,62 @@ def main():
     p.add_argument("--mods", action="store_true", help="also the score-mod rows (bias, softcap, window)")
     p.add_argument("--no-causal", action="store_true")
     p.add_argument("--decode", action="store_true", help="decode steps instead (one query row, D = 128)")
+    p.add_argument("--all", action="store_true",
+                   help="the whole table in one process: the prefill rows, the score mods and the decode steps")
     p.add_argument("--decode-bh", default="8,16,32,64")
     p.add_argument("--decode-keys", default="4096,16384,32768,131072")
     peers.timing_options(p, runs=10, rounds=3, sustain=0.3, warmup=3)
     args = peers.timing_checked(p.parse_args())
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.work, exist_ok=True)
-    if args.decode:
-        cases = [(bh, 1, sk, 128, "decode") for bh in map(int, args.decode_bh.split(","))
-                 for sk in map(int, args.decode_keys.split(","))]
-    else:
-        cases = [(args.bh, s, s, d, m) for s in map(int, args.seqs.split(",")) for d in map(int, args.dims.split(","))
-                 for m in (("plain",) if args.no_causal else ("plain", "causal"))]
-    if args.mods and not args.decode:
+    prefill = not args.decode or args.all
+    cases = []
+    if prefill:
+        cases += [(args.bh, s, s, d, m) for s in map(int, args.seqs.split(",")) for d in map(int, args.dims.split(","))
+                  for m in (("plain",) if args.no_causal else ("plain", "causal"))]
+    if prefill and (args.mods or args.all):
         cases += [(args.bh, 4096, 4096, 128, m) for m in ("bias", "softcap", "window")]
+    if args.decode or args.all:
+        cases += [(bh, 1, sk, 128, "decode") for bh in map(int, args.decode_bh.split(","))
+                  for sk in map(int, args.decode_keys.split(","))]
     libs = build(args, cases)
     clock, nvml = peers.Clock("cuda"), peers.Nvml("cuda")
-    copy_bw = peers.copy_bandwidth("cuda", clock) if args.decode else None
+    copy_bw = peers.copy_bandwidth("cuda", clock) if args.decode or args.all else None
     rows = []
     for c in cases:
         peers.log("== %s" % (c,))
         try:
             row = bench_case(args, c, libs[c], clock, nvml)
         except Exception as e:  # one case's failure must not lose the others
-            row = {"case": case_name(c), "error": peers.first_line(e)}
+            row = {"case": case_name(c), "mod": c[4], "error": peers.first_line(e)}
             peers.log("failed: %s" % e)
         if not args.no_compile:
             torch._dynamo.reset()
         torch.cuda.empty_cache()
         rows.append(row)
-        peers.log(table([row], "sustained", copy_bw).splitlines()[-1])
+        peers.log(table([row], "sustained", copy_bw if c[4] == "decode" else None).splitlines()[-1])
     env = {"date": time.strftime("%Y-%m-%d %H:%M"), "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
            "command": " ".join(sys.argv), "copy_gbs": copy_bw / 1e9 if copy_bw else None}
-    if args.decode:
-        stem = "decode"
-        md = "# attention decode steps: fgc and its peers, bf16, Sq = 1, D = 128, copy %.0f GB/s\n\n" \
-             "## Cold\n\n%s\n\n## Sustained\n\n%s\n\n%s\n" % (
-                 copy_bw / 1e9, table(rows, "cold", copy_bw), table(rows, "sustained", copy_bw),
-                 json.dumps(env))
-    else:
-        stem = "attention"
-        md = "# attention: fgc and its peers, bf16, BH = %d\n\n## Cold\n\n%s\n\n## Sustained\n\n%s\n\n%s\n" % (
-            args.bh, table(rows, "cold"), table(rows, "sustained"), json.dumps(env))
+    stem = "attention" if prefill else "decode"
+    md = "".join(section(title, [r for r in rows if (r["mod"] == "decode") == dec], copy_bw if dec else None)
+                 for dec, title in ((False, "attention: fgc and its peers, bf16, BH = %d" % args.bh),
+                                    (True, "attention decode steps: fgc and its peers, bf16, Sq = 1, D = 128, "
+                                     "copy %.0f GB/s" % (copy_bw / 1e9 if copy_bw else 0))))
+    md += "\n%s\n" % json.dumps(env)
     with open(os.path.join(args.out, stem + ".md"), "w") as f:
         f.write(md)
     with open(os.path.join(args.out, stem + ".json"), "w") as f:
         json.dump({"environment": env, "rows": rows}, f, indent=1)
     peers.log("\n" + md)
 
+
+def section(title, rows, copy_bw):
+    """A markdown section of rows of one kind (prefill, or decode given the
+    copy bandwidth): the cold table, then the sustained; none without rows."""
+    if not rows:
+        return ""
+    return "# %s\n\n## Cold\n\n%s\n\n## Sustained\n\n%s\n\n" % (
+        title, table(rows, "cold", copy_bw), table(rows, "sustained", copy_bw))
 
 if __name__ == "__main__":
     main()
