@@ -35,7 +35,10 @@ OUT/decode.md and OUT/decode.json.
 
 --all runs the prefill rows, the score-mod rows and the decode steps in
 one process and writes them all to OUT/attention.md and
-OUT/attention.json (docs/performance.md's table).
+OUT/attention.json (docs/performance.md's table).  Each row goes to the
+JSON as it comes; --resume keeps the rows already there (but failed ones)
+and runs only the others, so that a table longer than one device call
+takes the same command again.
 """
 import argparse
 import json
@@ -195,24 +198,26 @@ def verdicts(row):
                      for k, v in row.get("agree", {}).items())
 
 
-def table(rows, regime, copy_bw=None):
-    """The rows of one regime as a markdown table: each peer's TFLOP/s, or,
-    given the copy bandwidth (decode rows), the GB/s of K and V it read,
-    with fgc's time and share of the copy's rate."""
-    key, unit = ("gbs", "GB/s") if copy_bw else ("tflops", "TFLOP/s")
+def table(rows, regime):
+    """The rows of one regime, all prefill or all decode, as a markdown
+    table: each peer's TFLOP/s, or for decode rows the GB/s of K and V it
+    read, with fgc's time and share of the copy bandwidth measured in the
+    row's process."""
+    dec = bool(rows) and rows[0]["mod"] == "decode"
+    key, unit = ("gbs", "GB/s") if dec else ("tflops", "TFLOP/s")
     head = ("| case | " + " | ".join("%s %s" % (p, unit) for p in PEERS) +
-            (" | fgc us | fgc % of copy" if copy_bw else "") +
+            (" | fgc us | fgc % of copy" if dec else "") +
             " | fgc / cuDNN | SM MHz fgc / cuDNN | agree (RMSE vs f32) |")
-    lines = [head, "|" + "---|" * (len(PEERS) + (6 if copy_bw else 4))]
+    lines = [head, "|" + "---|" * (len(PEERS) + (6 if dec else 4))]
     for r in rows:
         cells = []
         for p in PEERS:
             v = r.get("%s_%s_%s" % (regime, p, key))
-            cells.append("%.0f" % v if v else r.get(p + "_error", "-")[:40])
+            cells.append("%.0f" % v if v else r.get(p + "_error", r.get("error", "-"))[:40])
         f, c = r.get("%s_fgc_ms" % regime), r.get("%s_cudnn_ms" % regime)
-        if copy_bw:
-            g = r.get("%s_fgc_gbs" % regime)
-            cells += ["%.1f" % (f * 1e3) if f else "-", "%.0f%%" % (100 * g * 1e9 / copy_bw) if g else "-"]
+        if dec:
+            g, copy = r.get("%s_fgc_gbs" % regime), r.get("copy_gbs")
+            cells += ["%.1f" % (f * 1e3) if f else "-", "%.0f%%" % (100 * g / copy) if g and copy else "-"]
         ratio = "%.2fx" % (c / f) if f and c else "-"
         mhz = "%s / %s" % (r.get("%s_fgc_mhz" % regime, "-"), r.get("%s_cudnn_mhz" % regime, "-"))
         lines.append("| %s | %s | %s | %s | %s |" % (r["case"], " | ".join(cells), ratio, mhz, verdicts(r)))
@@ -230,6 +235,8 @@ def main():
     p.add_argument("--mods", action="store_true", help="also the score-mod rows (bias, softcap, window)")
     p.add_argument("--no-causal", action="store_true")
     p.add_argument("--decode", action="store_true", help="decode steps instead (one query row, D = 128)")
+    p.add_argument("--resume", action="store_true",
+                   help="keep OUT's rows of these cases from an earlier call, run only the others")
     p.add_argument("--all", action="store_true",
                    help="the whole table in one process: the prefill rows, the score mods and the decode steps")
     p.add_argument("--decode-bh", default="8,16,32,64")
@@ -248,44 +255,60 @@ def main():
     if args.decode or args.all:
         cases += [(bh, 1, sk, 128, "decode") for bh in map(int, args.decode_bh.split(","))
                   for sk in map(int, args.decode_keys.split(","))]
-    libs = build(args, cases)
+    stem = "attention" if prefill else "decode"
+    path = os.path.join(args.out, stem + ".json")
+    kept = load(path)["rows"] if args.resume else []
+    kept = [r for r in kept if "error" not in r and r["case"] in {case_name(c) for c in cases}]
+    todo = [c for c in cases if case_name(c) not in {r["case"] for r in kept}]
+    peers.log("%d cases to run (%d kept)" % (len(todo), len(kept)))
+    libs = build(args, todo)
     clock, nvml = peers.Clock("cuda"), peers.Nvml("cuda")
-    copy_bw = peers.copy_bandwidth("cuda", clock) if args.decode or args.all else None
-    rows = []
-    for c in cases:
+    copy_bw = peers.copy_bandwidth("cuda", clock) if any(c[4] == "decode" for c in todo) else None
+    env = {"date": time.strftime("%Y-%m-%d %H:%M"), "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+           "command": " ".join(sys.argv)}
+    data = {"environment": env, "rows": kept}
+    for c in todo:
         peers.log("== %s" % (c,))
         try:
             row = bench_case(args, c, libs[c], clock, nvml)
         except Exception as e:  # one case's failure must not lose the others
             row = {"case": case_name(c), "mod": c[4], "error": peers.first_line(e)}
             peers.log("failed: %s" % e)
+        if c[4] == "decode":
+            row["copy_gbs"] = copy_bw / 1e9     # this call's: the row's share of copy
         if not args.no_compile:
             torch._dynamo.reset()
         torch.cuda.empty_cache()
-        rows.append(row)
-        peers.log(table([row], "sustained", copy_bw if c[4] == "decode" else None).splitlines()[-1])
-    env = {"date": time.strftime("%Y-%m-%d %H:%M"), "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-           "command": " ".join(sys.argv), "copy_gbs": copy_bw / 1e9 if copy_bw else None}
-    stem = "attention" if prefill else "decode"
-    md = "".join(section(title, [r for r in rows if (r["mod"] == "decode") == dec], copy_bw if dec else None)
+        data["rows"].append(row)
+        with open(path + ".tmp", "w") as f:  # each row as it comes: --resume goes on from there
+            json.dump(data, f, indent=1)
+        os.replace(path + ".tmp", path)
+        peers.log(table([row], "sustained").splitlines()[-1])
+    rows = sorted(data["rows"], key=lambda r: [case_name(c) for c in cases].index(r["case"]))
+    md = "".join(section(title, [r for r in rows if (r["mod"] == "decode") == dec])
                  for dec, title in ((False, "attention: fgc and its peers, bf16, BH = %d" % args.bh),
-                                    (True, "attention decode steps: fgc and its peers, bf16, Sq = 1, D = 128, "
-                                     "copy %.0f GB/s" % (copy_bw / 1e9 if copy_bw else 0))))
+                                    (True, "attention decode steps: fgc and its peers, bf16, Sq = 1, D = 128")))
     md += "\n%s\n" % json.dumps(env)
     with open(os.path.join(args.out, stem + ".md"), "w") as f:
         f.write(md)
-    with open(os.path.join(args.out, stem + ".json"), "w") as f:
-        json.dump({"environment": env, "rows": rows}, f, indent=1)
     peers.log("\n" + md)
 
 
-def section(title, rows, copy_bw):
-    """A markdown section of rows of one kind (prefill, or decode given the
-    copy bandwidth): the cold table, then the sustained; none without rows."""
+def load(path):
+    """A JSON file of rows written before ({"rows": []} when none)."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return {"environment": None, "rows": []}
+
+def section(title, rows):
+    """A markdown section of rows of one kind (prefill, or decode): the cold
+    table, then the sustained; none without rows."""
     if not rows:
         return ""
     return "# %s\n\n## Cold\n\n%s\n\n## Sustained\n\n%s\n\n" % (
-        title, table(rows, "cold", copy_bw), table(rows, "sustained", copy_bw))
+        title, table(rows, "cold"), table(rows, "sustained"))
 
 if __name__ == "__main__":
     main()
