@@ -4,12 +4,12 @@
  * probabilities never leaving the chip (the attention group,
  * compiler/cuda/attention.c; issue 16).
  *
- * fga::attention<T, D, NC, SPLIT, Score, Tiles, Out, Rows, Probs, Psave>:
+ * fga::attention<T, D, NC, BN, SPLIT, Score, Inner, Tiles, Out, Rows, Probs, Psave>:
  * q [Z, Sq, D], k [Zk, Sk, D], v [Zv, Sk, D] of T (f16 or bf16),
  * row-major; output matrix z reads k's matrix bt.k(z) and v's bt.v(z) (K
  * and V shared over query heads: GQA, MQA).  A block takes BM query rows
  * of one z (Plan: 192 at D = 64, else 128) and walks the keys in tiles of
- * BN (64 at D = 256, else 128), FlashAttention-style, with a producer
+ * BN (Plan), FlashAttention-style, with a producer
  * warpgroup whose one thread feeds the tensor-memory accelerator (q's
  * tile once, then each key tile's K and V, 128-byte swizzle, into STAGES
  * buffers completing on `kfull` and `vfull` mbarriers), and NC consumer
@@ -42,7 +42,9 @@
  *
  * The functors the compiler writes per group:
  *     void Score::operator()(int z, int r, int c, float &v0, float &v1) const
+ *     void Inner::operator()(int z, int r, int c, float &v0, float &v1) const
  *     bool Tiles::operator()(int r0, int r1, int c0, int c1) const
+ *     bool Tiles::kept(int r0, int r1, int c0, int c1) const
  *     void Out::operator()(int z, int r, int c, float v0, float v1) const
  *     void Rows::operator()(int z, int r, float m, float l) const
  *     void Probs::operator()(int z, int r, int c, float &p0, float &p1) const
@@ -62,7 +64,11 @@
  * (a causal mask above the diagonal, a sliding window's outside): such a
  * tile adds nothing to a row.  The producer skips the tiles masked for
  * the block's rows (and the consumers with it).  Query tiles are walked
- * last first, as a causal mask gives them the most keys.
+ * last first, as a causal mask gives them the most keys.  Tiles::kept
+ * says that the mask keeps every score there: a consumer calls Inner,
+ * the score ops inside the mask alone, on such a tile of its 64 rows (a
+ * causal mask's compare runs on the diagonal's tiles only; without a
+ * mask the compiler bounds, Inner is Score).
  *
  * Psave writes the probabilities P = exp(s - m) / l themselves, where
  * the graph keeps them (a @save on p, or p an output).  m and l must then
@@ -106,21 +112,25 @@ constexpr int MAX_BATCH = 6;    /* batch dims of the output */
  * 24): two at 240 registers, or three at 160 (at D = 64, where a tile's
  * products take half as long as at 128 while its softmax does not, so
  * that two consumers' turns cover the third's softmax; the compiler
- * chooses, compiler/cuda/attention.c).  Shared memory: q's tile (D / 64
- * blocks of BM rows of ROW bytes), then STAGES K tiles and STAGES V tiles
- * (D / 64 blocks of BN rows each), then the barriers: at D = 128 three
- * stages of 128-wide K and V (192 KB; two ran within 2% of three on the
- * H200, docs/performance.md v15), at D = 64 four, at D = 256 two of
- * 64-wide K and V (128 KB beside q's 64 KB; O alone takes 128 of the 240
- * registers there, a 64-wide S 32 more). */
-template <int D, int NC> struct Plan {
+ * chooses, compiler/cuda/attention.c), and BN, the keys of a tile, also
+ * the compiler's: 64 at D = 256, 176 at D = 128 where the scores have no
+ * op but the scale (FlashAttention-3's tile: fewer turns a row, each
+ * longer), else 128.  Shared memory: q's tile (D / 64 blocks of BM rows
+ * of ROW bytes), then STAGES K tiles and STAGES V tiles (D / 64 blocks of
+ * BN rows each), then the barriers: at D = 128 three stages of 128-wide K
+ * and V (192 KB; two ran within 2% of three on the H200,
+ * docs/performance.md v15) or two of 176-wide (176 KB), at D = 64 four,
+ * at D = 256 two of 64-wide K and V (128 KB beside q's 64 KB; O alone
+ * takes 128 of the 240 registers there, a 64-wide S 32 more). */
+template <int D, int NC, int BN_> struct Plan {
 	static_assert(D == 64 || D == 128 || D == 256, "head dims 64, 128 and 256");
 	static_assert(NC == 2 || (NC == 3 && D == 64), "two consumers, or three at D = 64");
-	static constexpr int BN = D == 256 ? 64 : 128;  /* keys a tile */
+	static_assert(BN_ % 16 == 0 && BN_ <= 256 && (D < 256 || BN_ == 64), "key tiles of 16k up to 256, 64 at D = 256");
+	static constexpr int BN = BN_;          /* keys a tile */
 	static constexpr int BM = 64 * NC;
 	static constexpr int THREADS = 128 * (NC + 1);
 	static constexpr int REGS = NC == 3 ? 160 : 240;
-	static constexpr int STAGES = D == 64 ? 4 : D == 128 ? 3 : 2;
+	static constexpr int STAGES = D == 64 ? 4 : D == 128 && BN <= 128 ? 3 : 2;
 	static constexpr int Q_BYTES = BM * D * 2;
 	static constexpr int KV_BYTES = BN * D * 2;
 	static constexpr int SMEM = 1024 + Q_BYTES + 2 * STAGES * KV_BYTES + 8 * (1 + 4 * STAGES);
@@ -212,9 +222,13 @@ template <> __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi
 constexpr float LOG2E = 1.4426950408889634f;
 
 /* The Tiles functor of a group without a mask the compiler can bound:
- * no tile is skipped. */
+ * no tile is skipped, none kept whole. */
 struct NoSkip {
 	__device__ __forceinline__ bool operator()(int, int, int, int) const
+	{
+		return false;
+	}
+	__device__ __forceinline__ bool kept(int, int, int, int) const
 	{
 		return false;
 	}
@@ -257,15 +271,15 @@ static __device__ __forceinline__ double max4(double a, double b, double c, doub
 	return fmax(fmax(a, b), fmax(c, d));
 }
 
-template <class T, int D, int NC, bool SPLIT, class Score, class Tiles, class Out, class Rows, class Probs,
-	  class Psave>
-__global__ void __launch_bounds__(Plan<D, NC>::THREADS, 1)
+template <class T, int D, int NC, int BN_, bool SPLIT, class Score, class Inner, class Tiles, class Out, class Rows,
+	  class Probs, class Psave>
+__global__ void __launch_bounds__(Plan<D, NC, BN_>::THREADS, 1)
 attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
-	  const __grid_constant__ CUtensorMap mv, int Sq, int Sk, float scale, Batch bt, Score score, Tiles masked,
-	  Out out, Rows rows, Probs probs, Psave psave, Part part)
+	  const __grid_constant__ CUtensorMap mv, int Sq, int Sk, float scale, Batch bt, Score score, Inner inner,
+	  Tiles masked, Out out, Rows rows, Probs probs, Psave psave, Part part)
 {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-	using P = Plan<D, NC>;
+	using P = Plan<D, NC, BN_>;
 	constexpr int DB = D / 64, ST = P::STAGES, BM = P::BM, BN = P::BN;
 	extern __shared__ uint8_t fg_smem[];
 	uint8_t *sq = (uint8_t *)(((uintptr_t)fg_smem + 1023) & ~(uintptr_t)1023);
@@ -389,28 +403,36 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			s = 0, ph ^= 1;
 	};
 	auto score_ops = [&](float *sc, int k0) {
-		/* 2. the score ops, and -inf past the keys */
+		/* 2. the score ops, and -inf past the keys: a tile whose scores
+		 * the mask keeps whole for this consumer's rows takes the ops
+		 * inside the mask alone (Inner) */
 		const int c0 = k0 + 2 * (l % 4);
-		if (rows_in && k0 + BN <= Sk) {
+		auto ops = [&](const auto &f) {
+			if (rows_in && k0 + BN <= Sk) {
 #pragma unroll
-			for (int j = 0; j < BN / 8; j++) {
-				score(z, r0, c0 + 8 * j, sc[4 * j], sc[4 * j + 1]);
-				score(z, r0 + 8, c0 + 8 * j, sc[4 * j + 2], sc[4 * j + 3]);
-			}
-		} else {
+				for (int j = 0; j < BN / 8; j++) {
+					f(z, r0, c0 + 8 * j, sc[4 * j], sc[4 * j + 1]);
+					f(z, r0 + 8, c0 + 8 * j, sc[4 * j + 2], sc[4 * j + 3]);
+				}
+			} else {
 #pragma unroll
-			for (int j = 0; j < BN / 8; j++) {
-				const int col = c0 + 8 * j;
-				if (col < Sk && r0 < Sq)
-					score(z, r0, col, sc[4 * j], sc[4 * j + 1]);
-				if (col < Sk && r0 + 8 < Sq)
-					score(z, r0 + 8, col, sc[4 * j + 2], sc[4 * j + 3]);
-				if (col >= Sk)
-					sc[4 * j] = sc[4 * j + 2] = -CUDART_INF_F;
-				if (col + 1 >= Sk)
-					sc[4 * j + 1] = sc[4 * j + 3] = -CUDART_INF_F;
+				for (int j = 0; j < BN / 8; j++) {
+					const int col = c0 + 8 * j;
+					if (col < Sk && r0 < Sq)
+						f(z, r0, col, sc[4 * j], sc[4 * j + 1]);
+					if (col < Sk && r0 + 8 < Sq)
+						f(z, r0 + 8, col, sc[4 * j + 2], sc[4 * j + 3]);
+					if (col >= Sk)
+						sc[4 * j] = sc[4 * j + 2] = -CUDART_INF_F;
+					if (col + 1 >= Sk)
+						sc[4 * j + 1] = sc[4 * j + 3] = -CUDART_INF_F;
+				}
 			}
-		}
+		};
+		if (masked.kept(m0 + 64 * c, min(m0 + 64 * c + 63, Sq - 1), k0, min(k0 + BN, Sk) - 1))
+			ops(inner);
+		else
+			ops(score);
 	};
 	/* 3. the online softmax of row r0 + 8h, over a tile's scores: the
 	 * new max; alpha, what rescales the old sum (and O) to it; l. */
@@ -690,13 +712,13 @@ static void tmap(CUtensorMap *m, const void *p, int64_t rows, int D, int64_t n, 
  * Sq rows; k and v hold zk and zv matrices of Sk rows.  SPLIT: the key
  * tiles in part.nsplit runs, the partials into part (then launch
  * combine). */
-template <class T, int D, int NC, bool SPLIT, class Score, class Tiles, class Out, class Rows, class Probs,
-	  class Psave>
+template <class T, int D, int NC, int BN_, bool SPLIT, class Score, class Inner, class Tiles, class Out, class Rows,
+	  class Probs, class Psave>
 static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v, int Sq, int Sk, float scale,
-		   int Z, int zk, int zv, const Batch &bt, const Score &score, const Tiles &masked, const Out &out, const Rows &rows,
-		   const Probs &probs, const Psave &psave, const Part &part)
+		   int Z, int zk, int zv, const Batch &bt, const Score &score, const Inner &inner, const Tiles &masked,
+		   const Out &out, const Rows &rows, const Probs &probs, const Psave &psave, const Part &part)
 {
-	using P = Plan<D, NC>;
+	using P = Plan<D, NC, BN_>;
 	CUtensorMap mq, mk, mv;
 	tmap<T>(&mq, q, Sq, D, Z, P::BM);
 	tmap<T>(&mk, k, Sk, D, zk, P::BN);
@@ -707,13 +729,13 @@ static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v
 	if (dev < 0 || dev >= 64)
 		fgrt_cuda(cudaErrorInvalidDevice, "the generated attention on a device past the 64th");
 	if (!ready[dev]) {
-		fgrt_cuda(cudaFuncSetAttribute(attention<T, D, NC, SPLIT, Score, Tiles, Out, Rows, Probs, Psave>,
+		fgrt_cuda(cudaFuncSetAttribute(attention<T, D, NC, BN_, SPLIT, Score, Inner, Tiles, Out, Rows, Probs, Psave>,
 					       cudaFuncAttributeMaxDynamicSharedMemorySize, P::SMEM), "cudaFuncSetAttribute");
 		ready[dev] = 1;
 	}
 	const int64_t grid = (int64_t)((Sq + P::BM - 1) / P::BM) * Z * (SPLIT ? part.nsplit : 1);
-	attention<T, D, NC, SPLIT, Score, Tiles, Out, Rows, Probs, Psave><<<(unsigned)grid, P::THREADS, P::SMEM, ctx->stream>>>(
-		mq, mk, mv, Sq, Sk, scale, bt, score, masked, out, rows, probs, psave, part);
+	attention<T, D, NC, BN_, SPLIT, Score, Inner, Tiles, Out, Rows, Probs, Psave><<<(unsigned)grid, P::THREADS, P::SMEM, ctx->stream>>>(
+		mq, mk, mv, Sq, Sk, scale, bt, score, inner, masked, out, rows, probs, psave, part);
 }
 
 /* Launches combine<D> on ctx->stream after a split attention launch of

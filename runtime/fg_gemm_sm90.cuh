@@ -198,6 +198,10 @@ template <int R> FG_GEMM_DEV void regs_inc()
 	"+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
 	"+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
 	"+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+#define FG_WG_D88 FG_WG_D64, \
+	"+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
+	"+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
+	"+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
 #define FG_WG_D128 FG_WG_D64, \
 	"+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
 	"+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
@@ -213,6 +217,9 @@ template <int R> FG_GEMM_DEV void regs_inc()
 #define FG_WG_P64 FG_WG_P32 \
 	", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47" \
 	", %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define FG_WG_P88 FG_WG_P64 \
+	", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79" \
+	", %80, %81, %82, %83, %84, %85, %86, %87"
 #define FG_WG_P128 FG_WG_P64 \
 	", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79" \
 	", %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95" \
@@ -247,6 +254,19 @@ template <> struct Wgmma<128, CT> { \
 	} \
 };
 
+#define FG_WGMMA_N176(CT, TY, K, TR) \
+template <> struct Wgmma<176, CT> { \
+	template <int TA, int TB> static __device__ __forceinline__ void mma(float *d, uint64_t da, uint64_t db, int acc) \
+	{ \
+		asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %90, 0;\n" \
+			"wgmma.mma_async.sync.aligned.m64n176k" K ".f32." TY "." TY " {" \
+			FG_WG_P88 \
+			"}, %88, %89, p, 1, 1" TR ";\n}\n" \
+			: FG_WG_D88 \
+			: "l"(da), "l"(db), "r"(acc), "n"(TA), "n"(TB)); \
+	} \
+};
+
 #define FG_WGMMA_N256(CT, TY, K, TR) \
 template <> struct Wgmma<256, CT> { \
 	template <int TA, int TB> static __device__ __forceinline__ void mma(float *d, uint64_t da, uint64_t db, int acc) \
@@ -266,6 +286,8 @@ FG_WGMMA_N64(float, "tf32", "8", "")
 FG_WGMMA_N128(__nv_bfloat16, "bf16", "16", ", %67, %68")
 FG_WGMMA_N128(__half, "f16", "16", ", %67, %68")
 FG_WGMMA_N128(float, "tf32", "8", "")
+FG_WGMMA_N176(__nv_bfloat16, "bf16", "16", ", %91, %92")
+FG_WGMMA_N176(__half, "f16", "16", ", %91, %92")
 FG_WGMMA_N256(__nv_bfloat16, "bf16", "16", ", %131, %132")
 FG_WGMMA_N256(__half, "f16", "16", ", %131, %132")
 FG_WGMMA_N256(float, "tf32", "8", "")

@@ -71,24 +71,24 @@ static const char *functor(Emit *E, Kern *k, const char *name, const char *sig, 
  * scores by a positive constant, and every op after it is a where that
  * puts -inf elsewhere (k where(c, s, -inf) = where(c, k s, -inf)).
  * 1 when there is none such. */
-static double folded_scale(const Kern *k, const FgAttn *a)
+static double folded_scale(const FgGraph *g, const FgAttn *a)
 {
 	if (a->nchain == 0)
 		return 1;
-	const FgNode *m = &k->g->nodes[a->chain[0]];
+	const FgNode *m = &g->nodes[a->chain[0]];
 	int other = m->op == FG_OP_MUL ? (m->in[0] == a->mm1 ? m->in[1] : m->in[0]) : -1;
-	if (other < 0 || k->g->nodes[other].op != FG_OP_CONST || !(k->g->nodes[other].a.value > 0) ||
-	    !isfinite(k->g->nodes[other].a.value))
+	if (other < 0 || g->nodes[other].op != FG_OP_CONST || !(g->nodes[other].a.value > 0) ||
+	    !isfinite(g->nodes[other].a.value))
 		return 1;
 	for (int i = 1; i < a->nchain; i++) {
-		const FgNode *w = &k->g->nodes[a->chain[i]];
+		const FgNode *w = &g->nodes[a->chain[i]];
 		int on = w->op == FG_OP_WHERE && (w->in[1] == a->chain[i - 1] || w->in[2] == a->chain[i - 1]);
-		int inf = on && k->g->nodes[w->in[w->in[1] == a->chain[i - 1] ? 2 : 1]].op == FG_OP_CONST &&
-			  k->g->nodes[w->in[w->in[1] == a->chain[i - 1] ? 2 : 1]].a.value == -INFINITY;
+		int inf = on && g->nodes[w->in[w->in[1] == a->chain[i - 1] ? 2 : 1]].op == FG_OP_CONST &&
+			  g->nodes[w->in[w->in[1] == a->chain[i - 1] ? 2 : 1]].a.value == -INFINITY;
 		if (!inf)
 			return 1;
 	}
-	return k->g->nodes[other].a.value;
+	return g->nodes[other].a.value;
 }
 
 /* The ops from value `from` (the kernel's, in the pair) to value `to`, on
@@ -273,7 +273,11 @@ static const char *rows_functor(Emit *E, Kern *k, const FgAttn *a, const char *n
  * built from iota along the query or the key axis, constants and the ops
  * below; anything else (a mask read from memory, an iota along a batch
  * axis) makes no functor, and every tile is computed.  A causal mask
- * skips the tiles above the diagonal, a sliding window those outside it. */
+ * skips the tiles above the diagonal, a sliding window those outside it.
+ * The same bounds say where the mask keeps every score of a tile (below
+ * the diagonal, inside the window): there the kernel runs the score ops
+ * inside the where alone (NAME_inner), not its condition (5-11% faster
+ * under causal and window masks on the H200, docs/performance.md v16). */
 typedef struct Bounds {
 	FgArena *a;
 	const FgGraph *g;
@@ -409,18 +413,24 @@ static int mask_bounds(FgArena *ar, const FgGraph *g, const FgAttn *a, Bounds *b
 }
 
 /* Writes NAME_tiles for a's mask from its bounds b (mask_bounds; NULL
- * when the tiles cannot be bounded); returns its initializer, or
- * "fga::NoSkip{}" (every tile computed). */
+ * when the tiles cannot be bounded): whether a tile's scores are all
+ * -inf (skipped), and whether the mask keeps them all (`kept`: the score
+ * ops inside the where alone, NAME_inner); returns its initializer, or
+ * "fga::NoSkip{}" (every tile computed, all its score ops). */
 static const char *tile_functor(Emit *E, const Kern *k, const FgAttn *a, const Bounds *bp, int neg, const char *name)
 {
 	if (!bp)
 		return "fga::NoSkip{}";
 	const Bounds b = *bp;
 	const int c = k->g->nodes[a->x].in[0];
-	cu_out(E, "struct %s {\n\t/* whether where(%s) puts -inf at every score of rows [r0, r1] and keys [c0, c1] */\n"
-	       "\t__device__ __forceinline__ bool operator()(int r0, int r1, int c0, int c1) const\n\t{\n%s"
-	       "\t\treturn %s;\n\t}\n};\n\n", name, neg == 2 ? "cond, s, -inf" : "cond, -inf, s", b.text,
+	const char *sig = "\t__device__ __forceinline__ bool %s(int r0, int r1, int c0, int c1) const\n\t{\n%s";
+	cu_out(E, "struct %s {\n\t/* whether where(%s) puts -inf at every score of rows [r0, r1] and keys [c0, c1] */\n",
+	       name, neg == 2 ? "cond, s, -inf" : "cond, -inf, s");
+	cu_out(E, sig, "operator()", b.text);
+	cu_out(E, "\t\treturn %s;\n\t}\n\t/* whether it keeps every score there */\n",
 	       neg == 2 ? cu_fmt(k->a, "!(%s)", b.hi[c]) : b.lo[c]);
+	cu_out(E, sig, "kept", b.text);
+	cu_out(E, "\t\treturn %s;\n\t}\n};\n\n", neg == 2 ? b.lo[c] : cu_fmt(k->a, "!(%s)", b.hi[c]));
 	return cu_fmt(k->a, "%s{}", name);
 }
 
@@ -473,18 +483,25 @@ static int attn_consumers(const FgGraph *g, const FgGroup *gr, const FgAttn *a)
 	return 3;
 }
 
-/* The keys of a tile of the kernel at head dim d (fga::Plan's BN: 64 at
- * 256, where O takes half the registers, else 128). */
-static int64_t attn_keys(int64_t d)
+/* The keys of a tile of a's kernel (fga::Plan's BN): 64 at head dim 256,
+ * where O takes half the registers; 176 at 128 where the scores get no op
+ * but a folded scale and O is all the kernel writes (FlashAttention-3's
+ * tile: fewer turns a row, each longer; 2.7-3.9% faster than 128 at 4k
+ * and 8k keys on the H200, docs/performance.md v16); else 128: at 176, a
+ * mask, a bias, a log-sum-exp or p written spilled registers in
+ * tests/gpu's attention graphs, and a causal mask ran at half the speed. */
+static int64_t attn_keys(const FgGraph *g, const FgAttn *a)
 {
-	return d == 256 ? 64 : 128;
+	const int bare = (a->nchain == 0 || (a->nchain == 1 && folded_scale(g, a) != 1)) && !a->nprobs &&
+			 !a->p_written && a->lse_y < 0;
+	return a->d == 256 ? 64 : a->d == 128 && bare ? 176 : 128;
 }
 
 /* The runs of a's key tiles, *kts tiles each (key_splits); none when p
  * is written (a run does not know its rows' max and sum). */
-static int64_t attn_splits(const FgAttn *a, int nc, int64_t Z, int64_t *kts)
+static int64_t attn_splits(const FgGraph *g, const FgAttn *a, int nc, int64_t Z, int64_t *kts)
 {
-	const int64_t bn = attn_keys(a->d);
+	const int64_t bn = attn_keys(g, a);
 	if (a->p_written) {
 		*kts = (a->sk + bn - 1) / bn;
 		return 1;
@@ -506,11 +523,12 @@ const char *cu_attention_note(const FgPlan *plan, int gi)
 	int neg;
 	const int skips = mask_bounds(ar, g, &a, &b, &neg);
 	const int nc = attn_consumers(g, &plan->groups[gi], &a);
-	int64_t kts, nsplit = attn_splits(&a, nc, cu_numel(&g->nodes[a.mm2].shape) / (a.sq * a.d), &kts);
+	int64_t kts, nsplit = attn_splits(g, &a, nc, cu_numel(&g->nodes[a.mm2].shape) / (a.sq * a.d), &kts);
 	return cu_fmt(ar, "the generated sm_90a flash kernel, head dim %lld, %lld query rows against %lld keys in tiles of "
 		      "%lld x %lld, %s%s%s%s%s", (long long)a.d, (long long)a.sq, (long long)a.sk, 64LL * nc,
-		      (long long)attn_keys(a.d),
-		      skips ? "key tiles that the mask's iota bounds put at -inf skipped" : "every key tile computed",
+		      (long long)attn_keys(g, &a),
+		      skips ? "key tiles that the mask's iota bounds put at -inf skipped, those it keeps whole computed without "
+			      "its compare" : "every key tile computed",
 		      a.lse_y >= 0 ? cu_fmt(ar, ", %s written per row", plan->names[a.lse_y]) : "",
 		      a.p_written ? cu_fmt(ar, ", %s written from a second pass over the keys (the first finds each row's "
 					   "max and sum)", plan->names[a.p]) : "",
@@ -553,8 +571,17 @@ void cu_emit_attention(Emit *E, Kern *k)
 	const char *sname = cu_kname(k, "scores"), *oname = cu_kname(k, "out");
 	Kern ks_;
 	cu_kern_init(&ks_, E, k->gi);
-	const double scale = folded_scale(k, &a);
+	const double scale = folded_scale(k->g, &a);
 	pair_ops(&ks_, &a, scale != 1 ? a.chain[0] : a.mm1, a.x);
+	/* with a mask that bounds tiles, the ops inside it, for the tiles it
+	 * keeps whole */
+	Bounds bounds;
+	int neg;
+	const int skips = mask_bounds(k->a, k->g, &a, &bounds, &neg);
+	Kern ki;
+	cu_kern_init(&ki, E, k->gi);
+	if (skips)
+		pair_ops(&ki, &a, scale != 1 ? a.chain[0] : a.mm1, k->g->nodes[a.x].in[3 - neg]);
 	Kern kp, kw;
 	cu_kern_init(&kp, E, k->gi);
 	if (a.nprobs)
@@ -563,21 +590,22 @@ void cu_emit_attention(Emit *E, Kern *k)
 	if (a.p_written)
 		p_stores(&kw, &a);
 	out_stores(k, &a);
-	if (ks_.failed || kp.failed || kw.failed || k->failed) {
+	if (ks_.failed || ki.failed || kp.failed || kw.failed || k->failed) {
 		k->failed = 1;
 		return;
 	}
 	cu_path(E, k->gi, a.d == 64 ? CU_PATH_ATTN_D64 : a.d == 128 ? CU_PATH_ATTN_D128 : CU_PATH_ATTN_D256);
 	const int nc = attn_consumers(k->g, k->gr, &a);
-	int64_t kts, nsplit = attn_splits(&a, nc, Z, &kts);
+	int64_t kts, nsplit = attn_splits(k->g, &a, nc, Z, &kts);
 	const int64_t obytes = nsplit * Z * a.sq * a.d * 4;
+	if (attn_keys(k->g, &a) == 176)
+		cu_path(E, k->gi, CU_PATH_ATTN_KEYS176);
+	if (skips)
+		cu_path(E, k->gi, CU_PATH_ATTN_KEPT);
 	if (nsplit > 1) {
 		cu_path(E, k->gi, CU_PATH_ATTN_SPLIT);
 		cu_use_scratch(E, k->gi, obytes + nsplit * Z * a.sq * 8);
 	}
-	Bounds bounds;
-	int neg;
-	const int skips = mask_bounds(k->a, k->g, &a, &bounds, &neg);
 	cu_emit_comment(E, k->gi, cu_fmt(E->a, "attention on the generated sm_90a flash kernel (fga::attention, head dim "
 				   "%lld, %lld query rows against %lld keys, %lld matrices%s): the scores (%s) and the "
 				   "probabilities (%s) %s; score ops in %s, the output's stores in %s%s%s%s%s",
@@ -587,7 +615,8 @@ void cu_emit_attention(Emit *E, Kern *k)
 				   "from a second pass over the keys, the scores on chip" , cu_kname(k, "psave")) :
 				   "stay on chip", sname, oname,
 				   skips ?
-				   cu_fmt(E->a, ", key tiles masked whole in %s", cu_kname(k, "tiles")) : "",
+				   cu_fmt(E->a, ", key tiles masked or kept whole in %s (a kept one takes %s)", cu_kname(k, "tiles"),
+					  cu_kname(k, "inner")) : "",
 				   a.lse_y >= 0 ? cu_fmt(E->a, ", %s per row in %s", k->plan->names[a.lse_y],
 							  cu_kname(k, "rows")) : "",
 				   a.nprobs ? cu_fmt(E->a, ", the ops on p in %s", cu_kname(k, "probs")) : "",
@@ -596,7 +625,10 @@ void cu_emit_attention(Emit *E, Kern *k)
 						       (long long)kts, kts == 1 ? "" : "s") : ""));
 	const char *tiles = tile_functor(E, k, &a, skips ? &bounds : NULL, neg, cu_kname(k, "tiles"));
 	const char *rows = rows_functor(E, k, &a, cu_kname(k, "rows"));
-	const char *sargs = functor(E, &ks_, sname, "int z_, int r_, int c_, float &v0, float &v1", &a, W_NONE, NULL);
+	const char *ssig = "int z_, int r_, int c_, float &v0, float &v1", *iname = cu_kname(k, "inner");
+	const char *sargs = functor(E, &ks_, sname, ssig, &a, W_NONE, NULL);
+	const char *inner = skips ? cu_fmt(k->a, "%s{%s}", iname, functor(E, &ki, iname, ssig, &a, W_NONE, NULL)) :
+			    cu_fmt(k->a, "%s{%s}", sname, sargs);
 	const char *pname = cu_kname(k, "probs"), *wname = cu_kname(k, "psave");
 	const char *probs = a.nprobs ? cu_fmt(k->a, "%s{%s}", pname, functor(E, &kp, pname, "int z_, int r_, int c_, "
 							       "float &v0, float &v1", &a, W_NONE, NULL)) : "fga::NoProbs{}";
@@ -612,12 +644,12 @@ void cu_emit_attention(Emit *E, Kern *k)
 					       "%lld, %lld}", (long long)obytes, (long long)nsplit, (long long)kts) : "fga::Part{}";
 	const char *scl = cu_literal(k->a, FG_DT_F32, scale), *outf = cu_fmt(k->a, "%s{%s}", oname, oargs);
 	cu_add_call(E, cu_kname(k, NULL), k->gi, blocks, 128 * (nc + 1),
-		    cu_fmt(E->a, "fga::launch<%s, %lld, %d, %s>(ctx, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lld, "
-			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s, %s, %s, %s, %s);", tname, (long long)a.d, nc,
-			   nsplit > 1 ? "true" : "false", cu_tensor_param(k, a.q), cu_tensor_param(k, a.k),
+		    cu_fmt(E->a, "fga::launch<%s, %lld, %d, %lld, %s>(ctx, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lld, "
+			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s, %s, %s, %s, %s, %s);", tname, (long long)a.d, nc,
+			   (long long)attn_keys(k->g, &a), nsplit > 1 ? "true" : "false", cu_tensor_param(k, a.q), cu_tensor_param(k, a.k),
 			   cu_tensor_param(k, a.v), (long long)a.sq, (long long)a.sk, scl, (long long)Z,
 			   (long long)(cu_numel(kshape) / (a.sk * a.d)), (long long)(cu_numel(vshape) / (a.sk * a.d)), nb,
-			   int_list(k->a, ext, nb), int_list(k->a, ks, nb), int_list(k->a, vs, nb), sname, sargs, tiles,
+			   int_list(k->a, ext, nb), int_list(k->a, ks, nb), int_list(k->a, vs, nb), sname, sargs, inner, tiles,
 			   outf, rows, probs, psave, part));
 	if (nsplit > 1) {
 		const int64_t per = 256 / (a.d / 2);

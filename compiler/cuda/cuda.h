@@ -92,7 +92,9 @@
 	X(ATTN_D64, "attention.d64")            /* the flash kernel, head dim 64 */     \
 	X(ATTN_D128, "attention.d128")          /* ... 128 */                           \
 	X(ATTN_D256, "attention.d256")          /* ... 256 */                           \
-	X(ATTN_SPLIT, "attention.split")        /* the keys split across blocks, then a combine */
+	X(ATTN_SPLIT, "attention.split")        /* the keys split across blocks, then a combine */ \
+	X(ATTN_KEYS176, "attention.keys176")    /* key tiles of 176 (D = 128, bare scores) */ \
+	X(ATTN_KEPT, "attention.kept")          /* a mask's kept tiles without its compare */
 
 typedef enum CuPath {
 #define X(id, name) CU_PATH_##id,
