@@ -257,7 +257,7 @@ def main():
                   for sk in map(int, args.decode_keys.split(","))]
     stem = "attention" if prefill else "decode"
     path = os.path.join(args.out, stem + ".json")
-    kept = load(path)["rows"] if args.resume else []
+    kept = peers.load_rows(path)["rows"] if args.resume else []
     kept = [r for r in kept if "error" not in r and r["case"] in {case_name(c) for c in cases}]
     todo = [c for c in cases if case_name(c) not in {r["case"] for r in kept}]
     peers.log("%d cases to run (%d kept)" % (len(todo), len(kept)))
@@ -280,9 +280,7 @@ def main():
             torch._dynamo.reset()
         torch.cuda.empty_cache()
         data["rows"].append(row)
-        with open(path + ".tmp", "w") as f:  # each row as it comes: --resume goes on from there
-            json.dump(data, f, indent=1)
-        os.replace(path + ".tmp", path)
+        peers.save_rows(path, data)     # each row as it comes: --resume goes on from there
         peers.log(table([row], "sustained").splitlines()[-1])
     rows = sorted(data["rows"], key=lambda r: [case_name(c) for c in cases].index(r["case"]))
     md = "".join(section(title, [r for r in rows if (r["mod"] == "decode") == dec])
@@ -293,14 +291,6 @@ def main():
         f.write(md)
     peers.log("\n" + md)
 
-
-def load(path):
-    """A JSON file of rows written before ({"rows": []} when none)."""
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except FileNotFoundError:
-        return {"environment": None, "rows": []}
 
 def section(title, rows):
     """A markdown section of rows of one kind (prefill, or decode): the cold

@@ -374,6 +374,24 @@ def emit(name, args, work):
     return load_module(module)
 
 
+def load_rows(path):
+    """A table's JSON written before by save_rows ({"environment": None,
+    "rows": []} when there is none): what --resume goes on from."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return {"environment": None, "rows": []}
+
+
+def save_rows(path, data):
+    """The table's JSON, replaced whole (a call cut short leaves the last
+    complete one)."""
+    with open(path + ".tmp", "w") as f:
+        json.dump(data, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
 def first_line(e):
     return "error: %s" % (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
 

@@ -28,7 +28,6 @@ sustained then cold) and OUT/sweep.png (the sustained speedups as heat
 maps, when matplotlib is there) are written from the JSON.
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -79,20 +78,6 @@ def cell_names(todo, args):
     once) with its sizes."""
     paths = {(op, dt): graph(op, dt, args.work) for op, dt, _, _ in todo}
     return {cell: "%s:R=%d,C=%d" % (paths[cell[:2]], cell[2], cell[3]) for cell in todo}
-
-
-def load(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except FileNotFoundError:
-        return {"environment": None, "rows": []}
-
-
-def save(path, data):
-    with open(path + ".tmp", "w") as f:
-        json.dump(data, f, indent=1)
-    os.replace(path + ".tmp", path)
 
 
 # ----------------------------------------------------------------- report
@@ -231,7 +216,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.work, exist_ok=True)
     path = os.path.join(args.out, "sweep.json")
-    data = load(path) if args.resume or args.report else {"environment": None, "rows": []}
+    data = peers.load_rows(path) if args.resume or args.report else {"environment": None, "rows": []}
     if args.report:
         report(data, args)
         return
@@ -262,7 +247,7 @@ def main():
         if clock.cuda:
             torch.cuda.empty_cache()
         data["rows"].append(row)
-        save(path, data)
+        peers.save_rows(path, data)
         log("sustained %s, cold %s" % (cell_text(row, "sustained"), cell_text(row, "cold")))
     report(data, args)
 

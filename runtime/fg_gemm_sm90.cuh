@@ -180,10 +180,10 @@ template <int R> FG_GEMM_DEV void regs_inc()
 
 /* wgmma m64nNkK with f32 accumulators d (N / 2 a thread), A and B from
  * shared memory by descriptor; acc 0 overwrites d.  TA / TB: A M-major, B
- * N-major.  The operand lists are written out, one macro per width N
- * (PTX takes no arrays); the operand type (CT, its PTX name TY), K (16,
- * or 8 for tf32) and the transpose operands (TR: none for tf32, which
- * takes K-major operands alone) are the macro's parameters. */
+ * N-major.  The operand lists are written out (PTX takes no arrays), one
+ * macro for every width N (FG_WGMMA); the operand type (CT, its PTX name
+ * TY), K (16, or 8 for tf32) and the transpose operands (TR: none for
+ * tf32, which takes K-major operands alone) are its parameters. */
 /* wgmma's accumulator operands: d[0..R) of a thread ("+f"), R = N / 2
  * for a width N, and their placeholders in the instruction's text ("%0,
  * %1, ..."), the first R operands of every wgmma asm below and in
@@ -228,69 +228,33 @@ template <int R> FG_GEMM_DEV void regs_inc()
 
 template <int N, class T> struct Wgmma;
 
-#define FG_WGMMA_N64(CT, TY, K, TR) \
-template <> struct Wgmma<64, CT> { \
+/* One width N: its R = N / 2 accumulators (FG_WG_D##R, FG_WG_P##R), then
+ * the descriptors' placeholders AB, the accumulate flag's ACC and the
+ * transposes' TR, numbered after them. */
+#define FG_WGMMA(N, R, CT, TY, K, AB, ACC, TR) \
+template <> struct Wgmma<N, CT> { \
 	template <int TA, int TB> static __device__ __forceinline__ void mma(float *d, uint64_t da, uint64_t db, int acc) \
 	{ \
-		asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
-			"wgmma.mma_async.sync.aligned.m64n64k" K ".f32." TY "." TY " {" \
-			FG_WG_P32 \
-			"}, %32, %33, p, 1, 1" TR ";\n}\n" \
-			: FG_WG_D32 \
+		asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " ACC ", 0;\n" \
+			"wgmma.mma_async.sync.aligned.m64n" #N "k" K ".f32." TY "." TY " {" \
+			FG_WG_P##R \
+			"}, " AB ", p, 1, 1" TR ";\n}\n" \
+			: FG_WG_D##R \
 			: "l"(da), "l"(db), "r"(acc), "n"(TA), "n"(TB)); \
 	} \
 };
-
-#define FG_WGMMA_N128(CT, TY, K, TR) \
-template <> struct Wgmma<128, CT> { \
-	template <int TA, int TB> static __device__ __forceinline__ void mma(float *d, uint64_t da, uint64_t db, int acc) \
-	{ \
-		asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
-			"wgmma.mma_async.sync.aligned.m64n128k" K ".f32." TY "." TY " {" \
-			FG_WG_P64 \
-			"}, %64, %65, p, 1, 1" TR ";\n}\n" \
-			: FG_WG_D64 \
-			: "l"(da), "l"(db), "r"(acc), "n"(TA), "n"(TB)); \
-	} \
-};
-
-#define FG_WGMMA_N176(CT, TY, K, TR) \
-template <> struct Wgmma<176, CT> { \
-	template <int TA, int TB> static __device__ __forceinline__ void mma(float *d, uint64_t da, uint64_t db, int acc) \
-	{ \
-		asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %90, 0;\n" \
-			"wgmma.mma_async.sync.aligned.m64n176k" K ".f32." TY "." TY " {" \
-			FG_WG_P88 \
-			"}, %88, %89, p, 1, 1" TR ";\n}\n" \
-			: FG_WG_D88 \
-			: "l"(da), "l"(db), "r"(acc), "n"(TA), "n"(TB)); \
-	} \
-};
-
-#define FG_WGMMA_N256(CT, TY, K, TR) \
-template <> struct Wgmma<256, CT> { \
-	template <int TA, int TB> static __device__ __forceinline__ void mma(float *d, uint64_t da, uint64_t db, int acc) \
-	{ \
-		asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n" \
-			"wgmma.mma_async.sync.aligned.m64n256k" K ".f32." TY "." TY " {" \
-			FG_WG_P128 \
-			"}, %128, %129, p, 1, 1" TR ";\n}\n" \
-			: FG_WG_D128 \
-			: "l"(da), "l"(db), "r"(acc), "n"(TA), "n"(TB)); \
-	} \
-};
-
-FG_WGMMA_N64(__nv_bfloat16, "bf16", "16", ", %35, %36")
-FG_WGMMA_N64(__half, "f16", "16", ", %35, %36")
-FG_WGMMA_N64(float, "tf32", "8", "")
-FG_WGMMA_N128(__nv_bfloat16, "bf16", "16", ", %67, %68")
-FG_WGMMA_N128(__half, "f16", "16", ", %67, %68")
-FG_WGMMA_N128(float, "tf32", "8", "")
-FG_WGMMA_N176(__nv_bfloat16, "bf16", "16", ", %91, %92")
-FG_WGMMA_N176(__half, "f16", "16", ", %91, %92")
-FG_WGMMA_N256(__nv_bfloat16, "bf16", "16", ", %131, %132")
-FG_WGMMA_N256(__half, "f16", "16", ", %131, %132")
-FG_WGMMA_N256(float, "tf32", "8", "")
+/* Its bf16, f16 and tf32 forms (tf32 takes K-major operands alone: no
+ * transposes) */
+#define FG_WGMMA_TYPES(N, R, AB, ACC, TR) \
+	FG_WGMMA(N, R, __nv_bfloat16, "bf16", "16", AB, ACC, TR) \
+	FG_WGMMA(N, R, __half, "f16", "16", AB, ACC, TR) \
+	FG_WGMMA(N, R, float, "tf32", "8", AB, ACC, "")
+FG_WGMMA_TYPES(64, 32, "%32, %33", "%34", ", %35, %36")
+FG_WGMMA_TYPES(128, 64, "%64, %65", "%66", ", %67, %68")
+FG_WGMMA_TYPES(256, 128, "%128, %129", "%130", ", %131, %132")
+/* 176 (the attention kernel's key tile at D = 128): bf16 and f16 */
+FG_WGMMA(176, 88, __nv_bfloat16, "bf16", "16", "%88, %89", "%90", ", %91, %92")
+FG_WGMMA(176, 88, __half, "f16", "16", "%88, %89", "%90", ", %91, %92")
 
 /* ------------------------------------------------------------ the kernel */
 
