@@ -343,8 +343,11 @@ static int bound(Bounds *b, int id)
 		case FG_OP_MAXIMUM:
 			lo = cu_fmt(a, "fmax(%s, %s)", L[0], L[1]), hi = cu_fmt(a, "fmax(%s, %s)", H[0], H[1]);
 			break;
-		case FG_OP_CAST:        /* exact from an integer to a number */
-			if (!fg_dtype_is_int(b->g->nodes[n->in[0]].dt) || n->dt == FG_DT_BOOL)
+		case FG_OP_CAST:        /* exact: from an integer to i32 */
+			/* not to a float: bf16 rounds 767 and 769 both to 768,
+			 * so a strict compare of positions in bf16 masks scores
+			 * that the exact bounds would keep, or skip */
+			if (!fg_dtype_is_int(b->g->nodes[n->in[0]].dt) || n->dt != FG_DT_I32)
 				return 0;
 			lo = L[0], hi = H[0];
 			break;
