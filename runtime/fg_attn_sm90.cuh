@@ -125,7 +125,7 @@ constexpr int MAX_BATCH = 6;    /* batch dims of the output */
 template <int D, int NC, int BN_> struct Plan {
 	static_assert(D == 64 || D == 128 || D == 256, "head dims 64, 128 and 256");
 	static_assert(NC == 2 || (NC == 3 && D == 64), "two consumers, or three at D = 64");
-	static_assert(BN_ % 16 == 0 && BN_ <= 256 && (D < 256 || BN_ == 64), "key tiles of 16k up to 256, 64 at D = 256");
+	static_assert(BN_ % 16 == 0 && BN_ <= 256 && (D < 256 || BN_ == 64), "key tiles of a multiple of 16 keys up to 256, 64 at D = 256");
 	static constexpr int BN = BN_;          /* keys a tile */
 	static constexpr int BM = 64 * NC;
 	static constexpr int THREADS = 128 * (NC + 1);
