@@ -257,9 +257,11 @@ def main():
                   for sk in map(int, args.decode_keys.split(","))]
     stem = "attention" if prefill else "decode"
     path = os.path.join(args.out, stem + ".json")
+    order = {case_name(c): i for i, c in enumerate(cases)}      # the table's rows, in order
     kept = peers.load_rows(path)["rows"] if args.resume else []
-    kept = [r for r in kept if "error" not in r and r["case"] in {case_name(c) for c in cases}]
-    todo = [c for c in cases if case_name(c) not in {r["case"] for r in kept}]
+    kept = [r for r in kept if "error" not in r and r["case"] in order]
+    done = {r["case"] for r in kept}
+    todo = [c for c in cases if case_name(c) not in done]
     peers.log("%d cases to run (%d kept)" % (len(todo), len(kept)))
     libs = build(args, todo)
     clock, nvml = peers.Clock("cuda"), peers.Nvml("cuda")
@@ -282,7 +284,7 @@ def main():
         data["rows"].append(row)
         peers.save_rows(path, data)     # each row as it comes: --resume goes on from there
         peers.log(table([row], "sustained").splitlines()[-1])
-    rows = sorted(data["rows"], key=lambda r: [case_name(c) for c in cases].index(r["case"]))
+    rows = sorted(data["rows"], key=lambda r: order[r["case"]])
     md = "".join(section(title, [r for r in rows if (r["mod"] == "decode") == dec])
                  for dec, title in ((False, "attention: fgc and its peers, bf16, BH = %d" % args.bh),
                                     (True, "attention decode steps: fgc and its peers, bf16, Sq = 1, D = 128")))

@@ -500,11 +500,10 @@ static int64_t attn_keys(const FgGraph *g, const FgAttn *a)
 	return a->d == 256 ? 64 : a->d == 128 && bare ? 176 : 128;
 }
 
-/* The runs of a's key tiles, *kts tiles each (key_splits); none when p
- * is written (a run does not know its rows' max and sum). */
-static int64_t attn_splits(const FgGraph *g, const FgAttn *a, int nc, int64_t Z, int64_t *kts)
+/* The runs of a's key tiles of bn keys, *kts tiles each (key_splits);
+ * none when p is written (a run does not know its rows' max and sum). */
+static int64_t attn_splits(const FgAttn *a, int nc, int64_t bn, int64_t Z, int64_t *kts)
 {
-	const int64_t bn = attn_keys(g, a);
 	if (a->p_written) {
 		*kts = (a->sk + bn - 1) / bn;
 		return 1;
@@ -526,10 +525,11 @@ const char *cu_attention_note(const FgPlan *plan, int gi)
 	int neg;
 	const int skips = mask_bounds(ar, g, &a, &b, &neg);
 	const int nc = attn_consumers(g, &plan->groups[gi], &a);
-	int64_t kts, nsplit = attn_splits(g, &a, nc, cu_numel(&g->nodes[a.mm2].shape) / (a.sq * a.d), &kts);
+	const int64_t bn = attn_keys(g, &a);
+	int64_t kts, nsplit = attn_splits(&a, nc, bn, cu_numel(&g->nodes[a.mm2].shape) / (a.sq * a.d), &kts);
 	return cu_fmt(ar, "the generated sm_90a flash kernel, head dim %lld, %lld query rows against %lld keys in tiles of "
 		      "%lld x %lld, %s%s%s%s%s", (long long)a.d, (long long)a.sq, (long long)a.sk, 64LL * nc,
-		      (long long)attn_keys(g, &a),
+		      (long long)bn,
 		      skips ? "key tiles that the mask's iota bounds put at -inf skipped, those it keeps whole computed without "
 			      "its compare" : "every key tile computed",
 		      a.lse_y >= 0 ? cu_fmt(ar, ", %s written per row", plan->names[a.lse_y]) : "",
@@ -599,9 +599,10 @@ void cu_emit_attention(Emit *E, Kern *k)
 	}
 	cu_path(E, k->gi, a.d == 64 ? CU_PATH_ATTN_D64 : a.d == 128 ? CU_PATH_ATTN_D128 : CU_PATH_ATTN_D256);
 	const int nc = attn_consumers(k->g, k->gr, &a);
-	int64_t kts, nsplit = attn_splits(k->g, &a, nc, Z, &kts);
+	const int64_t bn = attn_keys(k->g, &a);
+	int64_t kts, nsplit = attn_splits(&a, nc, bn, Z, &kts);
 	const int64_t obytes = nsplit * Z * a.sq * a.d * 4;
-	if (attn_keys(k->g, &a) == 176)
+	if (bn == 176)
 		cu_path(E, k->gi, CU_PATH_ATTN_KEYS176);
 	if (skips)
 		cu_path(E, k->gi, CU_PATH_ATTN_KEPT);
@@ -649,7 +650,7 @@ void cu_emit_attention(Emit *E, Kern *k)
 	cu_add_call(E, cu_kname(k, NULL), k->gi, blocks, 128 * (nc + 1),
 		    cu_fmt(E->a, "fga::launch<%s, %lld, %d, %lld, %s>(ctx, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lld, "
 			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s, %s, %s, %s, %s, %s);", tname, (long long)a.d, nc,
-			   (long long)attn_keys(k->g, &a), nsplit > 1 ? "true" : "false", cu_tensor_param(k, a.q), cu_tensor_param(k, a.k),
+			   (long long)bn, nsplit > 1 ? "true" : "false", cu_tensor_param(k, a.q), cu_tensor_param(k, a.k),
 			   cu_tensor_param(k, a.v), (long long)a.sq, (long long)a.sk, scl, (long long)Z,
 			   (long long)(cu_numel(kshape) / (a.sk * a.d)), (long long)(cu_numel(vshape) / (a.sk * a.d)), nb,
 			   int_list(k->a, ext, nb), int_list(k->a, ks, nb), int_list(k->a, vs, nb), sname, sargs, inner, tiles,
