@@ -324,11 +324,17 @@ def case(name, args):
 def build_libs(args, names, jobs=None):
     """`fgc compile --lib` of every case (test dims with --small), `jobs` at
     a time (default: all at once); per name, the library's path, or the
-    error."""
+    error.  A library newer than fgc, the case's source and the runtime's
+    files is kept: a run going on with --resume does not build it again."""
+    runtime = glob.glob(os.path.join(os.environ.get("FGC_RUNTIME") or os.path.join(ROOT, "runtime"), "*"))
+
     def one(name):
         source, dims, stem, cflags = case(name, args)
         lib = os.path.join(args.work, "lib", stem, "lib%s.so" % os.path.basename(source)[:-3])
         os.makedirs(os.path.dirname(lib), exist_ok=True)
+        if os.path.exists(lib) and all(os.path.getmtime(lib) > os.path.getmtime(p)
+                                       for p in [args.fgc, source] + runtime):
+            return lib
         p = subprocess.run([args.fgc, "compile", source, "--lib", "-o", lib] + dims + cflags,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         return lib if p.returncode == 0 else RuntimeError(p.stdout.strip()[-2000:] or "fgc failed")

@@ -9,7 +9,7 @@ CUDA events, cold and sustained, the SM clock read.
 
     python3 bench/sweep.py [--fgc build/fgc] [--out out/sweep] [--ops softmax,...]
                            [--dtypes f16,...] [--rows 1,8,...] [--cols 128,...]
-                           [--resume] [--report] [--jobs N] [peers.py's timing options]
+                           [--resume] [--report] [--jobs N] [--warm N] [peers.py's timing options]
 
 Each cell is a graph of OPS at R rows of C columns (written to WORK/graphs/,
 the sizes given as -D), built as a library by `fgc compile --lib` (--jobs at
@@ -18,16 +18,28 @@ sample: the four checked against the f64 reference under testing.md's
 gates, then timed.  A cell whose tensors would pass 2^31 elements is left
 out (32768 x 131072: its f64 reference alone is 34 GB).
 
+Before the first timing, --warm processes (default: half the CPUs) compile
+every cell's torch.compile peers, both modes, once each: Inductor keeps what
+it compiles and the kernels' tuned configs on disk (its FX graph and Triton
+caches), so the timing process's own compilations find them there (0.1 s a
+mode on the H200, where they took most of a cell's 4 s).  The warm
+processes run before any timing, never beside it; a cell they could not
+compile is compiled by the timing process as before.
+
 Each row goes to OUT/sweep.json as it comes; --resume keeps the rows
 already there and runs only the others, so a sweep can span several
-device calls (the whole grid is 4 ops x 3 dtypes x 29 cells, about 10 s a
-cell, mostly torch.compile's two compilations).  At the end, or alone
+device calls; a cell's library, built in WORK, is kept for them.  The
+whole grid, 4 ops x 3 dtypes x 29 cells, took 15.8 minutes on the H200 in
+two calls (16 CPUs: libraries 3 minutes, the warm processes 1 minute,
+then about 1.7 s a cell).  At the end, or alone
 with --report, OUT/sweep.md (per op and dtype, a rows x columns table of
 fgc's speedup over the faster torch.compile mode and its % of the floor,
 sustained then cold) and OUT/sweep.png (the sustained speedups as heat
 maps, when matplotlib is there) are written from the JSON.
 """
 import argparse
+import concurrent.futures
+import multiprocessing
 import os
 import sys
 import time
@@ -62,8 +74,10 @@ def graph(op, dt, work):
     lines += ["", "  " + stmt, "  output y", "}", ""]
     path = os.path.join(work, "graphs", "%s_%s.fg" % (op, dt))
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        f.write("\n".join(lines))
+    text = "\n".join(lines)
+    if not os.path.exists(path) or open(path).read() != text:   # else its libraries stay built
+        with open(path, "w") as f:
+            f.write(text)
     return path
 
 
@@ -78,6 +92,52 @@ def cell_names(todo, args):
     once) with its sizes."""
     paths = {(op, dt): graph(op, dt, args.work) for op, dt, _, _ in todo}
     return {cell: "%s:R=%d,C=%d" % (paths[cell[:2]], cell[2], cell[3]) for cell in todo}
+
+
+# ------------------------------------------------------------------- warm
+
+def warm_init():
+    """A warm process compiles with one thread: the processes are the
+    parallelism."""
+    import torch._inductor.config as inductor
+    inductor.compile_threads = 1
+
+
+def warm_cell(name, args):
+    """Compiles cell `name`'s torch.compile peers (the default mode and
+    reduce-overhead) on its inputs, as bench_sample will, filling Inductor's
+    on-disk caches; the seconds it took, or the error."""
+    t0 = time.time()
+    try:
+        # the module where bench_sample writes it: the same source path,
+        # which the compiled graph's stack traces carry
+        work = os.path.join(args.work, peers.case(name, args)[2])
+        os.makedirs(work, exist_ok=True)
+        mod = peers.emit(name, args, work)
+        inputs = list(mod.make_inputs(args.seed, args.device).values())
+        for mode in (None, args.compile_ro):
+            torch.compile(mod.forward, mode=mode)(*inputs)
+            torch._dynamo.reset()
+        del inputs
+        if args.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+        return time.time() - t0
+    except Exception as e:  # the timing process compiles it then
+        return "%s: %s" % (name, peers.first_line(e))
+
+
+def warm(names, args):
+    """warm_cell of every name, args.warm processes at a time."""
+    t0, ok, failed = time.time(), 0, []
+    context = multiprocessing.get_context("spawn")   # CUDA does not survive a fork
+    with concurrent.futures.ProcessPoolExecutor(args.warm, mp_context=context, initializer=warm_init) as pool:
+        for got in pool.map(warm_cell, names, [args] * len(names)):
+            if isinstance(got, str):
+                failed.append(got)
+            else:
+                ok += 1
+    log("warmed torch.compile's caches for %d of %d cells in %.0f s%s" %
+        (ok, len(names), time.time() - t0, "".join("\n  not warmed: " + f for f in failed)))
 
 
 # ----------------------------------------------------------------- report
@@ -198,6 +258,8 @@ def parse_args():
     p.add_argument("--resume", action="store_true", help="keep OUT/sweep.json's rows, run only the other cells")
     p.add_argument("--report", action="store_true", help="only write sweep.md and sweep.png from OUT/sweep.json")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="fgc compile --lib at a time")
+    p.add_argument("--warm", type=int, default=max(1, (os.cpu_count() or 2) // 2),
+                   help="processes that fill torch.compile's caches before the timing (0: none)")
     peers.timing_options(p, runs=5, rounds=1, sustain=0.1, warmup=3)
     args = peers.timing_checked(p.parse_args())
     for op in args.ops:
@@ -230,6 +292,8 @@ def main():
     log("%d cells to run (%d kept)" % (len(todo), len(done)))
     # a grid's libraries --jobs at a time: all at once would start ~350 nvcc
     libs = {} if args.no_fgc else peers.build_libs(args, list(names.values()), args.jobs)
+    if args.warm and not args.no_compile and todo:
+        warm([names[c] for c in todo], args)
     clock, nvml = peers.Clock(args.device), peers.Nvml(args.device)
     copy_bw, mm_rate = peers.copy_bandwidth(args.device, clock), peers.matmul_rate(args.device, clock)
     data["environment"] = peers.environment(args.device, copy_bw, mm_rate, args.fgc)
