@@ -31,7 +31,7 @@ already there and runs only the others, so a sweep can span several
 device calls; a cell's library, built in WORK, is kept for them.  The
 whole grid, 4 ops x 3 dtypes x 29 cells, took 15.8 minutes on the H200 in
 two calls (16 CPUs: libraries 3 minutes, the warm processes 1 minute,
-then about 1.7 s a cell).  At the end, or alone
+then about 1.5 s a cell).  At the end, or alone
 with --report, OUT/sweep.md (per op and dtype, a rows x columns table of
 fgc's speedup over the faster torch.compile mode and its % of the floor,
 sustained then cold) and OUT/sweep.png (the sustained speedups as heat

@@ -211,6 +211,9 @@ typedef struct Kern {
 	int nc;                 /* loads through the read-only path (ld.global.nc),
 				   free to move above the kernel's stores */
 	const char *attrs;      /* after __launch_bounds__ (__cluster_dims__), or NULL */
+	int widen_at_use;       /* a lane stored narrower than f32 and loaded
+				   outside the innermost scope is widened where
+				   it is used (gen.c, cu_load; rowreduce.c) */
 	/* A row kernel that keeps its row in shared memory (rowreduce.c):
 	 * a read loaded at the space's flat index stage_lin is loaded from
 	 * memory by the first pass that needs it, which also puts it at

@@ -204,6 +204,12 @@ Val cu_load(Kern *k, int id, const Ix *x)
 	int one = x->vw < 2 && staged_read(k, id, x) >= 0;        /* a vector of one */
 	if (one || cu_lanes_contiguous(x, s)) {
 		Val w = load_vector(k, id, p, x);
+		/* a lane stored narrower than it computes, loaded in a scope
+		 * outside this one (a row kernel's parameter row, loaded before
+		 * the row loop), where the kernel asks: widened where it is
+		 * used, so the loop holds the packed vector, not a float a lane */
+		if (k->widen_at_use && w.lv < k->depth && fg_dtype_size[n->dt] < (int)sizeof(float))
+			return (Val){cu_fmt(k->a, "fg_read(%s.v[%d])", w.e, one ? 0 : x->lane), w.lv};
 		const char *v = cu_fresh(k, w.lv, cu_fmt(k->a, "v_%s", cu_name(k, id)));
 		cu_kline(k, w.lv, NULL, "const %s %s = fg_read(%s.v[%d]);", fg_dtype_info[n->dt].cuda, v, w.e,
 			 one ? 0 : x->lane);

@@ -85,6 +85,12 @@ static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTe
 				const int *passes, int npass, const unsigned char *dep)
 {
 	int W = rt->threads, vw = rt->vw, U = rt->vecs, block = W * rt->rows_per_block;
+	/* the parameter rows (g, b), loaded before the row loop, stay packed
+	 * through it: layernorm f16 at 32768 x 4096, 63 registers to 48 and
+	 * 80% of the copy bandwidth to 90% (H200, docs/performance.md v17).
+	 * Not in a block of 64: given that block size alone, ptxas held such
+	 * a layernorm of 1,024 bf16 columns to 40 registers and spilled */
+	k->widen_at_use = block >= 128;
 	const char *t = W == 32 ? "(int)(threadIdx.x & 31)" : "(int)threadIdx.x";
 	const char *reduce = W == 32 ? "fg_warp_reduce" : "fg_block_reduce";
 	Ix *xs = fg_arena_array(k->a, (size_t)U * vw, sizeof(Ix));
