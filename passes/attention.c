@@ -403,10 +403,12 @@ static const char *merge_refusal(Fuser *f, const FgAttn *a, int *gs, int *ngs)
 					       m->flags & FG_NF_OUTPUT ? "an output" : m->flags & FG_NF_SAVED ? "saved (@save)"
 					       : "@materialize");
 		if (!add_group(f, ids[i], gs, ngs, max))
-			return fg_arena_printf(f->a, "the %s at %d:%d is computed in %d groups, %s",
-					       fg_op_info[m->op].name, m->loc.line, m->loc.col, f->memb[ids[i]].n,
-					       f->memb[ids[i]].n ? "more than one attention kernel merges" :
-					       "so not in the attention kernel");
+			return f->memb[ids[i]].n == 0
+				? fg_arena_printf(f->a, "the %s at %d:%d is computed in no group, so no attention kernel "
+						  "can take it", fg_op_info[m->op].name, m->loc.line, m->loc.col)
+				: fg_arena_printf(f->a, "the %s at %d:%d is computed in %d groups, more than one attention "
+						  "kernel merges", fg_op_info[m->op].name, m->loc.line, m->loc.col,
+						  f->memb[ids[i]].n);
 		if (ids[i] == a->mm2 || ids[i] == a->lse_y)
 			continue;
 		FOR_CONSUMERS(f, ids[i], c)

@@ -426,14 +426,17 @@ static const char *tile_functor(Emit *E, const Kern *k, const FgAttn *a, const B
 		return "fga::NoSkip{}";
 	const Bounds b = *bp;
 	const int c = k->g->nodes[a->x].in[0];
-	const char *sig = "\t__device__ __forceinline__ bool %s(int r0, int r1, int c0, int c1) const\n\t{\n%s";
-	cu_out(E, "struct %s {\n\t/* whether where(%s) puts -inf at every score of rows [r0, r1] and keys [c0, c1] */\n",
-	       name, neg == 2 ? "cond, s, -inf" : "cond, -inf, s");
-	cu_out(E, sig, "operator()", b.text);
-	cu_out(E, "\t\treturn %s;\n\t}\n\t/* whether it keeps every score there */\n",
-	       neg == 2 ? cu_fmt(k->a, "!(%s)", b.hi[c]) : b.lo[c]);
-	cu_out(E, sig, "kept", b.text);
-	cu_out(E, "\t\treturn %s;\n\t}\n};\n\n", neg == 2 ? b.lo[c] : cu_fmt(k->a, "!(%s)", b.hi[c]));
+	const char *sig = "\t__device__ __forceinline__ %s %s(int r0, int r1, int c0, int c1) const\n\t{\n%s";
+	cu_out(E, "struct %s {\n\t/* the least and the greatest value of the mask's condition over rows [r0, r1] "
+	       "and keys [c0, c1] */\n", name);
+	cu_out(E, sig, "fga::Range", "cond", b.text);
+	cu_out(E, "\t\treturn fga::Range{(double)(%s), (double)(%s)};\n\t}\n", b.lo[c], b.hi[c]);
+	cu_out(E, "\t/* whether where(%s) puts -inf at every score there */\n", neg == 2 ? "cond, s, -inf" : "cond, -inf, s");
+	cu_out(E, sig, "bool", "operator()", "");
+	cu_out(E, "\t\treturn %scond(r0, r1, c0, c1).%s;\n\t}\n\t/* whether it keeps every score there */\n",
+	       neg == 2 ? "!" : "", neg == 2 ? "hi" : "lo");
+	cu_out(E, sig, "bool", "kept", "");
+	cu_out(E, "\t\treturn %scond(r0, r1, c0, c1).%s;\n\t}\n};\n\n", neg == 2 ? "" : "!", neg == 2 ? "lo" : "hi");
 	return cu_fmt(k->a, "%s{}", name);
 }
 
