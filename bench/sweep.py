@@ -75,9 +75,12 @@ def graph(op, dt, work):
     path = os.path.join(work, "graphs", "%s_%s.fg" % (op, dt))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     text = "\n".join(lines)
-    if not os.path.exists(path) or open(path).read() != text:   # else its libraries stay built
-        with open(path, "w") as f:
-            f.write(text)
+    if os.path.exists(path):
+        with open(path) as f:
+            if f.read() == text:        # unchanged: its libraries stay built
+                return path
+    with open(path, "w") as f:
+        f.write(text)
     return path
 
 
