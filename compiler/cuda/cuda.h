@@ -59,6 +59,7 @@
 	X(LOOP_LANES, "loop.lanes")             /* several elements a thread, vector accesses */ \
 	X(ROW_WARP, "rowreduce.registers.warp") /* the row in a warp's registers */     \
 	X(ROW_BLOCK, "rowreduce.registers.block") /* ... in a block's */                \
+	X(ROW_PACKED, "rowreduce.registers.packed") /* parameter rows packed through the row loop */ \
 	X(ROW_SMEM, "rowreduce.smem")           /* a block a row, read once into shared memory */ \
 	X(ROW_CLUSTER, "rowreduce.cluster")     /* a cluster a row, each block a part */ \
 	X(ROW_STREAM, "rowreduce.stream")       /* a block a row, streamed a pass */    \
