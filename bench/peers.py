@@ -327,13 +327,13 @@ def build_libs(args, names, jobs=None):
     error.  A library newer than fgc, the case's source and the runtime's
     files is kept: a run going on with --resume does not build it again."""
     runtime = glob.glob(os.path.join(os.environ.get("FGC_RUNTIME") or os.path.join(ROOT, "runtime"), "*"))
+    newest = max(os.path.getmtime(p) for p in [args.fgc] + runtime)     # what every library is built from
 
     def one(name):
         source, dims, stem, cflags = case(name, args)
         lib = os.path.join(args.work, "lib", stem, "lib%s.so" % os.path.basename(source)[:-3])
         os.makedirs(os.path.dirname(lib), exist_ok=True)
-        if os.path.exists(lib) and all(os.path.getmtime(lib) > os.path.getmtime(p)
-                                       for p in [args.fgc, source] + runtime):
+        if os.path.exists(lib) and os.path.getmtime(lib) > max(newest, os.path.getmtime(source)):
             return lib
         p = subprocess.run([args.fgc, "compile", source, "--lib", "-o", lib] + dims + cflags,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
