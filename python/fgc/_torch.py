@@ -22,6 +22,10 @@ class Model:
         self.name = self.lib.name
         self.inputs = [t for t in self.lib.tensors if t.is_input]
         self.results = [t for t in self.lib.tensors if not t.is_input]
+        # the eager call's fast path (_plain, _call_direct): what it compares
+        # and makes, built once
+        self._in_sig = [(TORCH_DTYPES[t.dtype], torch.Size(t.shape)) for t in self.inputs]
+        self._out_sig = [(torch.Size(t.shape), TORCH_DTYPES[t.dtype]) for t in self.results]
         self._local = threading.local()
         self._models = []       # every handle made, for destroy
         self._models_lock = threading.Lock()
@@ -67,6 +71,12 @@ class Model:
     # -- calls
 
     def __call__(self, *args, out=None):
+        if out is None:
+            # the common call, checked by comparisons alone: plain tensors
+            # as declared on one device, nothing watching (docs/performance.md v18)
+            index = self._plain(args)
+            if index is not None and _no_modes():
+                return self._call_direct(args, index)
         self._check(args)       # before the dispatcher, which would name no tensor
         if out is None:
             # an eager call on plain tensors skips the dispatcher, which
@@ -114,6 +124,36 @@ class Model:
                 raise ValueError(f"{self.name}: '{s.name}' is not contiguous (strides {t.stride()}); "
                                  f"pass .contiguous()")
 
+    def _plain(self, args):
+        """The CUDA device index of args when each is a plain, contiguous
+        torch.Tensor of its declared dtype and shape, all on that device;
+        else None (then _check says what is wrong, if anything is)."""
+        if len(args) != len(self._in_sig) or not args:
+            return None
+        index = None
+        for t, (dtype, size) in zip(args, self._in_sig):
+            if type(t) is not torch.Tensor or t.dtype != dtype or t.shape != size or not t.is_cuda \
+                    or not t.is_contiguous():
+                return None
+            d = t.get_device()
+            if index is None:
+                index = d
+            elif d != index:
+                return None
+        return index
+
+    def _call_direct(self, args, index):
+        """_compute and _run for args that _plain passed (on device `index`)."""
+        outs = [torch.empty(size, dtype=dtype, device=index) for size, dtype in self._out_sig]
+        ptrs = [t.data_ptr() for t in args]
+        ptrs += [o.data_ptr() for o in outs]
+        handles = getattr(self._local, "handles", None)
+        if handles is None or index not in handles or any(p % 256 for p in ptrs):
+            self._run(args, outs, torch.device("cuda", index))      # the first call, or a misaligned view
+        else:
+            self.lib.run(handles[index], ptrs, torch._C._cuda_getCurrentRawStream(index))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
     def _handle(self, device):
         """This thread's model on `device`, made at its first use."""
         handles = getattr(self._local, "handles", None)
@@ -142,11 +182,16 @@ class Model:
 
 def _direct(args):
     """Whether a call may run the op's CUDA kernel itself: nothing would
-    see the dispatcher's call (no torch.compile tracing, no Python dispatch
-    or function mode: FakeTensorMode, profilers' modes), and the tensors are
-    plain ones (no subclass such as FakeTensor)."""
+    see the dispatcher's call (_no_modes), and the tensors are plain ones
+    (no subclass such as FakeTensor)."""
+    return _no_modes() and all(type(a) is torch.Tensor for a in args)
+
+
+def _no_modes():
+    """No torch.compile tracing, no Python dispatch or function mode
+    (FakeTensorMode, profilers' modes)."""
     return (not torch.compiler.is_compiling() and not torch._C._is_torch_function_mode_enabled()
-            and torch._C._len_torch_dispatch_stack() == 0 and all(type(a) is torch.Tensor for a in args))
+            and torch._C._len_torch_dispatch_stack() == 0)
 
 
 def _ident(name):
