@@ -238,8 +238,13 @@ def heatmap(rows, path):
             ax.set_title("%s %s" % (op, dt), fontsize=9)
             ax.set_xticks(range(len(COLS)), [str(c) for c in COLS], fontsize=7)
             ax.set_yticks(range(len(ROWS)), [str(r) for r in ROWS], fontsize=7)
-            ax.set_xlabel("columns", fontsize=7)
-            ax.set_ylabel("rows", fontsize=7)
+            # axis names on the outer panels only (an inner panel's ran
+            # into the title below it and the panel to its left)
+            if i == len(DTYPES) - 1:
+                ax.set_xlabel("columns", fontsize=7)
+            if j == 0:
+                ax.set_ylabel("rows", fontsize=7)
+    fig.subplots_adjust(hspace=0.3, wspace=0.2)
     fig.colorbar(image, ax=axes, shrink=0.6, label="fgc speedup over the faster torch.compile mode (sustained)")
     fig.savefig(path, dpi=110)
     log("wrote %s" % path)
