@@ -43,8 +43,8 @@
 				   228 KiB; one block of 128 KiB held a 131,072
 				   f16 row at 49% of the memory floor, two of 64
 				   KiB at 64%: docs/performance.md v7) */
-#define ROW_SMEM_PART (32 << 10) /* ... and each block of a cluster, where
-				   parts that small take 8 blocks or fewer */
+#define ROW_SMEM_PART (32 << 10) /* ... and each block of a cluster of 2 or 4
+				   (rowreduce.c row_parts) */
 #define ROW_CLUSTER 16          /* blocks of a cluster on one row, at most (the
 				   Hopper limit: past 8, the portable size, the
 				   kernel allows it with an attribute) */

@@ -195,22 +195,20 @@ static int row_parts(const Kern *k, const RedInfo *ri, int fits, int wide, int o
 	rp->bytes = bytes;
 	rp->vw = row_lanes(k, ri, &rp->vd);
 	int64_t vecs = ri->nred / rp->vw;
-	/* the fewest parts whose shares of the row fit in shared memory */
+	/* the fewest parts whose shares of the row fit in shared memory: at
+	 * most ROW_SMEM a block, but ROW_SMEM_PART in a cluster of 2 or 4, so
+	 * that more blocks share a multiprocessor and one's loads overlap
+	 * another's reductions and stores (8 parts of a 131,072 f16 row
+	 * instead of 4: softmax 83% -> 87% of the floor, layernorm 77% -> 79%;
+	 * 4 of a 32,768 f32 row instead of 2: 81% -> 83%; a row of one part
+	 * in 2, or of 8 in 16, lost 3-7%; H200, docs/performance.md v18) */
 	for (rp->parts = 1; bytes > 0 && rp->parts <= ROW_CLUSTER; rp->parts *= 2)
-		if ((vecs + rp->parts - 1) / rp->parts * rp->vw * bytes <= ROW_SMEM)
+		if ((vecs + rp->parts - 1) / rp->parts * rp->vw * bytes <=
+		    (rp->parts == 2 || rp->parts == 4 ? ROW_SMEM_PART : ROW_SMEM))
 			break;
 	rp->stage = bytes > 0 && rp->parts <= ROW_CLUSTER;
 	if (!rp->stage)
 		rp->parts = 1;
-	/* a row that needs a cluster anyway: parts of at most ROW_SMEM_PART,
-	 * in at most 8 blocks, so that more blocks share a multiprocessor and
-	 * one's loads overlap another's reductions and stores (4 -> 8 parts
-	 * of a 131,072 f16 row: softmax 83% -> 87% of the floor, layernorm
-	 * 77% -> 79%; 2 -> 4 of a 32,768 f32 row: 81% -> 83%; 8 -> 16 of a
-	 * 131,072 f32 row lost 3%; H200, docs/performance.md v18) */
-	while (rp->stage && rp->parts > 1 && rp->parts < 8 &&
-	       (vecs + rp->parts - 1) / rp->parts * rp->vw * bytes > ROW_SMEM_PART)
-		rp->parts *= 2;
 	/* few rows: more parts while the grid leaves multiprocessors idle
 	 * and each part is still 2,048 elements or more.  A streamed part
 	 * wants two blocks a multiprocessor to keep loads in flight, and

@@ -22,8 +22,7 @@ class Model:
         self.name = self.lib.name
         self.inputs = [t for t in self.lib.tensors if t.is_input]
         self.results = [t for t in self.lib.tensors if not t.is_input]
-        # the eager call's fast path (_plain, _call_direct): what it compares
-        # and makes, built once
+        # what a call compares its inputs with (_plain) and makes (_compute)
         self._in_sig = [(TORCH_DTYPES[t.dtype], torch.Size(t.shape)) for t in self.inputs]
         self._out_sig = [(torch.Size(t.shape), TORCH_DTYPES[t.dtype]) for t in self.results]
         self._local = threading.local()
@@ -60,35 +59,33 @@ class Model:
 
     def _cuda(self, *args):
         self._check(args)
-        return self._compute(args)
+        return self._compute(args, args[0].get_device() if args else torch.cuda.current_device())
 
-    def _compute(self, args):
-        device = args[0].device if args else torch.device("cuda", torch.cuda.current_device())
-        outs = [torch.empty(t.shape, dtype=TORCH_DTYPES[t.dtype], device=device) for t in self.results]
-        self._run(args, outs, device)
+    def _compute(self, args, index):
+        """The results of args, new tensors on CUDA device `index`."""
+        outs = [torch.empty(size, dtype=dtype, device=index) for size, dtype in self._out_sig]
+        self._run(args, outs, index)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     # -- calls
 
     def __call__(self, *args, out=None):
         if out is None:
-            # the common call, checked by comparisons alone: plain tensors
-            # as declared on one device, nothing watching (docs/performance.md v18)
+            # an eager call on plain tensors skips the dispatcher, which
+            # costs more than the launches of a small model (docs/performance.md
+            # v8), and _check, whose messages it does not need (v18)
             index = self._plain(args)
             if index is not None and _no_modes():
-                return self._call_direct(args, index)
+                return self._compute(args, index)
         self._check(args)       # before the dispatcher, which would name no tensor
         if out is None:
-            # an eager call on plain tensors skips the dispatcher, which
-            # costs more than the launches of a small model (docs/performance.md v8)
-            return self._compute(args) if _direct(args) else self._op(*args)
+            return self._op(*args)
         out = (out,) if isinstance(out, torch.Tensor) else tuple(out)
         if len(out) != len(self.results):
             raise ValueError(f"{self.name}: out= takes {len(self.results)} tensors "
                              f"({', '.join(t.name for t in self.results)}), got {len(out)}")
         self._check(out, specs=self.results)
-        device = args[0].device if args else out[0].device
-        self._run(args, list(out), device)
+        self._run(args, list(out), (args[0] if args else out[0]).get_device())
         return out[0] if len(out) == 1 else out
 
     def check(self, device=None):
@@ -98,7 +95,7 @@ class Model:
         integer division by zero): that call's results are not to be used.
         Calls do not check by themselves, which would wait on every call."""
         device = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
-        self.lib.check(self._handle(device))
+        self.lib.check(self._handle(device.index if device.index is not None else torch.cuda.current_device()))
 
     def _check(self, tensors, specs=None, fake=False):
         specs = self.inputs if specs is None else specs
@@ -125,11 +122,15 @@ class Model:
                                  f"pass .contiguous()")
 
     def _plain(self, args):
-        """The CUDA device index of args when each is a plain, contiguous
-        torch.Tensor of its declared dtype and shape, all on that device;
-        else None (then _check says what is wrong, if anything is)."""
-        if len(args) != len(self._in_sig) or not args:
+        """The CUDA device index of args when each is a plain (no subclass
+        such as FakeTensor), contiguous torch.Tensor of its declared dtype
+        and shape, all on that device (the current device when the model
+        takes none); else None (then _check says what is wrong, if anything
+        is)."""
+        if len(args) != len(self._in_sig):
             return None
+        if not args:
+            return torch.cuda.current_device()
         index = None
         for t, (dtype, size) in zip(args, self._in_sig):
             if type(t) is not torch.Tensor or t.dtype != dtype or t.shape != size or not t.is_cuda \
@@ -142,24 +143,11 @@ class Model:
                 return None
         return index
 
-    def _call_direct(self, args, index):
-        """_compute and _run for args that _plain passed (on device `index`)."""
-        outs = [torch.empty(size, dtype=dtype, device=index) for size, dtype in self._out_sig]
-        ptrs = [t.data_ptr() for t in args]
-        ptrs += [o.data_ptr() for o in outs]
-        handles = getattr(self._local, "handles", None)
-        if handles is None or index not in handles or any(p % 256 for p in ptrs):
-            self._run(args, outs, torch.device("cuda", index))      # the first call, or a misaligned view
-        else:
-            self.lib.run(handles[index], ptrs, torch._C._cuda_getCurrentRawStream(index))
-        return outs[0] if len(outs) == 1 else tuple(outs)
-
-    def _handle(self, device):
-        """This thread's model on `device`, made at its first use."""
+    def _handle(self, index):
+        """This thread's model on CUDA device `index`, made at its first use."""
         handles = getattr(self._local, "handles", None)
         if handles is None:
             handles = self._local.handles = {}
-        index = device.index if device.index is not None else torch.cuda.current_device()
         if index not in handles:
             with torch.cuda.device(index):
                 h = self.lib.create(index)
@@ -168,28 +156,26 @@ class Model:
             handles[index] = h
         return handles[index]
 
-    def _run(self, args, outs, device):
-        # the library wants 256-byte aligned addresses: a view elsewhere is copied
-        args = [a if a.data_ptr() % 256 == 0 else a.clone() for a in args]
-        aligned = [o if o.data_ptr() % 256 == 0 else torch.empty_like(o) for o in outs]
-        index = device.index if device.index is not None else torch.cuda.current_device()
-        stream = torch._C._cuda_getCurrentRawStream(index)
-        self.lib.run(self._handle(device), [t.data_ptr() for t in list(args) + aligned], stream)
-        for o, a in zip(outs, aligned):
-            if o is not a:
-                o.copy_(a)
-
-
-def _direct(args):
-    """Whether a call may run the op's CUDA kernel itself: nothing would
-    see the dispatcher's call (_no_modes), and the tensors are plain ones
-    (no subclass such as FakeTensor)."""
-    return _no_modes() and all(type(a) is torch.Tensor for a in args)
+    def _run(self, args, outs, index):
+        """Enqueues the model on args into outs on device `index`'s current
+        stream.  The library wants 256-byte aligned addresses: a view
+        elsewhere is copied."""
+        ptrs = [t.data_ptr() for t in args] + [o.data_ptr() for o in outs]
+        if any(p % 256 for p in ptrs):
+            args = [a if a.data_ptr() % 256 == 0 else a.clone() for a in args]
+            aligned = [o if o.data_ptr() % 256 == 0 else torch.empty_like(o) for o in outs]
+            self._run(args, aligned, index)
+            for o, a in zip(outs, aligned):
+                if o is not a:
+                    o.copy_(a)
+            return
+        self.lib.run(self._handle(index), ptrs, torch._C._cuda_getCurrentRawStream(index))
 
 
 def _no_modes():
-    """No torch.compile tracing, no Python dispatch or function mode
-    (FakeTensorMode, profilers' modes)."""
+    """Whether a call may run the op's CUDA kernel itself: nothing would
+    see the dispatcher's call (no torch.compile tracing, no Python dispatch
+    or function mode: FakeTensorMode, profilers' modes)."""
     return (not torch.compiler.is_compiling() and not torch._C._is_torch_function_mode_enabled()
             and torch._C._len_torch_dispatch_stack() == 0)
 
