@@ -22,7 +22,7 @@ class Model:
         self.name = self.lib.name
         self.inputs = [t for t in self.lib.tensors if t.is_input]
         self.results = [t for t in self.lib.tensors if not t.is_input]
-        # what a call compares its inputs with (_plain) and makes (_compute)
+        # what a call compares its inputs with (_plain) and makes (_compute, _fake)
         self._in_sig = [(TORCH_DTYPES[t.dtype], torch.Size(t.shape)) for t in self.inputs]
         self._out_sig = [(torch.Size(t.shape), TORCH_DTYPES[t.dtype]) for t in self.results]
         self._local = threading.local()
@@ -53,8 +53,8 @@ class Model:
 
     def _fake(self, *args):
         self._check(args, fake=True)
-        outs = tuple(torch.empty(t.shape, dtype=TORCH_DTYPES[t.dtype], device=args[0].device if args else "cuda")
-                     for t in self.results)
+        outs = tuple(torch.empty(size, dtype=dtype, device=args[0].device if args else "cuda")
+                     for size, dtype in self._out_sig)
         return outs[0] if len(outs) == 1 else outs
 
     def _cuda(self, *args):
