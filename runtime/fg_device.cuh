@@ -116,6 +116,19 @@ FG_DEV float fg_fast_gelu_tanh(float a)
 	const float k = -2.0f * 0.79788456080286536f * 1.44269504f; /* -2 sqrt(2/pi) log2(e) */
 	return a * fg_rcp(1.0f + fg_ex2(k * a * (1.0f + 0.044715f * a * a)));
 }
+/* tanh a = 1 - 2 / (1 + e^2a): exact in the tails (e^2a inf or 0 gives
+ * 1 or -1), but 1 - 2r cancels as a nears 0, an absolute error of about
+ * 2^-21.7 from the ex2 and the rcp; below |a| = 1/16 the series
+ * a (1 - a^2 / 3), whose next term is (2/15) a^4 = 2^-18.9 of it there.
+ * Ten instructions where tanhf takes about sixteen (tanh.approx.f32, one,
+ * is specified only to 2^-10.987: docs/testing.md).  A candidate until
+ * tests/runtime/fast_math.cu has measured it on the GPU: not in gen.c's
+ * FAST table yet. */
+FG_DEV float fg_fast_tanh(float a)
+{
+	const float t = fmaf(-2.0f, fg_rcp(1.0f + fg_ex2(a * 2.885390081777927f)), 1.0f); /* 2 log2(e) */
+	return fabsf(a) < 0.0625f ? a * fmaf(a * a, -0.333333343f, 1.0f) : t;
+}
 
 /* NaN in, NaN out, whichever side it is on. */
 /* NaN in either gives NaN (NumPy's maximum): one max.NaN / min.NaN

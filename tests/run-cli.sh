@@ -113,6 +113,18 @@ if "$fgc" compile "$at" -o "$tmp/a1" --arch sm_80 && ! grep -q "fga::launch" "$t
 else
   fail=$((fail + 1)); echo "FAIL --arch sm_80 / the default: the attention group"
 fi
+# a division by a literal among an attention group's score ops (a
+# softcap's s / c) is a product by 1 / c; an elementwise kernel's stays a
+# division (its readers may round or compare the quotient)
+sc=$tmp/softcap.fg
+printf 'graph sc {\n  input q : bf16[2, 64, 64]\n  input k : bf16[2, 64, 64]\n  input v : bf16[2, 64, 64]\n  input x : f16[64]\n  s = matmul(q, transpose(k)) * 0.125\n  o = matmul(softmax(30.0 * tanh(s / 30.0)), v)\n  y = x / 30.0\n  output o, y\n}\n' >"$sc"
+if "$fgc" compile "$sc" -o "$tmp/sc1" && grep -q "fga::launch" "$tmp/sc1.cu" &&
+   sed -n '/_scores {/,/^};/p' "$tmp/sc1.cu" | grep -q " \* 0.0333333333f;" &&
+   ! sed -n '/_scores {/,/^};/p' "$tmp/sc1.cu" | grep -q "/ 30.0f" && grep -q "/ 30.0f)" "$tmp/sc1.cu"; then
+  pass=$((pass + 1)); echo "PASS an attention score op's division by a literal is a product, an elementwise one a division"
+else
+  fail=$((fail + 1)); echo "FAIL the softcap's s / 30 in the attention functor, or x / 30 elsewhere"
+fi
 # --tf32: f32 operands go to cuBLASLt's tf32 path, and what they feed is
 # checked at tf32's precision (y: gate 7, RMSE at tf32 and fed by tanh; 5 without --tf32); 16-bit ones and the default keep f32;
 # the generated kernel takes the K-major product (u) under --gemm fgc only

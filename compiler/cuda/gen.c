@@ -23,6 +23,7 @@
  * an eighth of the dtype's unit roundoff, so what is stored is rounded as
  * the accurate form's would be, give or take one ulp (docs/testing.md).
  */
+#include <math.h>
 #include <string.h>
 
 #include "cuda.h"
@@ -46,7 +47,8 @@ const char *cu_memo_key(Kern *k, int id, const Ix *x)
  * their errors measured over every input by tests/runtime/fast_math.cu).
  * Ops not here keep their accurate form in every dtype: tanh.approx, sin,
  * cos and log's fast forms miss the eighth of an ulp, and rcp.approx
- * flushes bf16's subnormals, whose reciprocals are finite (docs/testing.md). */
+ * flushes bf16's subnormals, whose reciprocals are finite (docs/testing.md);
+ * fg_fast_tanh waits for its measurement there. */
 static const struct {
 	FgOp op;
 	const char *cuda;
@@ -319,6 +321,16 @@ static const char *reciprocal(Kern *k, Val d, int rounded)
 	return r;
 }
 
+/* 1 / c as an f32 literal where division n's divisor is a literal c whose
+ * reciprocal is a normal f32 number, else NULL. */
+static const char *literal_reciprocal(Kern *k, const FgNode *n)
+{
+	const FgNode *d = &k->g->nodes[n->in[1]];
+	if (d->op != FG_OP_CONST || !(fabs(d->a.value) >= 0x1p-126 && fabs(d->a.value) <= 0x1p126))
+		return NULL;
+	return cu_literal(k->a, FG_DT_F32, 1.0 / d->a.value);
+}
+
 /* The device record of node id's run-time check (fg_fault). */
 static const char *fault_record(Kern *k, int id)
 {
@@ -363,6 +375,16 @@ static Val gen_ew(Kern *k, int id, const Ix *x)
 		break;
 	}
 	case FG_OP_DIV:
+		if (k->gr->kind == FG_GROUP_ATTENTION && literal_reciprocal(k, n)) {
+			/* an attention group's score or probability op: a
+			 * product, within 2 ulp of f32 of the quotient, where
+			 * nvcc's division by the literal takes about 16
+			 * instructions and a slow path (a softcap's s / c);
+			 * what reads it, the softmax or the second matmul,
+			 * is continuous in it */
+			e = cu_fmt(k->a, "%s * %s", cu_paren(k->a, ops[0].e), literal_reciprocal(k, n));
+			break;
+		}
 		if (!fg_dtype_is_int(n->dt) && uniform_divisor(k, ops, lv)) {
 			/* a quotient rounded to an integer: the product, but
 			 * the division where the product is near a boundary

@@ -56,6 +56,7 @@ static const char *const use_name[] = {"accurate", "fast", "candidate"};
 	X(GELU_TANH, FAST, "fg_fast_gelu_tanh", fg_fast_gelu_tanh(a))                  \
 	X(RECIP, CANDIDATE, "fg_rcp", fg_rcp(a))                                       \
 	X(TANH, CANDIDATE, "tanh.approx.f32", tanh_approx(a))                          \
+	X(TANH, CANDIDATE, "fg_fast_tanh", fg_fast_tanh(a))                            \
 	X(LOG, CANDIDATE, "__logf", __logf(a))                                         \
 	X(SIN, CANDIDATE, "__sinf", __sinf(a))                                         \
 	X(COS, CANDIDATE, "__cosf", __cosf(a))                                         \
