@@ -375,13 +375,14 @@ static Val gen_ew(Kern *k, int id, const Ix *x)
 		break;
 	}
 	case FG_OP_DIV:
-		if (k->gr->kind == FG_GROUP_ATTENTION && literal_reciprocal(k, n)) {
-			/* an attention group's score or probability op: a
-			 * product, within 2 ulp of f32 of the quotient, where
-			 * nvcc's division by the literal takes about 16
-			 * instructions and a slow path (a softcap's s / c);
-			 * what reads it, the softmax or the second matmul,
-			 * is continuous in it */
+		if (k->gr->kind == FG_GROUP_ATTENTION && literal_reciprocal(k, n) && !rounded_later(k, id)) {
+			/* an attention group's op: a product, within 2 ulp of
+			 * f32 of the quotient, where nvcc's division by the
+			 * literal takes about 16 instructions and a slow path
+			 * (a softcap's s / c); what reads a score or a
+			 * probability, the softmax or the second matmul, is
+			 * continuous in it, and an epilogue's quotient that
+			 * is rounded to an integer keeps the division */
 			e = cu_fmt(k->a, "%s * %s", cu_paren(k->a, ops[0].e), literal_reciprocal(k, n));
 			break;
 		}
