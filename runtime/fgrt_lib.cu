@@ -508,18 +508,22 @@ static int interface_tensor(int i, int *n)
 	return at;
 }
 
-/* The current device, restored when the scope ends. */
+/* The current device, restored when the scope ends; neither set nor
+ * restored when it is the model's already (every call from one device's
+ * code: one runtime call a run instead of two). */
 struct DeviceScope {
-	int old;
+	int old, changed;
 	explicit DeviceScope(int device)
 	{
 		CUDA(cudaGetDevice(&old));
-		if (device != old)
+		changed = device != old;
+		if (changed)
 			CUDA(cudaSetDevice(device));
 	}
 	~DeviceScope()
 	{
-		(void)cudaSetDevice(old);
+		if (changed)
+			(void)cudaSetDevice(old);
 	}
 };
 
