@@ -614,9 +614,12 @@ void fgrt_model_run(FgModel *m, void *const *ptrs, cudaStream_t stream)
 		if (i < p->ninputs || m->iface[i] >= p->ninputs)        /* not an input named as an output */
 			m->ctx.ptr[m->iface[i]] = ptrs[i];
 	}
+	/* whether a capture is under way matters until the first run outside
+	 * one (warm): asked until then only */
 	cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-	CUDA(cudaStreamIsCapturing(stream, &capturing));
-	if (capturing != cudaStreamCaptureStatusNone && !m->warm)
+	if (!m->warm)
+		CUDA(cudaStreamIsCapturing(stream, &capturing));
+	if (capturing != cudaStreamCaptureStatusNone)
 		fgrt_fail("the first run of '%s' is inside a CUDA-graph capture: run it once outside one first (that "
 			  "makes its cuBLASLt plans and loads its kernels)", p->graph);
 	m->ctx.stream = stream;
