@@ -723,16 +723,9 @@ static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v
 	tmap<T>(&mq, q, Sq, D, Z, P::BM);
 	tmap<T>(&mk, k, Sk, D, zk, P::BN);
 	tmap<T>(&mv, v, Sk, D, zv, P::BN);
-	static int ready[64];
-	int dev;
-	fgrt_cuda(cudaGetDevice(&dev), "cudaGetDevice");
-	if (dev < 0 || dev >= 64)
-		fgrt_cuda(cudaErrorInvalidDevice, "the generated attention on a device past the 64th");
-	if (!ready[dev]) {
-		fgrt_cuda(cudaFuncSetAttribute(attention<T, D, NC, BN_, SPLIT, Score, Inner, Tiles, Out, Rows, Probs, Psave>,
-					       cudaFuncAttributeMaxDynamicSharedMemorySize, P::SMEM), "cudaFuncSetAttribute");
-		ready[dev] = 1;
-	}
+	static unsigned char ready[FGRT_DEVICES];
+	fgrt_func_attr((const void *)attention<T, D, NC, BN_, SPLIT, Score, Inner, Tiles, Out, Rows, Probs, Psave>,
+		       cudaFuncAttributeMaxDynamicSharedMemorySize, P::SMEM, ready);
 	const int64_t grid = (int64_t)((Sq + P::BM - 1) / P::BM) * Z * (SPLIT ? part.nsplit : 1);
 	attention<T, D, NC, BN_, SPLIT, Score, Inner, Tiles, Out, Rows, Probs, Psave><<<(unsigned)grid, P::THREADS, P::SMEM, ctx->stream>>>(
 		mq, mk, mv, Sq, Sk, scale, bt, score, inner, masked, out, rows, probs, psave, part);

@@ -369,6 +369,18 @@ void fgrt_cuda(cudaError_t e, const char *call)
 		fgrt_fail("%s: %s (%s)", call, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
+void fgrt_func_attr(const void *fn, cudaFuncAttribute attr, int value, unsigned char *done)
+{
+	int dev;
+	fgrt_cuda(cudaGetDevice(&dev), "cudaGetDevice");
+	if (dev < 0 || dev >= FGRT_DEVICES)
+		fgrt_cuda(cudaErrorInvalidDevice, "a kernel's attribute on a device past the 64th");
+	if (!done[dev]) {
+		fgrt_cuda(cudaFuncSetAttribute(fn, attr, value), "cudaFuncSetAttribute");
+		done[dev] = 1;
+	}
+}
+
 /* cuTensorMapEncodeTiled through the runtime's entry point, so that the
  * binary links no libcuda: 128-byte swizzle, zeros outside the tensor. */
 void fgrt_tmap(void *map, const void *base, FgrtDtype dt, const uint64_t dims[3], const uint64_t pitch[2],

@@ -225,6 +225,14 @@ int fgrt_faults(FgrtContext *ctx, char *msg, size_t n);
  * innermost first, the two outer pitches in bytes, a box of box[] elements;
  * 128-byte swizzle. */
 void fgrt_cuda(cudaError_t e, const char *call);
+/* cudaFuncSetAttribute(fn, attr, value) on the current device, unless
+ * done[device] says it was (done: FGRT_DEVICES entries, one array per
+ * kernel and attribute, zero at first): a kernel that takes more than 48
+ * KiB of shared memory, or a cluster past the portable 8, asks once per
+ * device, not before every launch.  A device index past the array fails
+ * as fgrt_cuda does. */
+enum { FGRT_DEVICES = 64 };
+void fgrt_func_attr(const void *fn, cudaFuncAttribute attr, int value, unsigned char *done);
 void fgrt_tmap(void *map, const void *base, FgrtDtype dt, const uint64_t dims[3], const uint64_t pitch[2],
 	       const uint32_t box[3]);
 

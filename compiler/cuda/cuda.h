@@ -341,6 +341,7 @@ void cu_use_scratch(Emit *E, int gi, int64_t bytes);
 void cu_reread(Emit *E, int gi, int64_t bytes);
 void cu_add_call(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *line);
 void cu_add_launch(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *args);
+const char *cu_func_attr(Emit *E, const char *kernel, const char *attr, int64_t value);
 void cu_add_launch_smem(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, int64_t smem,
 			const char *args);
 int cu_add_gemm(Emit *E, const char *def, const char *note);

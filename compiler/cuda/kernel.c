@@ -412,16 +412,22 @@ void cu_add_launch(Emit *E, const char *kernel, int gi, int64_t grid, int64_t bl
 	cu_add_launch_smem(E, kernel, gi, grid, block, 0, args);
 }
 
+/* The statement that sets attribute attr of kernel to value before its
+ * first launch on each device (fgrt_func_attr: a model's first run is
+ * outside a CUDA-graph capture, fgrt_model_run says so). */
+const char *cu_func_attr(Emit *E, const char *kernel, const char *attr, int64_t value)
+{
+	return cu_fmt(E->a, "{ static unsigned char done[FGRT_DEVICES]; fgrt_func_attr((const void *)%s, %s, %lld, done); }",
+		      kernel, attr, (long long)value);
+}
+
 /* A launch with smem bytes of dynamic shared memory; past the 48 KiB a
- * kernel may take without asking, it asks first (every launch, as the
- * attribute is per device and costs no stream work: CUDA graph capture
- * allows it). */
+ * kernel may take without asking, it asks first, once per device. */
 void cu_add_launch_smem(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, int64_t smem,
 			const char *args)
 {
 	if (smem > (48 << 10))
-		fg_vec_push(E->a, &E->run, cu_fmt(E->a, "fgrt_cuda(cudaFuncSetAttribute(%s, cudaFuncAttributeMaxDynamicSharedMemorySize, "
-						  "%lld), \"cudaFuncSetAttribute\");", kernel, (long long)smem));
+		fg_vec_push(E->a, &E->run, cu_func_attr(E, kernel, "cudaFuncAttributeMaxDynamicSharedMemorySize", smem));
 	cu_add_call(E, kernel, gi, grid, block, block > 0 ? cu_fmt(E->a, "%s<<<%lld, %lld, %lld, ctx->stream>>>(%s);", kernel,
 							      (long long)grid, (long long)block, (long long)smem, args) : NULL);
 }

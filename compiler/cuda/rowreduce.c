@@ -489,9 +489,7 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 	const char *name = cu_kname(k, NULL);
 	const char *args = cu_emit_kernel(k, name, rp->block, NULL, 0, 1);
 	if (C > 8)         /* past the portable cluster size */
-		fg_vec_push(E->a, &E->run, cu_fmt(E->a, "fgrt_cuda(cudaFuncSetAttribute(%s, "
-						  "cudaFuncAttributeNonPortableClusterSizeAllowed, 1), "
-						  "\"cudaFuncSetAttribute\");", name));
+		fg_vec_push(E->a, &E->run, cu_func_attr(E, name, "cudaFuncAttributeNonPortableClusterSizeAllowed", 1));
 	cu_add_launch_smem(E, name, k->gi, rows * C, rp->block, k->smem, args);
 	if (!rp->stage) {       /* streamed: the row's tensors read again by each pass after the first */
 		int reads = npass + cu_writes_space(k, first, dep) - 1;
