@@ -413,8 +413,9 @@ void cu_add_launch(Emit *E, const char *kernel, int gi, int64_t grid, int64_t bl
 }
 
 /* The statement that sets attribute attr of kernel to value before its
- * first launch on each device (fgrt_func_attr: a model's first run is
- * outside a CUDA-graph capture, fgrt_model_run says so). */
+ * first launch on each device (fgrt_func_attr): the attribute stays with
+ * the kernel on that device, and setting it is no stream work, so a first
+ * launch inside a CUDA-graph capture may set it too. */
 const char *cu_func_attr(Emit *E, const char *kernel, const char *attr, int64_t value)
 {
 	return cu_fmt(E->a, "{ static unsigned char done[FGRT_DEVICES]; fgrt_func_attr((const void *)%s, %s, %lld, done); }",
