@@ -264,14 +264,22 @@ static const char *cast_expr(Kern *k, FgDtype to, FgDtype from, const char *a)
 	}
 }
 
-/* Whether the divisor ops[1] of a float division computed in scope lv
+/* Whether the divisor ops[1] of float division n computed in scope lv
  * is the same for many quotients: a value of an outer scope, or a
- * reduction's result (a row's sum divides every element of the row). */
-static int uniform_divisor(const Kern *k, const Val *ops, int lv)
+ * reduction's result (a row's sum divides every element of the row).
+ * A literal (1.5f, (-2.0f), CUDART_INF_F) nvcc divides by exactly, in
+ * about 16 instructions and a slow path; it counts only in an attention
+ * group, whose score and probability ops feed the softmax and the second
+ * matmul, continuous in them (a softcap's s / c a score), and only where
+ * its reciprocal is a normal f32. */
+static int uniform_divisor(const Kern *k, const FgNode *n, const Val *ops, int lv)
 {
 	const char *d = ops[1].e;
-	if (!((d[0] >= 'a' && d[0] <= 'z') || d[0] == '_'))
-		return 0;       /* a literal (1.5f, (-2.0f), CUDART_INF_F): nvcc divides by it exactly */
+	if (!((d[0] >= 'a' && d[0] <= 'z') || d[0] == '_')) {
+		double c = k->g->nodes[n->in[1]].a.value;
+		return k->gr->kind == FG_GROUP_ATTENTION && k->g->nodes[n->in[1]].op == FG_OP_CONST &&
+		       fabs(c) >= 0x1p-126 && fabs(c) <= 0x1p126;
+	}
 	if (ops[1].lv < lv)
 		return 1;
 	for (int i = 0; i < k->reds.n; i++)
@@ -313,22 +321,13 @@ static const char *reciprocal(Kern *k, Val d, int rounded)
 	for (int i = k->memo.n - 1; i >= 0; i--)
 		if (k->memo.v[i].id == -1 && strcmp(k->memo.v[i].key, key) == 0)
 			return k->memo.v[i].v.e;
-	const char *r = cu_fresh(k, d.lv, cu_fmt(k->a, "rcp_%s", cu_simple(d.e) ? d.e : "d"));
+	const int named = ((d.e[0] >= 'a' && d.e[0] <= 'z') || d.e[0] == '_') && cu_simple(d.e); /* not a literal */
+	const char *r = cu_fresh(k, d.lv, cu_fmt(k->a, "rcp_%s", named ? d.e : "d"));
 	cu_kline(k, d.lv, r, rounded ? "const float %s = fg_rcp_rn(%s);" : "const float %s = 1.0f / %s;", r,
 		 rounded ? d.e : cu_paren(k->a, d.e));
 	Memo m = {-1, key, {r, d.lv}};
 	fg_vec_push(k->a, &k->memo, m);
 	return r;
-}
-
-/* 1 / c as an f32 literal where division n's divisor is a literal c whose
- * reciprocal is a normal f32 number, else NULL. */
-static const char *literal_reciprocal(Kern *k, const FgNode *n)
-{
-	const FgNode *d = &k->g->nodes[n->in[1]];
-	if (d->op != FG_OP_CONST || !(fabs(d->a.value) >= 0x1p-126 && fabs(d->a.value) <= 0x1p126))
-		return NULL;
-	return cu_literal(k->a, FG_DT_F32, 1.0 / d->a.value);
 }
 
 /* The device record of node id's run-time check (fg_fault). */
@@ -375,18 +374,7 @@ static Val gen_ew(Kern *k, int id, const Ix *x)
 		break;
 	}
 	case FG_OP_DIV:
-		if (k->gr->kind == FG_GROUP_ATTENTION && literal_reciprocal(k, n) && !rounded_later(k, id)) {
-			/* an attention group's op: a product, within 2 ulp of
-			 * f32 of the quotient, where nvcc's division by the
-			 * literal takes about 16 instructions and a slow path
-			 * (a softcap's s / c); what reads a score or a
-			 * probability, the softmax or the second matmul, is
-			 * continuous in it, and an epilogue's quotient that
-			 * is rounded to an integer keeps the division */
-			e = cu_fmt(k->a, "%s * %s", cu_paren(k->a, ops[0].e), literal_reciprocal(k, n));
-			break;
-		}
-		if (!fg_dtype_is_int(n->dt) && uniform_divisor(k, ops, lv)) {
+		if (!fg_dtype_is_int(n->dt) && uniform_divisor(k, n, ops, lv)) {
 			/* a quotient rounded to an integer: the product, but
 			 * the division where the product is near a boundary
 			 * of that rounding (fg_div_rounded); in a narrower
