@@ -77,9 +77,9 @@ class Model:
             index = self._plain(args)
             if index is not None and _no_modes():
                 return self._compute(args, index)
-        self._check(args)       # before the dispatcher, which would name no tensor
-        if out is None:
+            self._check(args)   # before the dispatcher, which would name no tensor
             return self._op(*args)
+        self._check(args)
         out = (out,) if isinstance(out, torch.Tensor) else tuple(out)
         if len(out) != len(self.results):
             raise ValueError(f"{self.name}: out= takes {len(self.results)} tensors "
