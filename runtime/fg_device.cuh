@@ -121,9 +121,8 @@ FG_DEV float fg_fast_gelu_tanh(float a)
  * 2^-21.7 from the ex2 and the rcp; below |a| = 1/16 the series
  * a (1 - a^2 / 3), whose next term is (2/15) a^4 = 2^-18.9 of it there.
  * Ten instructions where tanhf takes about sixteen (tanh.approx.f32, one,
- * is specified only to 2^-10.987: docs/testing.md).  A candidate until
- * tests/runtime/fast_math.cu has measured it on the GPU: not in gen.c's
- * FAST table yet. */
+ * is specified only to 2^-10.987: docs/testing.md); within 0.0044 u of
+ * f16 and 0.0005 u of bf16 on the H200 (tests/runtime/fast_math.cu). */
 FG_DEV float fg_fast_tanh(float a)
 {
 	const float t = fmaf(-2.0f, fg_rcp(1.0f + fg_ex2(a * 2.885390081777927f)), 1.0f); /* 2 log2(e) */

@@ -163,15 +163,16 @@ else
 fi
 
 # Fast transcendentals (gen.c's FAST table): an f16 or bf16 gelu, sigmoid,
-# silu or exp takes its fast form, an f32 one and any under
+# silu, exp or tanh takes its fast form, an f32 one and any under
 # --accurate-math the accurate one (their errors: tests/runtime/fast_math.cu)
-printf 'graph t {\n  input x : f16[64]\n  input z : f32[64]\n  input w : bf16[64]\n  y = gelu(x) + exp(x)\n  u = sigmoid(z) + silu(z)\n  v = silu(w) * sigmoid(w)\n  output y\n  output u\n  output v\n}\n' >"$tmp/fast.fg"
+printf 'graph t {\n  input x : f16[64]\n  input z : f32[64]\n  input w : bf16[64]\n  y = gelu(x) + exp(x)\n  u = sigmoid(z) + silu(z) + tanh(z)\n  v = silu(w) * sigmoid(w) * tanh(w)\n  output y\n  output u\n  output v\n}\n' >"$tmp/fast.fg"
 if "$fgc" compile "$tmp/fast.fg" -o "$tmp/f1" &&
    grep -q "fg_fast_gelu(" "$tmp/f1.cu" && grep -q "fg_fast_exp(" "$tmp/f1.cu" &&
    grep -q "fg_fast_silu(" "$tmp/f1.cu" && grep -q "fg_fast_sigmoid(" "$tmp/f1.cu" &&
    grep -q "= fg_sigmoid(" "$tmp/f1.cu" && grep -q "= fg_silu(" "$tmp/f1.cu" &&
+   grep -q "= fg_fast_tanh(" "$tmp/f1.cu" && grep -q "= tanhf(" "$tmp/f1.cu" &&
    "$fgc" compile "$tmp/fast.fg" --accurate-math -o "$tmp/f2" && ! grep -q "fg_fast_" "$tmp/f2.cu" &&
-   grep -q "= fg_gelu(" "$tmp/f2.cu" && grep -q "= expf(" "$tmp/f2.cu"; then
+   grep -q "= fg_gelu(" "$tmp/f2.cu" && grep -q "= expf(" "$tmp/f2.cu" && grep -q "= tanhf(" "$tmp/f2.cu"; then
   pass=$((pass + 1)); echo "PASS compile: fast forms for f16 and bf16, accurate ones for f32 and --accurate-math"
 else
   fail=$((fail + 1)); echo "FAIL compile: fast and accurate forms by dtype and --accurate-math"

@@ -54,9 +54,9 @@ static const char *const use_name[] = {"accurate", "fast", "candidate"};
 	X(SILU, FAST, "fg_fast_silu", fg_fast_silu(a))                                 \
 	X(GELU, FAST, "fg_fast_gelu", fg_fast_gelu(a))                                 \
 	X(GELU_TANH, FAST, "fg_fast_gelu_tanh", fg_fast_gelu_tanh(a))                  \
+	X(TANH, FAST, "fg_fast_tanh", fg_fast_tanh(a))                                 \
 	X(RECIP, CANDIDATE, "fg_rcp", fg_rcp(a))                                       \
 	X(TANH, CANDIDATE, "tanh.approx.f32", tanh_approx(a))                          \
-	X(TANH, CANDIDATE, "fg_fast_tanh", fg_fast_tanh(a))                            \
 	X(LOG, CANDIDATE, "__logf", __logf(a))                                         \
 	X(SIN, CANDIDATE, "__sinf", __sinf(a))                                         \
 	X(COS, CANDIDATE, "__cosf", __cosf(a))                                         \
