@@ -162,6 +162,20 @@ else
   fail=$((fail + 1)); echo "FAIL compile --reg-limit: the row kernels' shapes"
 fi
 
+# A row held whole in shared memory (a block of 512, one row): ptxas is
+# told 4 blocks a multiprocessor where fgc estimates 32 registers or fewer
+# (rmsnorm), not where it estimates more (layernorm: rowreduce.c)
+printf 'graph t {\n  input x : f16[R=4096, C=32768]\n  param g : f16[C]\n  y = rmsnorm(x, g)\n  output y\n}\n' >"$tmp/lb1.fg"
+printf 'graph t {\n  input x : f16[R=4096, C=32768]\n  param g : f16[C]\n  param b : f16[C]\n  y = layernorm(x, g, b)\n  output y\n}\n' >"$tmp/lb2.fg"
+if "$fgc" compile "$tmp/lb1.fg" -o "$tmp/lb1" && grep -q "__launch_bounds__(512, 4)" "$tmp/lb1.cu" &&
+   grep -q "rowreduce.smem" "$tmp/lb1.cu" &&
+   "$fgc" compile "$tmp/lb2.fg" -o "$tmp/lb2" && grep -q "__launch_bounds__(512)$" "$tmp/lb2.cu" &&
+   grep -q "rowreduce.smem" "$tmp/lb2.cu"; then
+  pass=$((pass + 1)); echo "PASS compile: a row in shared memory tells ptxas 4 blocks where 32 registers are estimated"
+else
+  fail=$((fail + 1)); echo "FAIL compile: the launch bounds of a row held in shared memory"
+fi
+
 # Fast transcendentals (gen.c's FAST table): an f16 or bf16 gelu, sigmoid,
 # silu, exp or tanh takes its fast form, an f32 one and any under
 # --accurate-math the accurate one (their errors: tests/runtime/fast_math.cu)

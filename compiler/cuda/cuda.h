@@ -45,6 +45,8 @@
 				   KiB at 64%: docs/performance.md v7) */
 #define ROW_SMEM_PART (32 << 10) /* ... and each block of a cluster of 2 or 4
 				   (rowreduce.c row_parts) */
+#define SM_THREADS 2048         /* threads a multiprocessor holds at most ... */
+#define SM_REGS 65536           /* ... and registers it has (32 each for that many) */
 #define ROW_CLUSTER 16          /* blocks of a cluster on one row, at most (the
 				   Hopper limit: past 8, the portable size, the
 				   kernel allows it with an attribute) */
@@ -213,6 +215,9 @@ typedef struct Kern {
 				   accumulators of lanes 0 and 1 */
 	int nc;                 /* loads through the read-only path (ld.global.nc),
 				   free to move above the kernel's stores */
+	int min_blocks;         /* __launch_bounds__'s blocks a multiprocessor
+				   (ptxas keeps to SM_REGS / (min_blocks *
+				   block) registers), or 0 */
 	const char *attrs;      /* after __launch_bounds__ (__cluster_dims__), or NULL */
 	int widen_at_use;       /* a lane stored narrower than f32 and loaded
 				   outside the innermost scope is widened where

@@ -352,7 +352,8 @@ const char *cu_emit_kernel(Kern *k, const char *name, int block, const Param *ex
 	}
 	cu_drop_unused(k, &k->lines[0]);
 	Emit *E = k->E;
-	cu_out(E, "__global__ void __launch_bounds__(%d)%s%s\n%s(", block, k->attrs ? " " : "", k->attrs ? k->attrs : "",
+	const char *bounds = k->min_blocks ? cu_fmt(k->a, "%d, %d", block, k->min_blocks) : cu_fmt(k->a, "%d", block);
+	cu_out(E, "__global__ void __launch_bounds__(%s)%s%s\n%s(", bounds, k->attrs ? " " : "", k->attrs ? k->attrs : "",
 	       name);
 	const char *args = "";
 	for (int i = 0; i < ps.n; i++) {

@@ -396,6 +396,15 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 	}
 	if (C > 1)
 		k->attrs = cu_fmt(k->a, "__cluster_dims__(%d, 1, 1)", C);
+	/* a block holding its whole row in shared memory, whose threads fgc
+	 * estimates at 32 registers or fewer: ptxas is told the blocks that
+	 * fill a multiprocessor's threads.  Left to itself (told only the
+	 * block) it spilled rmsnorm f16's loop bounds at 32 registers, and
+	 * scheduled softmax and rmsnorm 2-8% slower (H200, 4096 x 32768, f16
+	 * and bf16); layernorm, estimated at 36, ran 1-2% slower told so and
+	 * is not (docs/performance.md v20) */
+	if (rp->stage && C == 1 && k->gr->est_regs <= SM_REGS / SM_THREADS)
+		k->min_blocks = SM_THREADS / rp->block;
 	/* scope 0: the block's part of a row, [c0, c1) */
 	const char *c0 = "0", *c1 = cu_fmt(k->a, "%lld", (long long)ri->nred);
 	if (C > 1) {
