@@ -402,7 +402,8 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 	 * block) it spilled rmsnorm f16's loop bounds at 32 registers, and
 	 * scheduled softmax and rmsnorm 2-8% slower (H200, 4096 x 32768, f16
 	 * and bf16); layernorm, estimated at 36, ran 1-2% slower told so and
-	 * is not (docs/performance.md v20) */
+	 * is not, nor are a cluster's blocks of 256 (told 8: rmsnorm and
+	 * softmax f32 at 32768 columns 1-3% slower; docs/performance.md v20) */
 	if (rp->stage && C == 1 && k->gr->est_regs <= SM_REGS / SM_THREADS)
 		k->min_blocks = SM_THREADS / rp->block;
 	/* scope 0: the block's part of a row, [c0, c1) */
