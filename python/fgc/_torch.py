@@ -65,9 +65,9 @@ class Model:
     def _compute(self, args, index):
         """The results of args, new tensors on CUDA device `index`: each
         empty_like of a one-element tensor expanded to its shape, made once a
-        device, which costs half of what torch.empty's parse of a size,
-        dtype and device does (3.6 against 8 us a call on the H200's host,
-        docs/performance.md v20)."""
+        device: torch.empty's parse of a size, dtype and device cost twice
+        empty_like's (8.0 against 3.6 us on the H200's host), and a call 3-4
+        us more (docs/performance.md v20)."""
         blanks = self._blanks.get(index)
         if blanks is None:
             blanks = self._blanks[index] = [torch.empty((), dtype=dtype, device=index).expand(size)
