@@ -451,10 +451,9 @@ struct FgWelford {
 	}
 };
 /* A thread's pair after its next part of nc elements (nc > 0): their mean
- * mc and squared deviations c from it, or their max mc and sum c of
- * exp(x - mc).  The moments by Chan's combination without branches and
- * with a fast division, so that the loads of later parts need not wait
- * behind a slow path (the IEEE division's). */
+ * mc and squared deviations c from it, by Chan's combination without
+ * branches and with a fast division, so that the loads of later parts
+ * need not wait behind a slow path (the IEEE division's). */
 FG_DEV FgMoments fg_pair_add(FgMoments a, float nc, float mc, float c)
 {
 	const float n = a.n + nc, d = mc - a.mean, w = __fdividef(nc, n);
@@ -470,9 +469,14 @@ struct FgOnlineSoftmax {
 		return FgExpSum{m, (a.m == m ? a.s : a.s * expf(a.m - m)) + (b.m == m ? b.s : b.s * expf(b.m - m))};
 	}
 };
+/* A softmax's: the running max mc (a's and the part's: mc >= a.m) and
+ * the sum c of the part's exp(x - mc); a's sum is rescaled only where the
+ * max grew. */
 FG_DEV FgExpSum fg_pair_add(FgExpSum a, float, float mc, float c)
 {
-	return FgOnlineSoftmax()(a, FgExpSum{mc, mc == -CUDART_INF_F ? 0.0f : c});
+	if (mc == -CUDART_INF_F)        /* nothing but -inf yet: c is NaN */
+		return a;
+	return FgExpSum{mc, (a.m == mc ? a.s : a.s * expf(a.m - mc)) + c};
 }
 /* A combined pair's two reductions: the mean and the squared deviations;
  * the max and the sum of exps (NaN where the max is -inf). */
@@ -623,26 +627,32 @@ static __device__ __forceinline__ T fg_block_scan(T v, Op op, T id, T *total)
 }
 
 /* fg_block_reduce over the C blocks of a thread-block cluster (sm_90),
- * for a row split into C parts: each block's result goes to its shared
- * memory, and every thread of every block combines the C of them in rank
- * order through distributed shared memory, so each block gets the same
- * value, in every run.  Every thread of the cluster must call it; the
- * second barrier keeps a block from overwriting its result (the next
- * call) or leaving (its shared memory gone) while another still reads it. */
+ * for a row split into C parts: each block writes its result into slot
+ * [turn & 1][its rank] of every block's shared memory, the cluster meets
+ * at one barrier, and every thread combines its own block's C slots in
+ * rank order, so each block gets the same value, in every run.  Every
+ * thread of the cluster must call it, `turn` counting the calls from 0:
+ * a block that runs ahead writes its next result into the other slots,
+ * and the slots of this call only after the call between, whose barrier
+ * every block reaches after reading them.  Every write into a block comes
+ * before its writer's arrival, so a block may leave after its last call.
+ * One barrier a call; reading the others' slots through distributed
+ * shared memory took two (softmax at 64 x 131072 bf16 and 8 x 262144 f32
+ * 9% and 12% faster on the H200, docs/performance.md v21). */
 template <int C, typename T, typename Op>
-static __device__ __forceinline__ T fg_cluster_reduce(T v, Op op)
+static __device__ __forceinline__ T fg_cluster_reduce(T v, Op op, unsigned turn)
 {
-	__shared__ T mine;
+	__shared__ T slot[2][C];
 	cooperative_groups::cluster_group cl = cooperative_groups::this_cluster();
+	T *const mine = slot[turn & 1u];
 
 	v = fg_block_reduce(v, op);
-	if (threadIdx.x == 0)
-		mine = v;
+	if (threadIdx.x < C)
+		*cl.map_shared_rank(&mine[cl.block_rank()], threadIdx.x) = v;
 	cl.sync();
-	T w = *cl.map_shared_rank(&mine, 0);
+	T w = mine[0];
 	for (int r = 1; r < C; r++)
-		w = op(w, *cl.map_shared_rank(&mine, r));
-	cl.sync();
+		w = op(w, mine[r]);
 	return w;
 }
 

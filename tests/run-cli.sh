@@ -176,6 +176,21 @@ else
   fail=$((fail + 1)); echo "FAIL compile: the launch bounds of a row held in shared memory"
 fi
 
+# A cluster's parts each a few whole strides of its block are walked by a
+# counted loop unrolled whole; an uneven split keeps the bounded loop; a
+# cluster's every combine passes its turn (rowreduce.c, fg_cluster_reduce)
+printf 'graph t {\n  input x : bf16[64, 131072]\n  y = softmax(x)\n  output y\n}\n' >"$tmp/cw1.fg"
+printf 'graph t {\n  input x : bf16[3, 131080]\n  y = softmax(x)\n  output y\n}\n' >"$tmp/cw2.fg"
+if "$fgc" compile "$tmp/cw1.fg" -o "$tmp/cw1" && grep -q "rowreduce.cluster" "$tmp/cw1.cu" &&
+   [ "$(grep -c 'for (int u = 0; u < 8; u++)' "$tmp/cw1.cu")" = 3 ] && ! grep -q "j < c1" "$tmp/cw1.cu" &&
+   [ "$(grep -c 'fg_cluster_reduce<8>(.*, turn++);' "$tmp/cw1.cu")" = 2 ] &&
+   "$fgc" compile "$tmp/cw2.fg" -o "$tmp/cw2" && grep -q "rowreduce.cluster" "$tmp/cw2.cu" &&
+   [ "$(grep -c 'j < c1; j += ' "$tmp/cw2.cu")" = 3 ] && ! grep -q "for (int u = 0" "$tmp/cw2.cu"; then
+  pass=$((pass + 1)); echo "PASS compile: a cluster's whole parts take a counted loop, its combines their turns"
+else
+  fail=$((fail + 1)); echo "FAIL compile: a cluster's part loops or its combines' turns"
+fi
+
 # Fast transcendentals (gen.c's FAST table): an f16 or bf16 gelu, sigmoid,
 # silu, exp or tanh takes its fast form, an f32 one and any under
 # --accurate-math the accurate one (their errors: tests/runtime/fast_math.cu)

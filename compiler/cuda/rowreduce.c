@@ -66,11 +66,13 @@ static int row_team(const Kern *k, const RedInfo *ri, RowTeam *rt)
 }
 
 /* Combines reduction rd's accumulators across the row's team (reduce:
- * the warp's, block's or cluster's function) and defines its value. */
-static void combine(Kern *k, Red *rd, const char *reduce, int64_t nred)
+ * the warp's, block's or cluster's function; tail: its arguments after
+ * the accumulator and the functor, "" or a cluster's ", turn++") and
+ * defines its value. */
+static void combine(Kern *k, Red *rd, const char *reduce, const char *tail, int64_t nred)
 {
 	const FgNode *n = &k->g->nodes[rd->id];
-	cu_kline(k, 1, NULL, "%s = %s(%s, %s);", rd->acc, reduce, rd->acc, cu_red_functor(n));
+	cu_kline(k, 1, NULL, "%s = %s(%s, %s%s);", rd->acc, reduce, rd->acc, cu_red_functor(n), tail);
 	rd->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", cu_name(k, rd->id)));
 	cu_kline(k, 1, NULL, "const %s %s = %s;", fg_dtype_info[n->dt].cuda, rd->var, cu_red_final(k, n, rd->acc, nred));
 }
@@ -138,7 +140,7 @@ static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTe
 				else
 					cu_kline(k, 1, NULL, "%s", step);
 			}
-			combine(k, rd, reduce, ri->nred);
+			combine(k, rd, reduce, "", ri->nred);
 		}
 	}
 	/* once per row: values of the reduced shape */
@@ -320,10 +322,15 @@ static int pair_passes(const Kern *k, int *passes, int npass, int *partner, Pair
 }
 
 /* Pair b (with its partner a) at the vector of lanes xs: the lanes'
- * statistic of a (their mean or max: a's own step and final), b's
- * reduction of its input over the lanes with a bound to that statistic,
- * and the two added to the pair's accumulator pacc (fg_pair_add). */
-static void pair_step(Kern *k, Red *a, Red *b, const char *pacc, const Ix *xs, int vw)
+ * statistic of a (their mean, or the running max: theirs and pacc's),
+ * b's reduction of its input over the lanes with a bound to that
+ * statistic, and the two added to the pair's accumulator pacc
+ * (fg_pair_add).  The exps of a softmax are taken against the running
+ * max, not the lanes' own, so that only a max that grows rescales the
+ * sum: one exp a vector fewer than combining the lanes' pair with the
+ * accumulator (softmax f32 at 64 x 131072 ... on the H200,
+ * docs/performance.md v21). */
+static void pair_step(Kern *k, Red *a, Red *b, PairKind kind, const char *pacc, const Ix *xs, int vw)
 {
 	const FgNode *na = &k->g->nodes[a->id], *nb = &k->g->nodes[b->id];
 	const char *ta = cu_fresh(k, 2, cu_fmt(k->a, "c_%s", cu_name(k, a->id)));
@@ -331,7 +338,10 @@ static void pair_step(Kern *k, Red *a, Red *b, const char *pacc, const Ix *xs, i
 	for (int l = 0; l < vw; l++)
 		cu_kline(k, 2, NULL, "%s", cu_red_step(k, na, ta, cu_gen(k, na->in[0], &xs[l]).e, &xs[l]));
 	const char *m = cu_fresh(k, 2, cu_fmt(k->a, "m_%s", cu_name(k, a->id)));
-	cu_kline(k, 2, NULL, "const float %s = %s;", m, cu_red_final(k, na, ta, vw));
+	const char *stat = cu_red_final(k, na, ta, vw);
+	if (kind != PAIR_MOMENTS)
+		stat = cu_fmt(k->a, "fg_maximum(%s.m, %s)", pacc, stat);
+	cu_kline(k, 2, NULL, "const float %s = %s;", m, stat);
 	a->var = m;
 	a->lv = 2;
 	const char *tb = cu_fresh(k, 2, cu_fmt(k->a, "c_%s", cu_name(k, b->id)));
@@ -343,9 +353,10 @@ static void pair_step(Kern *k, Red *a, Red *b, const char *pacc, const Ix *xs, i
 }
 
 /* The pair's values once its accumulator is combined over the row. */
-static void pair_values(Kern *k, Red *a, Red *b, PairKind kind, const char *pacc, const char *reduce, int64_t nred)
+static void pair_values(Kern *k, Red *a, Red *b, PairKind kind, const char *pacc, const char *reduce,
+			const char *tail, int64_t nred)
 {
-	cu_kline(k, 1, NULL, "%s = %s(%s, %s);", pacc, reduce, pacc, PAIRS[kind].functor);
+	cu_kline(k, 1, NULL, "%s = %s(%s, %s%s);", pacc, reduce, pacc, PAIRS[kind].functor, tail);
 	a->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", cu_name(k, a->id)));
 	cu_kline(k, 1, a->var, "const float %s = fg_pair_first(%s);", a->var, pacc);
 	a->lv = 1;
@@ -406,19 +417,37 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 	 * softmax f32 at 32768 columns 1-3% slower; docs/performance.md v20) */
 	if (rp->stage && C == 1 && k->gr->est_regs <= SM_REGS / SM_THREADS)
 		k->min_blocks = SM_THREADS / rp->block;
+	/* the vectors of the part, at a stride of the block's: where a
+	 * cluster's parts are each a few whole strides (eight or fewer: the
+	 * block's size is chosen for eight), a counted loop unrolled whole, so
+	 * that a pass issues all its loads at once (softmax bf16 at 64 and
+	 * 512 x 131072 4-5% faster, f32 at 8 x 131072 5%, layernorm 1-2%;
+	 * H200, docs/performance.md v21); else four vectors in flight */
+	const int64_t stride = (int64_t)rp->block * vw;
+	const int64_t sweeps = C > 1 && ri->nred % rp->len == 0 && rp->len % stride == 0 && rp->len / stride <= 8
+		? rp->len / stride : 0;
 	/* scope 0: the block's part of a row, [c0, c1) */
 	const char *c0 = "0", *c1 = cu_fmt(k->a, "%lld", (long long)ri->nred);
 	if (C > 1) {
 		c0 = cu_fresh(k, 0, "c0");
 		cu_kline(k, 0, NULL, "const %s %s = (%s)(blockIdx.x %% %d) * %lld;", k->idx, c0, k->idx, C,
 			 (long long)rp->len);
+	}
+	if (C > 1 && !sweeps) {
 		c1 = cu_fresh(k, 0, "c1");
 		cu_kline(k, 0, NULL, "const %s %s = min(%s + %lld, (%s)%lld);", k->idx, c1, c0, (long long)rp->len,
 			 k->idx, (long long)ri->nred);
 	}
-	const char *reduce = C > 1 ? cu_fmt(k->a, "fg_cluster_reduce<%d>", C) : "fg_block_reduce";
-	const char *jloop = cu_fmt(k->a, "for (%s j = %s%sthreadIdx.x * %d; j < %s; j += %d)", k->idx, C > 1 ? c0 : "",
-				   C > 1 ? " + " : "", vw, c1, rp->block * vw);
+	const char *jloop = sweeps ? cu_fmt(k->a, "for (int u = 0; u < %lld; u++)", (long long)sweeps)
+		: cu_fmt(k->a, "for (%s j = %s%sthreadIdx.x * %d; j < %s; j += %lld)", k->idx, C > 1 ? c0 : "",
+			 C > 1 ? " + " : "", vw, c1, (long long)stride);
+	const char *reduce = "fg_block_reduce", *tail = "";
+	if (C > 1) {       /* the cluster's combines count their calls (fg_cluster_reduce) */
+		reduce = cu_fmt(k->a, "fg_cluster_reduce<%d>", C);
+		const char *turn = cu_fresh(k, 0, "turn");
+		cu_kline(k, 0, NULL, "unsigned %s = 0;", turn);
+		tail = cu_fmt(k->a, ", %s++", turn);
+	}
 	cu_kopen(k);       /* 1: a row */
 	Ix kc = cu_ix_from_lin(k, &ri->kept, "row", 1, "r");
 	for (int r = 0; r < k->reds.n; r++) {
@@ -442,6 +471,9 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 			cu_declare_reds(k, 1, p, declared);
 		}
 		cu_kopen(k);       /* 2: a vector of the row */
+		if (sweeps)
+			cu_kline(k, 2, NULL, "const %s j = %s + threadIdx.x * %d + u * %lld;", k->idx, c0, vw,
+				 (long long)stride);
 		Ix rc = cu_ix_from_lin(k, &ri->red, "j", 2, "j");
 		const char *i = cu_fresh(k, 2, "i");
 		cu_kline(k, 2, i, "const %s %s = row * %lld + j;", k->idx, i, (long long)ri->nred);
@@ -459,21 +491,22 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 				Red *rd = &k->reds.v[r];
 				const FgNode *n = &k->g->nodes[rd->id];
 				if (partner[r] >= 0 && passes[r] == p)
-					pair_step(k, &k->reds.v[partner[r]], rd, pacc[r], xs, vw);
+					pair_step(k, &k->reds.v[partner[r]], rd, kinds[r], pacc[r], xs, vw);
 				for (int l = 0; l < vw && declared[r] == p; l++)
 					cu_kline(k, 2, NULL, "%s", cu_red_step(k, n, rd->acc, cu_gen(k, n->in[0], &xs[l]).e, &xs[l]));
 			}
 		}
 		k->stage_lin = NULL;
-		cu_kline(k, 1, NULL, "#pragma unroll 4");   /* loads of four vectors in flight */
+		cu_kline(k, 1, NULL, sweeps ? "#pragma unroll" : "#pragma unroll 4");
 		cu_kclose(k, jloop);
 		for (int r = 0; r < k->gr->nreads && rp->stage; r++)
 			k->staged[r] |= k->stage_sm[r] != NULL;
 		for (int r = 0; r < k->reds.n && p <= npass; r++) {
 			if (partner[r] >= 0 && passes[r] == p)
-				pair_values(k, &k->reds.v[partner[r]], &k->reds.v[r], kinds[r], pacc[r], reduce, ri->nred);
+				pair_values(k, &k->reds.v[partner[r]], &k->reds.v[r], kinds[r], pacc[r], reduce, tail,
+					    ri->nred);
 			else if (declared[r] == p)
-				combine(k, &k->reds.v[r], reduce, ri->nred);
+				combine(k, &k->reds.v[r], reduce, tail, ri->nred);
 		}
 		if (p == npass) {
 			/* once per row: values of the reduced shape */
