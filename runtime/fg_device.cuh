@@ -638,7 +638,17 @@ static __device__ __forceinline__ T fg_block_scan(T v, Op op, T id, T *total)
  * before its writer's arrival, so a block may leave after its last call.
  * One barrier a call; reading the others' slots through distributed
  * shared memory took two (softmax at 64 x 131072 bf16 and 8 x 262144 f32
- * 9% and 12% faster on the H200, docs/performance.md v21). */
+ * 10% and 12% faster on the H200, docs/performance.md v21).  A block may
+ * write into another only once that one has started: every thread calls
+ * fg_cluster_start at the kernel's start, and the first call (turn 0)
+ * waits for every block's arrival there before its writes (without it,
+ * compute-sanitizer's racecheck saw writes into blocks that might not
+ * have entered yet). */
+FG_DEV void fg_cluster_start(void)
+{
+	__cluster_barrier_arrive_relaxed();
+}
+
 template <int C, typename T, typename Op>
 static __device__ __forceinline__ T fg_cluster_reduce(T v, Op op, unsigned turn)
 {
@@ -647,6 +657,8 @@ static __device__ __forceinline__ T fg_cluster_reduce(T v, Op op, unsigned turn)
 	T *const mine = slot[turn & 1u];
 
 	v = fg_block_reduce(v, op);
+	if (turn == 0)
+		__cluster_barrier_wait();
 	if (threadIdx.x < C)
 		*cl.map_shared_rank(&mine[cl.block_rank()], threadIdx.x) = v;
 	cl.sync();

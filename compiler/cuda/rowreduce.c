@@ -328,8 +328,8 @@ static int pair_passes(const Kern *k, int *passes, int npass, int *partner, Pair
  * (fg_pair_add).  The exps of a softmax are taken against the running
  * max, not the lanes' own, so that only a max that grows rescales the
  * sum: one exp a vector fewer than combining the lanes' pair with the
- * accumulator (softmax f32 at 64 x 131072 ... on the H200,
- * docs/performance.md v21). */
+ * accumulator (softmax f32 at 8 x 131072 and 64 x 32768 3-4% faster, at
+ * 64 x 131072 and 8 x 262144 1%; H200, docs/performance.md v21). */
 static void pair_step(Kern *k, Red *a, Red *b, PairKind kind, const char *pacc, const Ix *xs, int vw)
 {
 	const FgNode *na = &k->g->nodes[a->id], *nb = &k->g->nodes[b->id];
@@ -420,9 +420,9 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 	/* the vectors of the part, at a stride of the block's: where a
 	 * cluster's parts are each a few whole strides (eight or fewer: the
 	 * block's size is chosen for eight), a counted loop unrolled whole, so
-	 * that a pass issues all its loads at once (softmax bf16 at 64 and
-	 * 512 x 131072 4-5% faster, f32 at 8 x 131072 5%, layernorm 1-2%;
-	 * H200, docs/performance.md v21); else four vectors in flight */
+	 * that a pass issues all its loads at once (softmax bf16 at 64 to
+	 * 4096 x 131072 4-5% faster, f32 1-5%, layernorm 1-2%; H200,
+	 * docs/performance.md v21); else four vectors in flight */
 	const int64_t stride = (int64_t)rp->block * vw;
 	const int64_t sweeps = C > 1 && ri->nred % rp->len == 0 && rp->len % stride == 0 && rp->len / stride <= 8
 		? rp->len / stride : 0;
@@ -445,6 +445,7 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 	if (C > 1) {       /* the cluster's combines count their calls (fg_cluster_reduce) */
 		reduce = cu_fmt(k->a, "fg_cluster_reduce<%d>", C);
 		const char *turn = cu_fresh(k, 0, "turn");
+		cu_kline(k, 0, NULL, "fg_cluster_start();");
 		cu_kline(k, 0, NULL, "unsigned %s = 0;", turn);
 		tail = cu_fmt(k->a, ", %s++", turn);
 	}
