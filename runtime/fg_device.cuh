@@ -638,7 +638,7 @@ static __device__ __forceinline__ T fg_block_scan(T v, Op op, T id, T *total)
  * before its writer's arrival, so a block may leave after its last call.
  * One barrier a call; reading the others' slots through distributed
  * shared memory took two (softmax at 64 x 131072 bf16 and 8 x 262144 f32
- * 10% and 12% faster on the H200, docs/performance.md v21).  A block may
+ * 10-11% and 9-12% faster on the H200, docs/performance.md v21).  A block may
  * write into another only once that one has started: every thread calls
  * fg_cluster_start at the kernel's start, and the first call (turn 0)
  * waits for every block's arrival there before its writes (without it,
