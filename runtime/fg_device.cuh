@@ -631,19 +631,19 @@ static __device__ __forceinline__ T fg_block_scan(T v, Op op, T id, T *total)
  * [turn & 1][its rank] of every block's shared memory, the cluster meets
  * at one barrier, and every thread combines its own block's C slots in
  * rank order, so each block gets the same value, in every run.  Every
- * thread of the cluster must call it, `turn` counting the calls from 0:
- * a block that runs ahead writes its next result into the other slots,
- * and the slots of this call only after the call between, whose barrier
- * every block reaches after reading them.  Every write into a block comes
+ * thread of the cluster must call it, `turn` counting the calls from 0.
+ * A block that runs ahead writes its next result into the other slots;
+ * it comes back to these only past the next call's barrier, which every
+ * block reaches after reading them.  Every write into a block comes
  * before its writer's arrival, so a block may leave after its last call.
- * One barrier a call; reading the others' slots through distributed
+ * One barrier a call; reading the others' results through distributed
  * shared memory took two (softmax at 64 x 131072 bf16 and 8 x 262144 f32
- * 10-11% and 9-12% faster on the H200, docs/performance.md v21).  A block may
- * write into another only once that one has started: every thread calls
- * fg_cluster_start at the kernel's start, and the first call (turn 0)
- * waits for every block's arrival there before its writes (without it,
- * compute-sanitizer's racecheck saw writes into blocks that might not
- * have entered yet). */
+ * 10-11% and 9-12% faster on the H200, docs/performance.md v21).
+ * A block may write into another only once that one has started: every
+ * thread calls fg_cluster_start at the kernel's start, and the first
+ * call (turn 0) waits for every block's arrival there before its writes
+ * (without it, compute-sanitizer's racecheck saw writes into blocks that
+ * might not have entered yet). */
 FG_DEV void fg_cluster_start(void)
 {
 	__cluster_barrier_arrive_relaxed();

@@ -183,7 +183,7 @@ printf 'graph t {\n  input x : bf16[64, 131072]\n  y = softmax(x)\n  output y\n}
 printf 'graph t {\n  input x : bf16[3, 131080]\n  y = softmax(x)\n  output y\n}\n' >"$tmp/cw2.fg"
 if "$fgc" compile "$tmp/cw1.fg" -o "$tmp/cw1" && grep -q "rowreduce.cluster" "$tmp/cw1.cu" &&
    [ "$(grep -c 'for (int u = 0; u < 8; u++)' "$tmp/cw1.cu")" = 3 ] && ! grep -q "j < c1" "$tmp/cw1.cu" &&
-   [ "$(grep -c 'fg_cluster_reduce<8>(.*, turn++);' "$tmp/cw1.cu")" = 2 ] &&
+   [ "$(grep -c 'fg_cluster_reduce<8>(.*, turn++);' "$tmp/cw1.cu")" = 2 ] && grep -q "fg_cluster_start();" "$tmp/cw1.cu" &&
    "$fgc" compile "$tmp/cw2.fg" -o "$tmp/cw2" && grep -q "rowreduce.cluster" "$tmp/cw2.cu" &&
    [ "$(grep -c 'j < c1; j += ' "$tmp/cw2.cu")" = 3 ] && ! grep -q "for (int u = 0" "$tmp/cw2.cu"; then
   pass=$((pass + 1)); echo "PASS compile: a cluster's whole parts take a counted loop, its combines their turns"
