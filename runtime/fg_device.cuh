@@ -646,7 +646,9 @@ static __device__ __forceinline__ T fg_block_scan(T v, Op op, T id, T *total)
  * might not have entered yet). */
 FG_DEV void fg_cluster_start(void)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 /* clusters are sm_90's; a host test includes this file */
 	__cluster_barrier_arrive_relaxed();
+#endif
 }
 
 template <int C, typename T, typename Op>
