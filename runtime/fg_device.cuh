@@ -474,7 +474,7 @@ struct FgOnlineSoftmax {
  * max grew. */
 FG_DEV FgExpSum fg_pair_add(FgExpSum a, float, float mc, float c)
 {
-	if (mc == -CUDART_INF_F)        /* nothing but -inf yet: c is NaN */
+	if (mc == -CUDART_INF_F)        /* nothing but -inf yet: c is NaN (0 against logsumexp's guard) */
 		return a;
 	return FgExpSum{mc, (a.m == mc ? a.s : a.s * expf(a.m - mc)) + c};
 }
@@ -646,7 +646,9 @@ static __device__ __forceinline__ T fg_block_scan(T v, Op op, T id, T *total)
  * might not have entered yet). */
 FG_DEV void fg_cluster_start(void)
 {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 /* clusters are sm_90's; a host test includes this file */
+	/* clusters are sm_90's; a host test that includes this file compiles
+	 * what is not a template (fg_cluster_reduce is one) for another arch */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 	__cluster_barrier_arrive_relaxed();
 #endif
 }
