@@ -471,7 +471,8 @@ struct FgOnlineSoftmax {
 };
 /* A softmax's: the running max mc (a's and the part's: mc >= a.m) and
  * the sum c of the part's exp(x - mc); a's sum is rescaled only where the
- * max grew. */
+ * max grew.  FgOnlineSoftmax's combine of a and {mc, c} less its second
+ * exp, which mc >= a.m makes exp(0) but the combine cannot know. */
 FG_DEV FgExpSum fg_pair_add(FgExpSum a, float, float mc, float c)
 {
 	if (mc == -CUDART_INF_F)        /* nothing but -inf yet: c is NaN (0 against logsumexp's guard) */
