@@ -469,6 +469,10 @@ struct FgOnlineSoftmax {
 		return FgExpSum{m, (a.m == m ? a.s : a.s * expf(a.m - m)) + (b.m == m ? b.s : b.s * expf(b.m - m))};
 	}
 };
+/* a's sum rescaled to the max m (m >= a.m): exp(a.m - m) a.s, or a.s
+ * itself where the max is a's (m == a.m, -inf or +inf included); a
+ * NaN max makes it NaN. */
+FG_DEV float fg_rescaled(FgExpSum a, float m) { return a.m == m ? a.s : a.s * expf(a.m - m); }
 /* A softmax's: the running max mc (a's and the part's: mc >= a.m) and
  * the sum c of the part's exp(x - mc); a's sum is rescaled only where the
  * max grew.  FgOnlineSoftmax's combine of a and {mc, c} less its second
@@ -595,6 +599,19 @@ static __device__ __forceinline__ T fg_block_reduce(T v, Op op)
 	return w;
 }
 
+/* A softmax pair over the block in two steps: the max, then the sum of
+ * each thread's sum rescaled to it, so that every thread takes one exp
+ * where FgOnlineSoftmax's combine, step after step, takes two a step on
+ * one chain (5 in the warp, 1 a warp after).  The same values in every
+ * thread and run.  A cluster's blocks combine theirs alike
+ * (fg_combine_slots): softmax f32 at 1 x 32768 7.1 -> 6.5 us, 8 x 131072
+ * 9.7 -> 8.7, 4096 x 32768 308 -> 300 (H200, docs/performance.md v22). */
+FG_DEV FgExpSum fg_block_reduce(FgExpSum v, FgOnlineSoftmax)
+{
+	const float m = fg_block_reduce(v.m, FgMax());
+	return FgExpSum{m, fg_block_reduce(fg_rescaled(v, m), FgSum())};
+}
+
 /* The exclusive scan of the threads' v over the block in thread order
  * with op (id its identity): thread t gets the combination of the v of
  * threads 0 .. t-1, and *total that of all of them.  Within a warp a
@@ -654,6 +671,31 @@ FG_DEV void fg_cluster_start(void)
 #endif
 }
 
+/* The combination of a block's C slots in rank order: with op, one after
+ * the other; a softmax pair's in two steps, as fg_block_reduce's. */
+template <int C, typename T, typename Op>
+static __device__ __forceinline__ T fg_combine_slots(const T *s, Op op)
+{
+	T w = s[0];
+	for (int r = 1; r < C; r++)
+		w = op(w, s[r]);
+	return w;
+}
+template <int C>
+static __device__ __forceinline__ FgExpSum fg_combine_slots(const FgExpSum *s, FgOnlineSoftmax)
+{
+	float m = s[0].m, t = 0.0f;
+	#pragma unroll
+	for (int r = 1; r < C; r++)
+		m = fg_maximum(m, s[r].m);
+	/* eight at a time: unrolled whole, a cluster of 16 blocks spilled 4
+	 * bytes (v2-reduction-composites' logsumexp, 40 registers; 32 so) */
+	#pragma unroll 8
+	for (int r = 0; r < C; r++)
+		t += fg_rescaled(s[r], m);
+	return FgExpSum{m, t};
+}
+
 template <int C, typename T, typename Op>
 static __device__ __forceinline__ T fg_cluster_reduce(T v, Op op, unsigned turn)
 {
@@ -667,10 +709,7 @@ static __device__ __forceinline__ T fg_cluster_reduce(T v, Op op, unsigned turn)
 	if (threadIdx.x < C)
 		*cl.map_shared_rank(&mine[cl.block_rank()], threadIdx.x) = v;
 	cl.sync();
-	T w = mine[0];
-	for (int r = 1; r < C; r++)
-		w = op(w, mine[r]);
-	return w;
+	return fg_combine_slots<C>(mine, op);
 }
 
 #endif

@@ -191,6 +191,29 @@ else
   fail=$((fail + 1)); echo "FAIL compile: a cluster's part loops or its combines' turns"
 fi
 
+# A staged f32 row's softmax pair is taken thread first: the max over the
+# thread's part, then a second sweep of its exps against it, one
+# fg_pair_add a row and one combine; a streamed row keeps the running max
+# (rowreduce.c, thread_first)
+printf 'graph t {\n  input x : f32[8, 131072]\n  y = softmax(x)\n  output y\n}\n' >"$tmp/tf1.fg"
+printf 'graph t {\n  input x : f32[4096, 20000]\n  y = log_softmax(x)\n  output y\n}\n' >"$tmp/tf2.fg"
+printf 'graph t {\n  input x : f32[2, 600000]\n  y = softmax(x)\n  output y\n}\n' >"$tmp/tf3.fg"
+if "$fgc" compile "$tmp/tf1.fg" -o "$tmp/tf1" && grep -q "rowreduce.cluster" "$tmp/tf1.cu" &&
+   [ "$(grep -c 'for (int u = 0; u < 8; u++)' "$tmp/tf1.cu")" = 3 ] &&
+   [ "$(grep -c 'fg_pair_add(FgExpSum{-CUDART_INF_F, 0.0f}, 0.0f, acc_' "$tmp/tf1.cu")" = 1 ] &&
+   [ "$(grep -c 'fg_pair_add' "$tmp/tf1.cu")" = 1 ] &&
+   [ "$(grep -c 'fg_cluster_reduce<8>(pair_.*FgOnlineSoftmax(), turn++);' "$tmp/tf1.cu")" = 1 ] &&
+   "$fgc" compile "$tmp/tf2.fg" -o "$tmp/tf2" && grep -q "rowreduce.smem" "$tmp/tf2.cu" &&
+   [ "$(grep -c 'for (int j = threadIdx.x \* 4; j < 20000; j += 2048)' "$tmp/tf2.cu")" = 3 ] &&
+   [ "$(grep -c 'fg_pair_add' "$tmp/tf2.cu")" = 1 ] &&
+   grep -q 'fg_block_reduce(pair_.*, FgOnlineSoftmax());' "$tmp/tf2.cu" &&
+   "$fgc" compile "$tmp/tf3.fg" -o "$tmp/tf3" && grep -q "rowreduce.stream.cluster" "$tmp/tf3.cu" &&
+   grep -q 'acc_.* = fg_pair_add(acc_.*, 4.0f, m_' "$tmp/tf3.cu"; then
+  pass=$((pass + 1)); echo "PASS compile: a staged f32 row's softmax pair thread first, a streamed one's running"
+else
+  fail=$((fail + 1)); echo "FAIL compile: a staged f32 row's softmax pair (thread first) or a streamed one's"
+fi
+
 # Fast transcendentals (gen.c's FAST table): an f16 or bf16 gelu, sigmoid,
 # silu, exp or tanh takes its fast form, an f32 one and any under
 # --accurate-math the accurate one (their errors: tests/runtime/fast_math.cu)

@@ -9,8 +9,9 @@
 #      built -DFGRT_NO_MAIN, with nvcc's warnings as errors, and says the
 #      same when no GPU answers; so does tests/runtime/gemm_sm90.cu (the
 #      generated matmul's kernel in every schedule it tests) and
-#      tests/runtime/initcheck_bulk.cu (docs/testing.md's probe) and
-#      tests/runtime/fast_math.cu (the op table's references) compile;
+#      tests/runtime/initcheck_bulk.cu (docs/testing.md's probe),
+#      tests/runtime/fast_math.cu (the op table's references) and
+#      tests/runtime/pair_combine.cu (a softmax pair's combination) compile;
 #   4. tests/runtime/gpu-failures.sh parses (it runs on a GPU machine);
 #   5. tests/runtime/div_rounded.cu, a host program: fg_div_rounded (a
 #      quotient rounded to an integer, by a reciprocal) rounds as the
@@ -71,6 +72,8 @@ nvcc "${nvflags[@]}" -o "$tmp/initcheck_bulk" "$src/tests/runtime/initcheck_bulk
 bulk_pid=$!
 nvcc "${nvflags[@]}" -I"$src/compiler" -c -o "$tmp/fast_math.o" "$src/tests/runtime/fast_math.cu" >"$tmp/fm.log" 2>&1 &
 fm_pid=$!
+nvcc "${nvflags[@]}" -o "$tmp/pair_combine" "$src/tests/runtime/pair_combine.cu" >"$tmp/pair.log" 2>&1 &
+pair_pid=$!
 nvcc -O2 -I"$src/runtime" -o "$tmp/div_rounded" "$src/tests/runtime/div_rounded.cu" >"$tmp/divr.log" 2>&1 &
 divr_pid=$!
 if ! "$fgc" compile "$src/samples/ew4_f32.fg" "${dims[@]}" -o "$model" --build >"$tmp/build.log" 2>&1; then
@@ -116,6 +119,7 @@ fi
 if wait "$sm90_pid"; then ok gemm-sm90-builds; else bad gemm-sm90-builds "nvcc failed" "$tmp/sm90.log"; fi
 if wait "$bulk_pid"; then ok initcheck-bulk-builds; else bad initcheck-bulk-builds "nvcc failed" "$tmp/bulk.log"; fi
 if wait "$fm_pid"; then ok fast-math-compiles; else bad fast-math-compiles "nvcc failed" "$tmp/fm.log"; fi
+if wait "$pair_pid"; then ok pair-combine-builds; else bad pair-combine-builds "nvcc failed" "$tmp/pair.log"; fi
 
 # 4. the GPU-side script parses
 if bash -n "$src/tests/runtime/gpu-failures.sh" 2>"$tmp/syntax.log"; then ok gpu-failures-parses; else bad gpu-failures-parses "bash -n" "$tmp/syntax.log"; fi

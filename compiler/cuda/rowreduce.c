@@ -352,6 +352,44 @@ static void pair_step(Kern *k, Red *a, Red *b, PairKind kind, const char *pacc, 
 	cu_kline(k, 2, NULL, "%s = fg_pair_add(%s, %d.0f, %s, %s);", pacc, pacc, vw, m, tb);
 }
 
+/* Whether a pair of a row in shared memory is taken thread first: the
+ * thread's max over its whole part, then in a second sweep (over shared
+ * memory) the sum of its exps against that max, and that pair combined
+ * (fg_pair_add) and then across the row.  One exp an element and no
+ * rescaling chain from vector to vector, where the running max
+ * (pair_step) rescales the sum each time the max grows: softmax f32 at 1
+ * x 32768 6.5 -> 5.3 us, 8 x 131072 8.7 -> 7.6, 64 x 32768 9.6 -> 8.9,
+ * 4096 x 32768 300 -> 279 (H200, docs/performance.md v22).  A streamed
+ * row would read its part twice; a mean's squared deviations keep the
+ * running form (a thread's count varies with the part's end). */
+static int thread_first(const RowParts *rp, PairKind kind)
+{
+	return rp->stage && (kind == PAIR_EXPSUM || kind == PAIR_EXPSUM_SHIFT);
+}
+
+/* A reduction's accumulator of a thread, declared in the row's scope. */
+static void declare_acc(Kern *k, Red *rd)
+{
+	const FgNode *n = &k->g->nodes[rd->id];
+	rd->acc = cu_fresh(k, 1, cu_fmt(k->a, "acc_%s", cu_name(k, rd->id)));
+	cu_kline(k, 1, NULL, "%s %s = %s;", cu_acc_type(k, n), rd->acc, cu_red_init(k, n));
+}
+
+/* A thread-first pair (a, b) at the vector of lanes xs: a's step in the
+ * pass's first sweep, b's with a bound to the thread's a in its second. */
+static void thread_first_step(Kern *k, Red *a, Red *b, int sweep, const Ix *xs, int vw)
+{
+	Red *rd = sweep ? b : a;
+	const FgNode *n = &k->g->nodes[rd->id];
+	if (sweep) {       /* at the sweep's depth, so that its memo goes with it */
+		a->var = a->acc;
+		a->lv = 2;
+	}
+	for (int l = 0; l < vw; l++)
+		cu_kline(k, 2, NULL, "%s", cu_red_step(k, n, rd->acc, cu_gen(k, n->in[0], &xs[l]).e, &xs[l]));
+	a->var = NULL;
+}
+
 /* The pair's values once its accumulator is combined over the row. */
 static void pair_values(Kern *k, Red *a, Red *b, PairKind kind, const char *pacc, const char *reduce,
 			const char *tail, int64_t nred)
@@ -460,17 +498,23 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 		if (p > npass && !cu_writes_space(k, first, dep))
 			break;
 		cu_kline(k, 1, NULL, p > npass ? "/* epilogue */" : "/* pass %d */", p);
+		int sweeps_of_pass = 1;       /* 2: a thread-first pair's second sweep */
 		if (p <= npass) {
-			/* a pair's two reductions: one accumulator */
+			/* a pair's two reductions: one accumulator, or a thread's two */
 			for (int r = 0; r < k->reds.n; r++) {
 				declared[r] = passes[r] == p && partner[r] < 0 && !mate[r] ? p : 0;
-				if (partner[r] >= 0 && passes[r] == p) {
+				if (partner[r] >= 0 && passes[r] == p && thread_first(rp, kinds[r])) {
+					declare_acc(k, &k->reds.v[partner[r]]);
+					declare_acc(k, &k->reds.v[r]);
+					sweeps_of_pass = 2;
+				} else if (partner[r] >= 0 && passes[r] == p) {
 					pacc[r] = cu_fresh(k, 1, cu_fmt(k->a, "acc_%s", cu_name(k, k->reds.v[r].id)));
 					cu_kline(k, 1, NULL, "%s %s = %s;", PAIRS[kinds[r]].acc, pacc[r], PAIRS[kinds[r]].init);
 				}
 			}
 			cu_declare_reds(k, 1, p, declared);
 		}
+		for (int sweep = 0; sweep < sweeps_of_pass; sweep++) {
 		cu_kopen(k);       /* 2: a vector of the row */
 		if (sweeps)
 			cu_kline(k, 2, NULL, "const %s j = %s + threadIdx.x * %d + u * %lld;", k->idx, c0, vw,
@@ -491,9 +535,11 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 			for (int r = 0; r < k->reds.n; r++) {
 				Red *rd = &k->reds.v[r];
 				const FgNode *n = &k->g->nodes[rd->id];
-				if (partner[r] >= 0 && passes[r] == p)
+				if (partner[r] >= 0 && passes[r] == p && thread_first(rp, kinds[r]))
+					thread_first_step(k, &k->reds.v[partner[r]], rd, sweep, xs, vw);
+				else if (partner[r] >= 0 && passes[r] == p)
 					pair_step(k, &k->reds.v[partner[r]], rd, kinds[r], pacc[r], xs, vw);
-				for (int l = 0; l < vw && declared[r] == p; l++)
+				for (int l = 0; l < vw && declared[r] == p && sweep == 0; l++)
 					cu_kline(k, 2, NULL, "%s", cu_red_step(k, n, rd->acc, cu_gen(k, n->in[0], &xs[l]).e, &xs[l]));
 			}
 		}
@@ -502,7 +548,14 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 		cu_kclose(k, jloop);
 		for (int r = 0; r < k->gr->nreads && rp->stage; r++)
 			k->staged[r] |= k->stage_sm[r] != NULL;
+		}
 		for (int r = 0; r < k->reds.n && p <= npass; r++) {
+			if (partner[r] >= 0 && passes[r] == p && thread_first(rp, kinds[r])) {
+				Red *a = &k->reds.v[partner[r]], *b = &k->reds.v[r];
+				pacc[r] = cu_fresh(k, 1, cu_fmt(k->a, "pair_%s", cu_name(k, b->id)));
+				cu_kline(k, 1, NULL, "%s %s = fg_pair_add(%s, 0.0f, %s, %s);", PAIRS[kinds[r]].acc, pacc[r],
+					 PAIRS[kinds[r]].init, a->acc, b->acc);
+			}
 			if (partner[r] >= 0 && passes[r] == p)
 				pair_values(k, &k->reds.v[partner[r]], &k->reds.v[r], kinds[r], pacc[r], reduce, tail,
 					    ri->nred);
