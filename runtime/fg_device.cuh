@@ -450,6 +450,10 @@ struct FgWelford {
 		return FgMoments{n, a.mean + d * w, a.m2 + b.m2 + d * d * a.n * w};
 	}
 };
+/* FgWelford's combine, taken in steps across a block or a cluster
+ * (fg_block_reduce, fg_combine_slots) */
+struct FgWelfordSteps : FgWelford {
+};
 /* A thread's pair after its next part of nc elements (nc > 0): their mean
  * mc and squared deviations c from it, by Chan's combination without
  * branches and with a fast division, so that the loads of later parts
@@ -611,6 +615,23 @@ FG_DEV FgExpSum fg_block_reduce(FgExpSum v, FgOnlineSoftmax)
 	const float m = fg_block_reduce(v.m, FgMax());
 	return FgExpSum{m, fg_block_reduce(fg_rescaled(v, m), FgSum())};
 }
+/* Moments over the block in steps as well (FgWelfordSteps, what fgc
+ * passes where one wave holds every row: compiler/cuda/rowreduce.c,
+ * FEW_ROWS): the count and the weighted sum of the means, then the
+ * squared deviations with each part's distance to the mean, where
+ * FgWelford's combine divides at every step of its chain.  A part of no
+ * elements counts for nothing. */
+FG_DEV float fg_deviations(FgMoments a, float mean)
+{
+	const float d = a.mean - mean;
+	return a.m2 + a.n * d * d;
+}
+FG_DEV FgMoments fg_block_reduce(FgMoments v, FgWelfordSteps)
+{
+	const float n = fg_block_reduce(v.n, FgSum()), s = fg_block_reduce(v.n * v.mean, FgSum());
+	const float mean = n == 0.0f ? 0.0f : s / n;
+	return FgMoments{n, mean, fg_block_reduce(fg_deviations(v, mean), FgSum())};
+}
 
 /* The exclusive scan of the threads' v over the block in thread order
  * with op (id its identity): thread t gets the combination of the v of
@@ -672,7 +693,7 @@ FG_DEV void fg_cluster_start(void)
 }
 
 /* The combination of a block's C slots in rank order: with op, one after
- * the other; a softmax pair's in two steps, as fg_block_reduce's. */
+ * the other; a softmax pair's and moments in steps, as fg_block_reduce's. */
 template <int C, typename T, typename Op>
 static __device__ __forceinline__ T fg_combine_slots(const T *s, Op op)
 {
@@ -694,6 +715,21 @@ static __device__ __forceinline__ FgExpSum fg_combine_slots(const FgExpSum *s, F
 	for (int r = 0; r < C; r++)
 		t += fg_rescaled(s[r], m);
 	return FgExpSum{m, t};
+}
+template <int C>
+static __device__ __forceinline__ FgMoments fg_combine_slots(const FgMoments *s, FgWelfordSteps)
+{
+	float n = 0.0f, t = 0.0f, m2 = 0.0f;
+	#pragma unroll
+	for (int r = 0; r < C; r++) {
+		n += s[r].n;
+		t += s[r].n * s[r].mean;
+	}
+	const float mean = n == 0.0f ? 0.0f : t / n;
+	#pragma unroll 8
+	for (int r = 0; r < C; r++)
+		m2 += fg_deviations(s[r], mean);
+	return FgMoments{n, mean, m2};
 }
 
 template <int C, typename T, typename Op>

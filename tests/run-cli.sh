@@ -214,6 +214,17 @@ else
   fail=$((fail + 1)); echo "FAIL compile: a staged f32 row's softmax pair (thread first) or a streamed one's"
 fi
 
+# Moments combine in steps where one wave holds every row, Welford's chain
+# where more rows hide it (rowreduce.c, FEW_ROWS)
+printf 'graph t {\n  input x : f32[64, 131072]\n  input g : f32[131072]\n  input b : f32[131072]\n  y = layernorm(x, g, b)\n  output y\n}\n' >"$tmp/ws1.fg"
+printf 'graph t {\n  input x : f32[4096, 32768]\n  input g : f32[32768]\n  input b : f32[32768]\n  y = layernorm(x, g, b)\n  output y\n}\n' >"$tmp/ws2.fg"
+if "$fgc" compile "$tmp/ws1.fg" -o "$tmp/ws1" && grep -q 'fg_cluster_reduce<8>(.*, FgWelfordSteps(), turn++);' "$tmp/ws1.cu" &&
+   "$fgc" compile "$tmp/ws2.fg" -o "$tmp/ws2" && grep -q 'fg_cluster_reduce<4>(.*, FgWelford(), turn++);' "$tmp/ws2.cu"; then
+  pass=$((pass + 1)); echo "PASS compile: moments combine in steps for few rows, Welford's chain for many"
+else
+  fail=$((fail + 1)); echo "FAIL compile: the moments' combine for few rows or for many"
+fi
+
 # Fast transcendentals (gen.c's FAST table): an f16 or bf16 gelu, sigmoid,
 # silu, exp or tanh takes its fast form, an f32 one and any under
 # --accurate-math the accurate one (their errors: tests/runtime/fast_math.cu)

@@ -242,18 +242,30 @@ static int row_parts(const Kern *k, const RedInfo *ri, int fits, int wide, int o
  * over shared memory and a cluster combine of a staged one. */
 typedef enum PairKind { PAIR_NONE, PAIR_MOMENTS, PAIR_EXPSUM, PAIR_EXPSUM_SHIFT } PairKind;
 
-/* A pair's accumulator, its combine, its start, and its second value
- * (%s: the accumulator). */
+/* A pair's accumulator, its combine (few: where one wave of blocks holds
+ * every row, see FEW_ROWS), its start, and its second value (%s: the
+ * accumulator). */
 static const struct {
-	const char *acc, *functor, *init, *second;
+	const char *acc, *functor, *few, *init, *second;
 } PAIRS[] = {
-	[PAIR_MOMENTS] = {"FgMoments", "FgWelford()", "FgMoments{0.0f, 0.0f, 0.0f}", "fg_pair_second(%s)"},
-	[PAIR_EXPSUM] = {"FgExpSum", "FgOnlineSoftmax()", "FgExpSum{-CUDART_INF_F, 0.0f}", "fg_pair_second(%s)"},
+	[PAIR_MOMENTS] = {"FgMoments", "FgWelford()", "FgWelfordSteps()", "FgMoments{0.0f, 0.0f, 0.0f}",
+			  "fg_pair_second(%s)"},
+	[PAIR_EXPSUM] = {"FgExpSum", "FgOnlineSoftmax()", "FgOnlineSoftmax()", "FgExpSum{-CUDART_INF_F, 0.0f}",
+			 "fg_pair_second(%s)"},
 	/* exp(x - f), f the max where finite, else 0 (logsumexp's guard,
 	 * passes/expand.c): a row of -inf sums to 0, one holding +inf to
 	 * +inf, which the running sum gives as it is */
-	[PAIR_EXPSUM_SHIFT] = {"FgExpSum", "FgOnlineSoftmax()", "FgExpSum{-CUDART_INF_F, 0.0f}", "%s.s"},
+	[PAIR_EXPSUM_SHIFT] = {"FgExpSum", "FgOnlineSoftmax()", "FgOnlineSoftmax()", "FgExpSum{-CUDART_INF_F, 0.0f}",
+			       "%s.s"},
 };
+
+/* Rows few enough that one wave of blocks holds them all (at most four
+ * blocks a multiprocessor): every block waits on each combine with nothing
+ * else to run, and moments combine in steps (FgWelfordSteps: layernorm f32
+ * at 8 and 64 x 131072 8-9% faster), where with more rows other blocks
+ * hide Welford's chain and the steps' extra barriers cost 1% (4096 x
+ * 32768; H200, docs/performance.md v22). */
+#define FEW_ROWS(rows, parts) ((rows) * (parts) <= 4 * SMS)
 
 /* Whether node id, a member, is where(isinf(a), 0, a): the max a where it
  * is finite, else 0. */
@@ -392,9 +404,10 @@ static void thread_first_step(Kern *k, Red *a, Red *b, int sweep, const Ix *xs, 
 
 /* The pair's values once its accumulator is combined over the row. */
 static void pair_values(Kern *k, Red *a, Red *b, PairKind kind, const char *pacc, const char *reduce,
-			const char *tail, int64_t nred)
+			const char *tail, int64_t nred, int few)
 {
-	cu_kline(k, 1, NULL, "%s = %s(%s, %s%s);", pacc, reduce, pacc, PAIRS[kind].functor, tail);
+	cu_kline(k, 1, NULL, "%s = %s(%s, %s%s);", pacc, reduce, pacc, few ? PAIRS[kind].few : PAIRS[kind].functor,
+		 tail);
 	a->var = cu_fresh(k, 1, cu_fmt(k->a, "v_%s", cu_name(k, a->id)));
 	cu_kline(k, 1, a->var, "const float %s = fg_pair_first(%s);", a->var, pacc);
 	a->lv = 1;
@@ -558,7 +571,7 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 			}
 			if (partner[r] >= 0 && passes[r] == p)
 				pair_values(k, &k->reds.v[partner[r]], &k->reds.v[r], kinds[r], pacc[r], reduce, tail,
-					    ri->nred);
+					    ri->nred, FEW_ROWS(ri->nkept, C));
 			else if (declared[r] == p)
 				combine(k, &k->reds.v[r], reduce, tail, ri->nred);
 		}

@@ -1,9 +1,15 @@
 /*
- * pair_combine.cu - a softmax pair's combination across a block and across
+ * pair_combine.cu - a row kernel's pairs combined across a block and across
  * a cluster (runtime/fg_device.cuh: fg_block_reduce and fg_cluster_reduce
  * of FgExpSum with FgOnlineSoftmax, which take the max first and then the
- * sum of each pair's sum rescaled to it) against the same combination in
- * f64 on the host, for pairs as a row kernel's threads hold them: finite
+ * sum of each pair's sum rescaled to it, and of FgMoments with FgWelford,
+ * Chan's combination step after step, and with FgWelfordSteps, the count
+ * and mean first and then the squared deviations) against f64
+ * on the host.  Moments: each thread's part drawn as elements (0 to 40 of
+ * them, around 1000 with a spread of 1 or of 0.1: Welford's case), the
+ * mean and the squared deviations of all the elements computed directly.
+ * Softmax pairs against their combination in f64, as a row kernel's
+ * threads hold them: finite
  * maxima far apart (exps that underflow), threads whose part held only
  * -inf ({-inf, 0}), a whole row of -inf, a +inf in the row (that thread's
  * sum NaN), a NaN.  Every thread of the block, and every block of the
@@ -12,8 +18,12 @@
  *
  * One line per case; exit status 1 if any value differs from the f64
  * combination by more than 4e-6 relative (its sum of up to 512 positive
- * terms in f32, each rescaled by one expf), where the two differ in NaN or
- * infinity, or where two threads or blocks disagree.
+ * terms in f32, each rescaled by one expf; a count exactly, a mean within
+ * 2.5e-7 relative (2 of f32's units at 1000), the squared deviations
+ * within 1e-3 relative: each part's mean, rounded to f32, is off by up to
+ * 3e-5 in distances to the mean of about 0.02 at a spread of 0.1, and
+ * those distances make a few % of the squares), where the two differ in NaN or infinity,
+ * or where two threads or blocks disagree.
  */
 #include <math.h>
 #include <stdio.h>
@@ -51,6 +61,25 @@ __global__ void __launch_bounds__(CBLOCK) __cluster_dims__(CLUSTER, 1, 1)
 	const int t = blockIdx.x * CBLOCK + threadIdx.x, n = CLUSTER * CBLOCK;
 	const FgExpSum a = fg_cluster_reduce<CLUSTER>(in[t], FgOnlineSoftmax(), turn++);
 	const FgExpSum b = fg_cluster_reduce<CLUSTER>(in[n + t], FgOnlineSoftmax(), turn++);
+	out[2 * t] = a;
+	out[2 * t + 1] = b;
+}
+
+template <typename Op>
+__global__ void __launch_bounds__(BLOCK) block_moments(const FgMoments *in, FgMoments *out)
+{
+	out[threadIdx.x] = fg_block_reduce(in[threadIdx.x], Op());
+}
+
+template <typename Op>
+__global__ void __launch_bounds__(CBLOCK) __cluster_dims__(CLUSTER, 1, 1)
+	cluster_moments(const FgMoments *in, FgMoments *out)
+{
+	fg_cluster_start();
+	unsigned turn = 0;
+	const int t = blockIdx.x * CBLOCK + threadIdx.x, n = CLUSTER * CBLOCK;
+	const FgMoments a = fg_cluster_reduce<CLUSTER>(in[t], Op(), turn++);
+	const FgMoments b = fg_cluster_reduce<CLUSTER>(in[n + t], Op(), turn++);
 	out[2 * t] = a;
 	out[2 * t + 1] = b;
 }
@@ -119,6 +148,44 @@ static const char *fill(int k, FgExpSum *p, int n)
 	}
 }
 
+/* n parts of moments drawn as elements around 1000 with the given spread
+ * (every fourth part empty when `gaps`): each part's f32 moments into p,
+ * the f64 count, mean and squared deviations of all the elements */
+static void moments(FgMoments *p, int n, double spread, int gaps, double *cnt, double *mean, double *m2)
+{
+	static double x[64];
+	double all_n = 0, all_s = 0, all_q = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		unsigned keep = rng;
+		for (int i = 0; i < n; i++) {
+			int k = gaps && i % 4 == 0 ? 0 : 1 + (int)(40 * uniform());
+			double s = 0, q = 0;
+			for (int j = 0; j < k; j++)
+				s += x[j] = (double)(float)(1000.0 + spread * (2.0 * uniform() - 1.0));
+			if (pass == 0) {
+				all_n += k;
+				all_s += s;
+				continue;
+			}
+			for (int j = 0; j < k; j++)
+				q += (x[j] - s / k) * (x[j] - s / k);
+			for (int j = 0; j < k; j++)
+				all_q += (x[j] - all_s / all_n) * (x[j] - all_s / all_n);
+			p[i] = FgMoments{(float)k, k ? (float)(s / k) : 0.0f, (float)q};
+		}
+		if (pass == 0)
+			rng = keep;       /* the same elements again */
+	}
+	*cnt = all_n;
+	*mean = all_s / all_n;
+	*m2 = all_q;
+}
+
+static int moments_agree(FgMoments g, double n, double mean, double m2)
+{
+	return (double)g.n == n && fabs((double)g.mean - mean) <= 2.5e-7 * fabs(mean) && fabs((double)g.m2 - m2) <= 1e-3 * m2;
+}
+
 int main(void)
 {
 	int ndev = 0;
@@ -127,10 +194,11 @@ int main(void)
 		return 1;
 	}
 	const int ncases = 7, nc = CLUSTER * CBLOCK;
-	FgExpSum *din, *dout;
-	CUDA_OK(cudaMalloc(&din, sizeof(FgExpSum) * 2 * nc));
-	CUDA_OK(cudaMalloc(&dout, sizeof(FgExpSum) * 2 * nc));
+	void *dev_in, *dev_out;
+	CUDA_OK(cudaMalloc(&dev_in, sizeof(FgMoments) * 2 * nc));
+	CUDA_OK(cudaMalloc(&dev_out, sizeof(FgMoments) * 2 * nc));
 	FgExpSum in[2 * nc], out[2 * nc];
+	FgExpSum *din = (FgExpSum *)dev_in, *dout = (FgExpSum *)dev_out;
 	int bad = 0;
 	for (int k = 0; k < ncases; k++) {
 		/* the block: BLOCK pairs */
@@ -168,8 +236,49 @@ int main(void)
 		       s, m2, s2, same ? "" : "; threads or blocks disagree");
 		bad |= !ok;
 	}
-	CUDA_OK(cudaFree(din));
-	CUDA_OK(cudaFree(dout));
+	FgMoments mi[2 * nc], mo[2 * nc];
+	for (int k = 0; k < 8; k++) {
+		const double spread = k & 1 ? 0.1 : 1.0;
+		const int gaps = k & 2, steps = k & 4;
+		const char *op = steps ? "FgWelfordSteps" : "FgWelford";
+		double n, mean, m2, n2, mean2, m22;
+		moments(mi, BLOCK, spread, gaps, &n, &mean, &m2);
+		CUDA_OK(cudaMemcpy(din, mi, sizeof(FgMoments) * BLOCK, cudaMemcpyHostToDevice));
+		if (steps)
+			block_moments<FgWelfordSteps><<<1, BLOCK>>>((const FgMoments *)dev_in, (FgMoments *)dev_out);
+		else
+			block_moments<FgWelford><<<1, BLOCK>>>((const FgMoments *)dev_in, (FgMoments *)dev_out);
+		CUDA_OK(cudaGetLastError());
+		CUDA_OK(cudaMemcpy(mo, dout, sizeof(FgMoments) * BLOCK, cudaMemcpyDeviceToHost));
+		int same = 1;
+		for (int t = 1; t < BLOCK; t++)
+			same &= !memcmp(&mo[t], &mo[0], sizeof mo[0]);
+		int ok = same && moments_agree(mo[0], n, mean, m2);
+		printf("%s block of %d, %s, moments around 1000, spread %g%s: n %g mean %.9g m2 %.9g (f64: %g %.9g %.9g)%s\n",
+		       ok ? "ok  " : "FAIL", BLOCK, op, spread, gaps ? ", every fourth part empty" : "", mo[0].n, mo[0].mean,
+		       mo[0].m2, n, mean, m2, same ? "" : "; threads disagree");
+		bad |= !ok;
+		moments(mi, nc, spread, gaps, &n, &mean, &m2);
+		moments(mi + nc, nc, spread, !gaps, &n2, &mean2, &m22);
+		CUDA_OK(cudaMemcpy(din, mi, sizeof(FgMoments) * 2 * nc, cudaMemcpyHostToDevice));
+		if (steps)
+			cluster_moments<FgWelfordSteps><<<CLUSTER, CBLOCK>>>((const FgMoments *)dev_in, (FgMoments *)dev_out);
+		else
+			cluster_moments<FgWelford><<<CLUSTER, CBLOCK>>>((const FgMoments *)dev_in, (FgMoments *)dev_out);
+		CUDA_OK(cudaGetLastError());
+		CUDA_OK(cudaMemcpy(mo, dout, sizeof(FgMoments) * 2 * nc, cudaMemcpyDeviceToHost));
+		same = 1;
+		for (int t = 2; t < 2 * nc; t++)
+			same &= !memcmp(&mo[t], &mo[t & 1], sizeof mo[0]);
+		ok = same && moments_agree(mo[0], n, mean, m2) && moments_agree(mo[1], n2, mean2, m22);
+		printf("%s cluster of %d x %d, %s, moments around 1000, spread %g: n %g mean %.9g m2 %.9g, then %g %.9g "
+		       "%.9g (f64: %g %.9g %.9g, %g %.9g %.9g)%s\n", ok ? "ok  " : "FAIL", CLUSTER, CBLOCK, op, spread, mo[0].n,
+		       mo[0].mean, mo[0].m2, mo[1].n, mo[1].mean, mo[1].m2, n, mean, m2, n2, mean2, m22,
+		       same ? "" : "; threads or blocks disagree");
+		bad |= !ok;
+	}
+	CUDA_OK(cudaFree(dev_in));
+	CUDA_OK(cudaFree(dev_out));
 	printf("pair_combine: %s\n", bad ? "FAILED" : "all cases agree with f64");
 	return bad;
 }
