@@ -605,8 +605,8 @@ static __device__ __forceinline__ T fg_block_reduce(T v, Op op)
 
 /* A softmax pair over the block in two steps: the max, then the sum of
  * each thread's sum rescaled to it, so that every thread takes one exp
- * where FgOnlineSoftmax's combine, step after step, takes two a step on
- * one chain (5 in the warp, 1 a warp after).  The same values in every
+ * where FgOnlineSoftmax's combine takes two at each step of one chain (5
+ * steps in the warp, then one a warp).  The same values in every
  * thread and run.  A cluster's blocks combine theirs alike
  * (fg_combine_slots): softmax f32 at 1 x 32768 7.1 -> 6.5 us, 8 x 131072
  * 9.7 -> 8.7, 4096 x 32768 308 -> 300 (H200, docs/performance.md v22). */

@@ -372,8 +372,8 @@ static void pair_step(Kern *k, Red *a, Red *b, PairKind kind, const char *pacc, 
  * (pair_step) rescales the sum each time the max grows: softmax f32 at 1
  * x 32768 6.5 -> 5.3 us, 8 x 131072 8.7 -> 7.6, 64 x 32768 9.6 -> 8.9,
  * 4096 x 32768 300 -> 279 (H200, docs/performance.md v22).  A streamed
- * row would read its part twice; a mean's squared deviations keep the
- * running form (a thread's count varies with the part's end). */
+ * row would read its part twice; moments keep the running form (their
+ * mean first, then the squared deviations, was no faster: v22). */
 static int thread_first(const RowParts *rp, PairKind kind)
 {
 	return rp->stage && (kind == PAIR_EXPSUM || kind == PAIR_EXPSUM_SHIFT);
@@ -528,46 +528,47 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 			cu_declare_reds(k, 1, p, declared);
 		}
 		for (int sweep = 0; sweep < sweeps_of_pass; sweep++) {
-		cu_kopen(k);       /* 2: a vector of the row */
-		if (sweeps)
-			cu_kline(k, 2, NULL, "const %s j = %s + threadIdx.x * %d + u * %lld;", k->idx, c0, vw,
-				 (long long)stride);
-		Ix rc = cu_ix_from_lin(k, &ri->red, "j", 2, "j");
-		const char *i = cu_fresh(k, 2, "i");
-		cu_kline(k, 2, i, "const %s %s = row * %lld + j;", k->idx, i, (long long)ri->nred);
-		Ix x = cu_merge_ix(ri, &kc, &rc, i, 2);
-		for (int l = 0; l < vw; l++)
-			xs[l] = vw > 1 ? cu_lane_of(k, &x, rp->vd, vw, l) : x;
-		if (rp->stage) {
-			k->stage_lin = i;
-			k->stage_off = C > 1 ? cu_fmt(k->a, "(j - %s)", c0) : "j";
-		}
-		if (p > npass) {
-			cu_store_space(k, ri, first, dep, xs, vw, NULL);
-		} else {
-			for (int r = 0; r < k->reds.n; r++) {
-				Red *rd = &k->reds.v[r];
-				const FgNode *n = &k->g->nodes[rd->id];
-				if (partner[r] >= 0 && passes[r] == p && thread_first(rp, kinds[r]))
-					thread_first_step(k, &k->reds.v[partner[r]], rd, sweep, xs, vw);
-				else if (partner[r] >= 0 && passes[r] == p)
-					pair_step(k, &k->reds.v[partner[r]], rd, kinds[r], pacc[r], xs, vw);
-				for (int l = 0; l < vw && declared[r] == p && sweep == 0; l++)
-					cu_kline(k, 2, NULL, "%s", cu_red_step(k, n, rd->acc, cu_gen(k, n->in[0], &xs[l]).e, &xs[l]));
+			cu_kopen(k);       /* 2: a vector of the row */
+			if (sweeps)
+				cu_kline(k, 2, NULL, "const %s j = %s + threadIdx.x * %d + u * %lld;", k->idx, c0, vw,
+					 (long long)stride);
+			Ix rc = cu_ix_from_lin(k, &ri->red, "j", 2, "j");
+			const char *i = cu_fresh(k, 2, "i");
+			cu_kline(k, 2, i, "const %s %s = row * %lld + j;", k->idx, i, (long long)ri->nred);
+			Ix x = cu_merge_ix(ri, &kc, &rc, i, 2);
+			for (int l = 0; l < vw; l++)
+				xs[l] = vw > 1 ? cu_lane_of(k, &x, rp->vd, vw, l) : x;
+			if (rp->stage) {
+				k->stage_lin = i;
+				k->stage_off = C > 1 ? cu_fmt(k->a, "(j - %s)", c0) : "j";
 			}
-		}
-		k->stage_lin = NULL;
-		cu_kline(k, 1, NULL, sweeps ? "#pragma unroll" : "#pragma unroll 4");
-		cu_kclose(k, jloop);
-		for (int r = 0; r < k->gr->nreads && rp->stage; r++)
-			k->staged[r] |= k->stage_sm[r] != NULL;
+			if (p > npass) {
+				cu_store_space(k, ri, first, dep, xs, vw, NULL);
+			} else {
+				for (int r = 0; r < k->reds.n; r++) {
+					Red *rd = &k->reds.v[r];
+					const FgNode *n = &k->g->nodes[rd->id];
+					if (partner[r] >= 0 && passes[r] == p && thread_first(rp, kinds[r]))
+						thread_first_step(k, &k->reds.v[partner[r]], rd, sweep, xs, vw);
+					else if (partner[r] >= 0 && passes[r] == p)
+						pair_step(k, &k->reds.v[partner[r]], rd, kinds[r], pacc[r], xs, vw);
+					for (int l = 0; l < vw && declared[r] == p && sweep == 0; l++)
+						cu_kline(k, 2, NULL, "%s",
+							 cu_red_step(k, n, rd->acc, cu_gen(k, n->in[0], &xs[l]).e, &xs[l]));
+				}
+			}
+			k->stage_lin = NULL;
+			cu_kline(k, 1, NULL, sweeps ? "#pragma unroll" : "#pragma unroll 4");
+			cu_kclose(k, jloop);
+			for (int r = 0; r < k->gr->nreads && rp->stage; r++)
+				k->staged[r] |= k->stage_sm[r] != NULL;
 		}
 		for (int r = 0; r < k->reds.n && p <= npass; r++) {
 			if (partner[r] >= 0 && passes[r] == p && thread_first(rp, kinds[r])) {
 				Red *a = &k->reds.v[partner[r]], *b = &k->reds.v[r];
 				pacc[r] = cu_fresh(k, 1, cu_fmt(k->a, "pair_%s", cu_name(k, b->id)));
-				cu_kline(k, 1, NULL, "%s %s = fg_pair_add(%s, 0.0f, %s, %s);", PAIRS[kinds[r]].acc, pacc[r],
-					 PAIRS[kinds[r]].init, a->acc, b->acc);
+				cu_kline(k, 1, NULL, "%s %s = fg_pair_add(%s, 0.0f, %s, %s);", PAIRS[kinds[r]].acc,
+					 pacc[r], PAIRS[kinds[r]].init, a->acc, b->acc);
 			}
 			if (partner[r] >= 0 && passes[r] == p)
 				pair_values(k, &k->reds.v[partner[r]], &k->reds.v[r], kinds[r], pacc[r], reduce, tail,

@@ -45,41 +45,24 @@
 		}                                                                             \
 	} while (0)
 
-/* out[t]: thread t's combination of the block's pairs */
-__global__ void __launch_bounds__(BLOCK) block_pairs(const FgExpSum *in, FgExpSum *out)
-{
-	out[threadIdx.x] = fg_block_reduce(in[threadIdx.x], FgOnlineSoftmax());
-}
-
-/* out[2 * (b * CBLOCK + t) + c]: call c's combination in thread t of block
- * b; call 0 combines in[0 .. CLUSTER * CBLOCK), call 1 the next as many */
-__global__ void __launch_bounds__(CBLOCK) __cluster_dims__(CLUSTER, 1, 1)
-	cluster_pairs(const FgExpSum *in, FgExpSum *out)
-{
-	fg_cluster_start();
-	unsigned turn = 0;
-	const int t = blockIdx.x * CBLOCK + threadIdx.x, n = CLUSTER * CBLOCK;
-	const FgExpSum a = fg_cluster_reduce<CLUSTER>(in[t], FgOnlineSoftmax(), turn++);
-	const FgExpSum b = fg_cluster_reduce<CLUSTER>(in[n + t], FgOnlineSoftmax(), turn++);
-	out[2 * t] = a;
-	out[2 * t + 1] = b;
-}
-
-template <typename Op>
-__global__ void __launch_bounds__(BLOCK) block_moments(const FgMoments *in, FgMoments *out)
+/* out[t]: thread t's combination of the block's pairs with Op */
+template <typename T, typename Op>
+__global__ void __launch_bounds__(BLOCK) block_combine(const T *in, T *out)
 {
 	out[threadIdx.x] = fg_block_reduce(in[threadIdx.x], Op());
 }
 
-template <typename Op>
+/* out[2 * (b * CBLOCK + t) + c]: call c's combination in thread t of block
+ * b; call 0 combines in[0 .. CLUSTER * CBLOCK), call 1 the next as many */
+template <typename T, typename Op>
 __global__ void __launch_bounds__(CBLOCK) __cluster_dims__(CLUSTER, 1, 1)
-	cluster_moments(const FgMoments *in, FgMoments *out)
+	cluster_combine(const T *in, T *out)
 {
 	fg_cluster_start();
 	unsigned turn = 0;
 	const int t = blockIdx.x * CBLOCK + threadIdx.x, n = CLUSTER * CBLOCK;
-	const FgMoments a = fg_cluster_reduce<CLUSTER>(in[t], Op(), turn++);
-	const FgMoments b = fg_cluster_reduce<CLUSTER>(in[n + t], Op(), turn++);
+	const T a = fg_cluster_reduce<CLUSTER>(in[t], Op(), turn++);
+	const T b = fg_cluster_reduce<CLUSTER>(in[n + t], Op(), turn++);
 	out[2 * t] = a;
 	out[2 * t + 1] = b;
 }
@@ -206,7 +189,7 @@ int main(void)
 		double m, s;
 		reference(in, BLOCK, &m, &s);
 		CUDA_OK(cudaMemcpy(din, in, sizeof(FgExpSum) * BLOCK, cudaMemcpyHostToDevice));
-		block_pairs<<<1, BLOCK>>>(din, dout);
+		block_combine<FgExpSum, FgOnlineSoftmax><<<1, BLOCK>>>(din, dout);
 		CUDA_OK(cudaGetLastError());
 		CUDA_OK(cudaMemcpy(out, dout, sizeof(FgExpSum) * BLOCK, cudaMemcpyDeviceToHost));
 		int same = 1;
@@ -224,7 +207,7 @@ int main(void)
 		reference(in, nc, &m, &s);
 		reference(in + nc, nc, &m2, &s2);
 		CUDA_OK(cudaMemcpy(din, in, sizeof(FgExpSum) * 2 * nc, cudaMemcpyHostToDevice));
-		cluster_pairs<<<CLUSTER, CBLOCK>>>(din, dout);
+		cluster_combine<FgExpSum, FgOnlineSoftmax><<<CLUSTER, CBLOCK>>>(din, dout);
 		CUDA_OK(cudaGetLastError());
 		CUDA_OK(cudaMemcpy(out, dout, sizeof(FgExpSum) * 2 * nc, cudaMemcpyDeviceToHost));
 		same = 1;
@@ -245,9 +228,9 @@ int main(void)
 		moments(mi, BLOCK, spread, gaps, &n, &mean, &m2);
 		CUDA_OK(cudaMemcpy(din, mi, sizeof(FgMoments) * BLOCK, cudaMemcpyHostToDevice));
 		if (steps)
-			block_moments<FgWelfordSteps><<<1, BLOCK>>>((const FgMoments *)dev_in, (FgMoments *)dev_out);
+			block_combine<FgMoments, FgWelfordSteps><<<1, BLOCK>>>((const FgMoments *)dev_in, (FgMoments *)dev_out);
 		else
-			block_moments<FgWelford><<<1, BLOCK>>>((const FgMoments *)dev_in, (FgMoments *)dev_out);
+			block_combine<FgMoments, FgWelford><<<1, BLOCK>>>((const FgMoments *)dev_in, (FgMoments *)dev_out);
 		CUDA_OK(cudaGetLastError());
 		CUDA_OK(cudaMemcpy(mo, dout, sizeof(FgMoments) * BLOCK, cudaMemcpyDeviceToHost));
 		int same = 1;
@@ -262,9 +245,9 @@ int main(void)
 		moments(mi + nc, nc, spread, !gaps, &n2, &mean2, &m22);
 		CUDA_OK(cudaMemcpy(din, mi, sizeof(FgMoments) * 2 * nc, cudaMemcpyHostToDevice));
 		if (steps)
-			cluster_moments<FgWelfordSteps><<<CLUSTER, CBLOCK>>>((const FgMoments *)dev_in, (FgMoments *)dev_out);
+			cluster_combine<FgMoments, FgWelfordSteps><<<CLUSTER, CBLOCK>>>((const FgMoments *)dev_in, (FgMoments *)dev_out);
 		else
-			cluster_moments<FgWelford><<<CLUSTER, CBLOCK>>>((const FgMoments *)dev_in, (FgMoments *)dev_out);
+			cluster_combine<FgMoments, FgWelford><<<CLUSTER, CBLOCK>>>((const FgMoments *)dev_in, (FgMoments *)dev_out);
 		CUDA_OK(cudaGetLastError());
 		CUDA_OK(cudaMemcpy(mo, dout, sizeof(FgMoments) * 2 * nc, cudaMemcpyDeviceToHost));
 		same = 1;
