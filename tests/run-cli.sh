@@ -193,11 +193,13 @@ fi
 
 # A staged f32 row's softmax pair is taken thread first: the max over the
 # thread's part, then a second sweep of its exps against it, one
-# fg_pair_add a row and one combine; a streamed row keeps the running max
+# fg_pair_add a row and one combine; two pairs that share a max (a softmax
+# and a logsumexp) take it once; a streamed row keeps the running max
 # (rowreduce.c, thread_first)
 printf 'graph t {\n  input x : f32[8, 131072]\n  y = softmax(x)\n  output y\n}\n' >"$tmp/tf1.fg"
 printf 'graph t {\n  input x : f32[4096, 20000]\n  y = log_softmax(x)\n  output y\n}\n' >"$tmp/tf2.fg"
 printf 'graph t {\n  input x : f32[2, 600000]\n  y = softmax(x)\n  output y\n}\n' >"$tmp/tf3.fg"
+printf 'graph t {\n  input w : f32[140, 20000]\n  m = max(w, axis=-1, keepdims=true)\n  s = sum(exp(w - m), axis=-1, keepdims=true)\n  l = logsumexp(w, axis=-1, keepdims=true)\n  y = exp(w - m) / s + (w - l)\n  output y\n}\n' >"$tmp/tf4.fg"
 if "$fgc" compile "$tmp/tf1.fg" -o "$tmp/tf1" && grep -q "rowreduce.cluster" "$tmp/tf1.cu" &&
    [ "$(grep -c 'for (int u = 0; u < 8; u++)' "$tmp/tf1.cu")" = 3 ] &&
    [ "$(grep -c 'fg_pair_add(FgExpSum{-CUDART_INF_F, 0.0f}, 0.0f, acc_' "$tmp/tf1.cu")" = 1 ] &&
@@ -208,7 +210,10 @@ if "$fgc" compile "$tmp/tf1.fg" -o "$tmp/tf1" && grep -q "rowreduce.cluster" "$t
    [ "$(grep -c 'fg_pair_add' "$tmp/tf2.cu")" = 1 ] &&
    grep -q 'fg_block_reduce(pair_.*, FgOnlineSoftmax());' "$tmp/tf2.cu" &&
    "$fgc" compile "$tmp/tf3.fg" -o "$tmp/tf3" && grep -q "rowreduce.stream.cluster" "$tmp/tf3.cu" &&
-   grep -q 'acc_.* = fg_pair_add(acc_.*, 4.0f, m_' "$tmp/tf3.cu"; then
+   grep -q 'acc_.* = fg_pair_add(acc_.*, 4.0f, m_' "$tmp/tf3.cu" &&
+   "$fgc" compile "$tmp/tf4.fg" -o "$tmp/tf4" &&
+   [ "$(grep -c 'fg_pair_add(FgExpSum{-CUDART_INF_F, 0.0f}, 0.0f, acc_m, ' "$tmp/tf4.cu")" = 2 ] &&
+   [ "$(grep -c 'acc_m = fg_maximum' "$tmp/tf4.cu")" = 4 ] && ! grep -q 'acc_m_2' "$tmp/tf4.cu"; then
   pass=$((pass + 1)); echo "PASS compile: a staged f32 row's softmax pair thread first, a streamed one's running"
 else
   fail=$((fail + 1)); echo "FAIL compile: a staged f32 row's softmax pair (thread first) or a streamed one's"

@@ -388,11 +388,14 @@ static void declare_acc(Kern *k, Red *rd)
 }
 
 /* A thread-first pair (a, b) at the vector of lanes xs: a's step in the
- * pass's first sweep, b's with a bound to the thread's a in its second. */
-static void thread_first_step(Kern *k, Red *a, Red *b, int sweep, const Ix *xs, int vw)
+ * pass's first sweep (by the first of the pairs that share a: `lead`),
+ * b's with a bound to the thread's a in its second. */
+static void thread_first_step(Kern *k, Red *a, Red *b, int sweep, int lead, const Ix *xs, int vw)
 {
 	Red *rd = sweep ? b : a;
 	const FgNode *n = &k->g->nodes[rd->id];
+	if (!sweep && !lead)
+		return;
 	if (sweep) {       /* at the sweep's depth, so that its memo goes with it */
 		a->var = a->acc;
 		a->lv = 2;
@@ -437,6 +440,7 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 	int *declared = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof(int));
 	const char **pacc = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof(char *));
 	unsigned char *mate = fg_arena_alloc(k->a, (size_t)k->reds.n + 1);   /* a partner[] */
+	int *lead = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof(int)); /* a's first thread-first b */
 	for (int r = 0; r < k->reds.n; r++)
 		partner[r] = -1;
 	/* a staged row of f32 too: one pass and one cluster combine fewer
@@ -513,11 +517,17 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 		cu_kline(k, 1, NULL, p > npass ? "/* epilogue */" : "/* pass %d */", p);
 		int sweeps_of_pass = 1;       /* 2: a thread-first pair's second sweep */
 		if (p <= npass) {
-			/* a pair's two reductions: one accumulator, or a thread's two */
+			/* a pair's two reductions: one accumulator, or a thread's two
+			 * (a max that two pairs share, once: a softmax and a logsumexp) */
+			for (int r = 0; r < k->reds.n; r++)
+				lead[r] = -1;
 			for (int r = 0; r < k->reds.n; r++) {
 				declared[r] = passes[r] == p && partner[r] < 0 && !mate[r] ? p : 0;
 				if (partner[r] >= 0 && passes[r] == p && thread_first(rp, kinds[r])) {
-					declare_acc(k, &k->reds.v[partner[r]]);
+					if (lead[partner[r]] < 0) {
+						lead[partner[r]] = r;
+						declare_acc(k, &k->reds.v[partner[r]]);
+					}
 					declare_acc(k, &k->reds.v[r]);
 					sweeps_of_pass = 2;
 				} else if (partner[r] >= 0 && passes[r] == p) {
@@ -549,7 +559,8 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 					Red *rd = &k->reds.v[r];
 					const FgNode *n = &k->g->nodes[rd->id];
 					if (partner[r] >= 0 && passes[r] == p && thread_first(rp, kinds[r]))
-						thread_first_step(k, &k->reds.v[partner[r]], rd, sweep, xs, vw);
+						thread_first_step(k, &k->reds.v[partner[r]], rd, sweep, lead[partner[r]] == r, xs,
+							  vw);
 					else if (partner[r] >= 0 && passes[r] == p)
 						pair_step(k, &k->reds.v[partner[r]], rd, kinds[r], pacc[r], xs, vw);
 					for (int l = 0; l < vw && declared[r] == p && sweep == 0; l++)
