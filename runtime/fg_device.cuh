@@ -466,26 +466,24 @@ FG_DEV FgMoments fg_pair_add(FgMoments a, float nc, float mc, float c)
 struct FgExpSum {
 	float m, s;
 };
-struct FgOnlineSoftmax {
-	__device__ FgExpSum operator()(FgExpSum a, FgExpSum b) const
-	{
-		const float m = fg_maximum(a.m, b.m);
-		return FgExpSum{m, (a.m == m ? a.s : a.s * expf(a.m - m)) + (b.m == m ? b.s : b.s * expf(b.m - m))};
-	}
-};
 /* a's sum rescaled to the max m (m >= a.m): exp(a.m - m) a.s, or a.s
  * itself where the max is a's (m == a.m, -inf or +inf included); a
  * NaN max makes it NaN. */
 FG_DEV float fg_rescaled(FgExpSum a, float m) { return a.m == m ? a.s : a.s * expf(a.m - m); }
+/* Softmax pairs' combine: the larger max, each sum rescaled to it.  No
+ * operator: a block and a cluster combine them in steps (fg_block_reduce,
+ * fg_combine_slots), and a reduction that would combine them pair by pair
+ * does not compile. */
+struct FgOnlineSoftmax {
+};
 /* A softmax's: the running max mc (a's and the part's: mc >= a.m) and
  * the sum c of the part's exp(x - mc); a's sum is rescaled only where the
- * max grew.  FgOnlineSoftmax's combine of a and {mc, c} less its second
- * exp, which mc >= a.m makes exp(0) but the combine cannot know. */
+ * max grew. */
 FG_DEV FgExpSum fg_pair_add(FgExpSum a, float, float mc, float c)
 {
 	if (mc == -CUDART_INF_F)        /* nothing but -inf yet: c is NaN (0 against logsumexp's guard) */
 		return a;
-	return FgExpSum{mc, (a.m == mc ? a.s : a.s * expf(a.m - mc)) + c};
+	return FgExpSum{mc, fg_rescaled(a, mc) + c};
 }
 /* A combined pair's two reductions: the mean and the squared deviations;
  * the max and the sum of exps (NaN where the max is -inf). */
@@ -605,7 +603,7 @@ static __device__ __forceinline__ T fg_block_reduce(T v, Op op)
 
 /* A softmax pair over the block in two steps: the max, then the sum of
  * each thread's sum rescaled to it, so that every thread takes one exp
- * where FgOnlineSoftmax's combine takes two at each step of one chain (5
+ * where combining pair by pair took two at each step of one chain (5
  * steps in the warp, then one a warp).  The same values in every
  * thread and run.  A cluster's blocks combine theirs alike
  * (fg_combine_slots): softmax f32 at 1 x 32768 7.1 -> 6.5 us, 8 x 131072

@@ -440,9 +440,10 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 	int *declared = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof(int));
 	const char **pacc = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof(char *));
 	unsigned char *mate = fg_arena_alloc(k->a, (size_t)k->reds.n + 1);   /* a partner[] */
-	int *lead = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof(int)); /* a's first thread-first b */
+	unsigned char *tf = fg_arena_alloc(k->a, (size_t)k->reds.n + 1);     /* b of a thread-first pair */
+	int *lead = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof(int)); /* a's first such b */
 	for (int r = 0; r < k->reds.n; r++)
-		partner[r] = -1;
+		partner[r] = lead[r] = -1;
 	/* a staged row of f32 too: one pass and one cluster combine fewer
 	 * (layernorm f32 at 4096 and 32768 x 32768, 9% and 11% faster), but
 	 * not of 16-bit elements, whose second pass over shared memory costs
@@ -454,6 +455,13 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 	for (int r = 0; r < k->reds.n; r++)
 		if (partner[r] >= 0)
 			mate[partner[r]] = 1;
+	/* thread first (thread_first); a max that two such pairs share (a
+	 * softmax's and a logsumexp's) is declared and stepped by the first */
+	for (int r = 0; r < k->reds.n; r++) {
+		tf[r] = partner[r] >= 0 && thread_first(rp, kinds[r]);
+		if (tf[r] && lead[partner[r]] < 0)
+			lead[partner[r]] = r;
+	}
 	if (rp->stage) {
 		k->stage_sm = fg_arena_array(k->a, (size_t)k->gr->nreads + 1, sizeof(char *));
 		k->staged = fg_arena_alloc(k->a, (size_t)k->gr->nreads + 1);
@@ -517,17 +525,12 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 		cu_kline(k, 1, NULL, p > npass ? "/* epilogue */" : "/* pass %d */", p);
 		int sweeps_of_pass = 1;       /* 2: a thread-first pair's second sweep */
 		if (p <= npass) {
-			/* a pair's two reductions: one accumulator, or a thread's two
-			 * (a max that two pairs share, once: a softmax and a logsumexp) */
-			for (int r = 0; r < k->reds.n; r++)
-				lead[r] = -1;
+			/* a pair's two reductions: one accumulator, or a thread's two */
 			for (int r = 0; r < k->reds.n; r++) {
 				declared[r] = passes[r] == p && partner[r] < 0 && !mate[r] ? p : 0;
-				if (partner[r] >= 0 && passes[r] == p && thread_first(rp, kinds[r])) {
-					if (lead[partner[r]] < 0) {
-						lead[partner[r]] = r;
+				if (tf[r] && passes[r] == p) {
+					if (lead[partner[r]] == r)
 						declare_acc(k, &k->reds.v[partner[r]]);
-					}
 					declare_acc(k, &k->reds.v[r]);
 					sweeps_of_pass = 2;
 				} else if (partner[r] >= 0 && passes[r] == p) {
@@ -558,7 +561,7 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 				for (int r = 0; r < k->reds.n; r++) {
 					Red *rd = &k->reds.v[r];
 					const FgNode *n = &k->g->nodes[rd->id];
-					if (partner[r] >= 0 && passes[r] == p && thread_first(rp, kinds[r]))
+					if (tf[r] && passes[r] == p)
 						thread_first_step(k, &k->reds.v[partner[r]], rd, sweep, lead[partner[r]] == r, xs,
 							  vw);
 					else if (partner[r] >= 0 && passes[r] == p)
@@ -575,7 +578,7 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 				k->staged[r] |= k->stage_sm[r] != NULL;
 		}
 		for (int r = 0; r < k->reds.n && p <= npass; r++) {
-			if (partner[r] >= 0 && passes[r] == p && thread_first(rp, kinds[r])) {
+			if (tf[r] && passes[r] == p) {
 				Red *a = &k->reds.v[partner[r]], *b = &k->reds.v[r];
 				pacc[r] = cu_fresh(k, 1, cu_fmt(k->a, "pair_%s", cu_name(k, b->id)));
 				cu_kline(k, 1, NULL, "%s %s = fg_pair_add(%s, 0.0f, %s, %s);", PAIRS[kinds[r]].acc,

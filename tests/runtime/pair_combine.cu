@@ -20,9 +20,10 @@
  * combination by more than 4e-6 relative (its sum of up to 512 positive
  * terms in f32, each rescaled by one expf; a count exactly, a mean within
  * 2.5e-7 relative (2 of f32's units at 1000), the squared deviations
- * within 1e-3 relative: each part's mean, rounded to f32, is off by up to
- * 3e-5 in distances to the mean of about 0.02 at a spread of 0.1, and
- * those distances make a few % of the squares), where the two differ in NaN or infinity,
+ * within 2e-4 relative: each part's mean, rounded to f32, is off by up to
+ * 3e-5 in distances to the mean of about 0.02 at a spread of 0.1, which
+ * errs by 3e-3 in their squares, and those make about 5% of the total:
+ * 1.5e-4; 2.6e-5 seen on the H200), where the two differ in NaN or infinity,
  * or where two threads or blocks disagree.
  */
 #include <math.h>
@@ -166,7 +167,7 @@ static void moments(FgMoments *p, int n, double spread, int gaps, double *cnt, d
 
 static int moments_agree(FgMoments g, double n, double mean, double m2)
 {
-	return (double)g.n == n && fabs((double)g.mean - mean) <= 2.5e-7 * fabs(mean) && fabs((double)g.m2 - m2) <= 1e-3 * m2;
+	return (double)g.n == n && fabs((double)g.mean - mean) <= 2.5e-7 * fabs(mean) && fabs((double)g.m2 - m2) <= 2e-4 * m2;
 }
 
 int main(void)
