@@ -452,9 +452,9 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	float linv[2];          /* with P written: 1 / l of the first pass */
 	auto soft = [&](float *sc, int k0, float *alpha) {
 		score_ops(sc, k0);
-		/* 3. the online softmax, row r0 + 8h of each pair: O (now with
-		 * the previous tile's P V) and l rescaled to the new max, O only
-		 * where some row of the warp has a new max (64 multiplies a
+		/* 3. the online softmax, row r0 + 8h of each pair: l rescaled to
+		 * the new max now, O (with the previous tile's P V) by rescale,
+		 * only where some row of the warp has a new max (64 multiplies a
 		 * thread; after the first tiles most rows keep theirs) */
 #pragma unroll
 		for (int h = 0; h < 2; h++) {
@@ -488,18 +488,32 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			}
 		}
 	};
-	/* The rest, once O += P V of the previous tile is done: O rescaled,
-	 * P packed into the operand that product read */
-	auto fin = [&](const float *sc, const float *alpha) {
-		if (!Psave::on && __any_sync(0xffffffff, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+	/* O's rescaling to the new max, due before the next O += P V: two
+	 * consumers apply it in their next turn, once S = Q K^T is issued
+	 * (FlashAttention-3's order: the multiplies run beside that product,
+	 * not between this turn and the next; 2-2.7% faster at D = 128 on the
+	 * H200, docs/performance.md v23), three at once (their turn issues
+	 * both products together: 0.4% slower the other way at D = 64) */
+	float ares[2] = {1.0f, 1.0f};
+	auto rescale = [&]() {
+		if (!Psave::on && __any_sync(0xffffffff, ares[0] != 1.0f || ares[1] != 1.0f)) {
 #pragma unroll
 			for (int j = 0; j < D / 8; j++) {
-				o[4 * j] *= alpha[0];
-				o[4 * j + 1] *= alpha[0];
-				o[4 * j + 2] *= alpha[1];
-				o[4 * j + 3] *= alpha[1];
+				o[4 * j] *= ares[0];
+				o[4 * j + 1] *= ares[0];
+				o[4 * j + 2] *= ares[1];
+				o[4 * j + 3] *= ares[1];
 			}
 		}
+		ares[0] = ares[1] = 1.0f;
+	};
+	/* The rest, once O += P V of the previous tile is done: the
+	 * rescaling noted (or made), P packed into the operand that product
+	 * read */
+	auto fin = [&](const float *sc, const float *alpha) {
+		ares[0] = alpha[0], ares[1] = alpha[1];
+		if constexpr (NC != 2)
+			rescale();
 		/* 4. P as the next turn's A operand */
 #pragma unroll
 		for (int kk = 0; kk < BN / 16; kk++)
@@ -570,10 +584,10 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		if (masked(m0, rlast, k0, min(k0 + BN, Sk) - 1))
 			continue;       /* not loaded */
 		/* a turn: S = Q K^T of this tile, then O += P V of the previous
-		 * one.  Two consumers commit them apart: the softmax of S starts
-		 * once S is done, beside the product into O (FlashAttention-3's
-		 * overlap within a warpgroup), and O's rescaling and the new P
-		 * wait for it.  Three (at 160 registers, where S, O and P live
+		 * one.  Two consumers commit them apart, O rescaled between: the
+		 * softmax of S starts once S is done, beside the product into O
+		 * (FlashAttention-3's overlap within a warpgroup), and the new P
+		 * waits for it.  Three (at 160 registers, where S, O and P live
 		 * at once would spill) wait for both: the other two's turns
 		 * cover a softmax */
 		float sc[BN / 2], alpha[2];
@@ -585,8 +599,12 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		pin_a<BN / 4>(&pa[0][0]);
 		wg_fence();
 		qk(sc, s);
-		if constexpr (NC == 2)
+		if constexpr (NC == 2) {
 			wg_commit();
+			rescale();      /* beside S = Q K^T on the tensor cores */
+			pin<D / 2>(o);
+			wg_fence();
+		}
 		pv();
 		wg_commit();
 		pass_turn();
@@ -607,6 +625,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	if (ps >= 0) {          /* the last turn: the last tile's O += P V */
 		take_turn();
 		bar_wait(&vfull[ps], pph);
+		rescale();
 		pin<D / 2>(o);
 		pin_a<BN / 4>(&pa[0][0]);
 		wg_fence();
