@@ -69,8 +69,8 @@ static const char *functor(Emit *E, Kern *k, const char *name, const char *sig, 
 /* The scale the kernel applies in its exponent (fga::attention's
  * `scale`), taken out of the score ops: a's first op multiplies the
  * scores by a positive constant, and every op after it is a where that
- * puts -inf elsewhere (k where(c, s, -inf) = where(c, k s, -inf)).
- * 1 when there is none such. */
+ * puts -inf elsewhere (k where(c, s, -inf) = where(c, k s, -inf)) or an
+ * identity (the scores named again, `x = s`).  1 when there is none such. */
 static double folded_scale(const FgGraph *g, const FgAttn *a)
 {
 	if (a->nchain == 0)
@@ -82,6 +82,8 @@ static double folded_scale(const FgGraph *g, const FgAttn *a)
 		return 1;
 	for (int i = 1; i < a->nchain; i++) {
 		const FgNode *w = &g->nodes[a->chain[i]];
+		if (w->op == FG_OP_IDENTITY)
+			continue;
 		int on = w->op == FG_OP_WHERE && (w->in[1] == a->chain[i - 1] || w->in[2] == a->chain[i - 1]);
 		int inf = on && g->nodes[w->in[w->in[1] == a->chain[i - 1] ? 2 : 1]].op == FG_OP_CONST &&
 			  g->nodes[w->in[w->in[1] == a->chain[i - 1] ? 2 : 1]].a.value == -INFINITY;
@@ -491,15 +493,18 @@ static int attn_consumers(const FgGraph *g, const FgGroup *gr, const FgAttn *a)
 
 /* The keys of a tile of a's kernel (fga::Plan's BN): 64 at head dim 256,
  * where O takes half the registers; 176 at 128 where the scores get no op
- * but a folded scale and O is all the kernel writes (FlashAttention-3's
+ * but a folded scale (and identities) and O is all the kernel writes (FlashAttention-3's
  * tile: fewer turns a row, each longer; 2.7-3.9% faster than 128 at 4k
  * and 8k keys on the H200, docs/performance.md v16); else 128: at 176, a
  * mask, a bias, a log-sum-exp or p written spilled registers in
  * tests/gpu's attention graphs, and a causal mask ran at half the speed. */
 static int64_t attn_keys(const FgGraph *g, const FgAttn *a)
 {
-	const int bare = (a->nchain == 0 || (a->nchain == 1 && folded_scale(g, a) != 1)) && !a->nprobs &&
-			 !a->p_written && a->lse_y < 0;
+	int ops = 0;            /* the score ops that compute (an identity does not) */
+	for (int i = 0; i < a->nchain; i++)
+		ops += g->nodes[a->chain[i]].op != FG_OP_IDENTITY;
+	const int bare = (ops == 0 || (ops == 1 && folded_scale(g, a) != 1)) && !a->nprobs && !a->p_written &&
+			 a->lse_y < 0;
 	return a->d == 256 ? 64 : a->d == 128 && bare ? 176 : 128;
 }
 
