@@ -370,8 +370,12 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		turns++;
 	};
 	auto pass_turn = [&]() {
+		/* the next consumer, c + 1 or 0, by a compare: `% nact` put an
+		 * integer division (a MUFU.RCP among ~20 instructions) between
+		 * every turn's products and its pass (ncu, docs/performance.md
+		 * v23), ptxas recomputing it there rather than keep a register */
 		if (nact > 1)
-			fgg::named_arrive(1 + (c + 1) % nact);
+			fgg::named_arrive(c + 1 == nact ? 1 : c + 2);
 	};
 	/* O += P V of the previous tile (stage ps), issued */
 	auto pv = [&]() {
