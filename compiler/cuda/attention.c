@@ -493,9 +493,10 @@ static int attn_consumers(const FgGraph *g, const FgGroup *gr, const FgAttn *a)
 
 /* The keys of a tile of a's kernel (fga::Plan's BN): 64 at head dim 256,
  * where O takes half the registers; 176 at 128 where the scores get no op
- * but a folded scale (and identities) and O is all the kernel writes (FlashAttention-3's
- * tile: fewer turns a row, each longer; 2.7-3.9% faster than 128 at 4k
- * and 8k keys on the H200, docs/performance.md v16); else 128: at 176, a
+ * but a folded scale (identities aside) and O is all the kernel writes
+ * (FlashAttention-3's tile: fewer turns a row, each longer; 2.7-3.9%
+ * faster than 128 at 4k and 8k keys on the H200, docs/performance.md v16;
+ * 3.7-5.6% in the harness, v23); else 128: at 176, a
  * mask, a bias, a log-sum-exp or p written spilled registers in
  * tests/gpu's attention graphs, and a causal mask ran at half the speed. */
 static int64_t attn_keys(const FgGraph *g, const FgAttn *a)
