@@ -454,7 +454,15 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		return alpha;
 	};
 	float linv[2];          /* with P written: 1 / l of the first pass */
-	auto soft = [&](float *sc, int k0, float *alpha) {
+	/* O's rescaling to the new max, row r0 + 8h (1: none), due before the
+	 * next O += P V: two consumers apply it in their next turn, once S =
+	 * Q K^T is issued (FlashAttention-3's order: the multiplies run beside
+	 * that product, not between this turn and the next; 2-2.7% faster at
+	 * D = 128 on the H200, docs/performance.md v23), three at once (their
+	 * turn issues both products together: 0.4% slower the other way at
+	 * D = 64) */
+	float ares[2] = {1.0f, 1.0f};
+	auto soft = [&](float *sc, int k0) {
 		score_ops(sc, k0);
 		/* 3. the online softmax, row r0 + 8h of each pair: l rescaled to
 		 * the new max now, O (with the previous tile's P V) by rescale,
@@ -462,10 +470,9 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		 * thread; after the first tiles most rows keep theirs) */
 #pragma unroll
 		for (int h = 0; h < 2; h++) {
-			alpha[h] = 1.0f;
 			float mb = (mrow[h] == -CUDART_INF_F ? 0.0f : mrow[h]) * sl2;
 			if constexpr (!Psave::on)
-				alpha[h] = online(sc, h, mb);
+				ares[h] = online(sc, h, mb);
 #pragma unroll
 			for (int j = 0; j < BN / 8; j++) {
 				sc[4 * j + 2 * h] = fg_ex2(fmaf(sc[4 * j + 2 * h], sl2, -mb));
@@ -492,13 +499,6 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			}
 		}
 	};
-	/* O's rescaling to the new max, due before the next O += P V: two
-	 * consumers apply it in their next turn, once S = Q K^T is issued
-	 * (FlashAttention-3's order: the multiplies run beside that product,
-	 * not between this turn and the next; 2-2.7% faster at D = 128 on the
-	 * H200, docs/performance.md v23), three at once (their turn issues
-	 * both products together: 0.4% slower the other way at D = 64) */
-	float ares[2] = {1.0f, 1.0f};
 	auto rescale = [&]() {
 		if (!Psave::on && __any_sync(0xffffffff, ares[0] != 1.0f || ares[1] != 1.0f)) {
 #pragma unroll
@@ -511,11 +511,10 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		}
 		ares[0] = ares[1] = 1.0f;
 	};
-	/* The rest, once O += P V of the previous tile is done: the
-	 * rescaling noted (or made), P packed into the operand that product
-	 * read */
-	auto fin = [&](const float *sc, const float *alpha) {
-		ares[0] = alpha[0], ares[1] = alpha[1];
+	/* The rest, once O += P V of the previous tile is done: O rescaled
+	 * (three consumers; two in their next turn), P packed into the
+	 * operand that product read */
+	auto fin = [&](const float *sc) {
 		if constexpr (NC != 2)
 			rescale();
 		/* 4. P as the next turn's A operand */
@@ -578,10 +577,10 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		n++;            /* tiles not loaded */
 	if (n < nkt) {
 		/* the first tile's turn: S = Q K^T alone (peeled) */
-		float sc[BN / 2], alpha[2];
+		float sc[BN / 2];
 		qk_turn(sc);
-		soft(sc, n * BN, alpha);
-		fin(sc, alpha);
+		soft(sc, n * BN);
+		fin(sc);
 	}
 	for (n++; n < nkt; n++) {
 		const int k0 = n * BN;
@@ -594,7 +593,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		 * waits for it.  Three (at 160 registers, where S, O and P live
 		 * at once would spill) wait for both: the other two's turns
 		 * cover a softmax */
-		float sc[BN / 2], alpha[2];
+		float sc[BN / 2];
 		take_turn();
 		bar_wait(&kfull[s], ph);
 		bar_wait(&vfull[ps], pph);
@@ -618,13 +617,13 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			wg_wait<0>();
 		pin<BN / 2>(sc);
 		kdone();
-		soft(sc, k0, alpha);
+		soft(sc, k0);
 		wg_wait<0>();
 		pin<D / 2>(o);
 		pin_a<BN / 4>(&pa[0][0]);
 		if (l == 0)
 			bar_arrive(&vempty[ps]);
-		fin(sc, alpha);
+		fin(sc);
 	}
 	if (ps >= 0) {          /* the last turn: the last tile's O += P V */
 		take_turn();

@@ -396,13 +396,24 @@ static int bound(Bounds *b, int id)
 	return 1;
 }
 
+/* The op that ends a's score ops: that of the softmax's input a->x, or of
+ * the value a->x names again (identities, `x = m`: the mask's where
+ * before them still bounds the tiles). */
+static int score_end(const FgGraph *g, const FgAttn *a)
+{
+	int x = a->x;
+	while (g->nodes[x].op == FG_OP_IDENTITY)
+		x = g->nodes[x].in[0];
+	return x;
+}
+
 /* Bounds b of a's mask when its tiles can be bounded: the where that ends
  * the score ops, with -inf as its operand *neg (1 or 2), its condition's
  * cone made of what bound() follows.  0 when not, and when p is written
  * (a skipped tile's zeros of p would not be). */
 static int mask_bounds(FgArena *ar, const FgGraph *g, const FgAttn *a, Bounds *b, int *neg)
 {
-	const FgNode *x = &g->nodes[a->x];
+	const FgNode *x = &g->nodes[score_end(g, a)];
 	*neg = -1;
 	if (a->nchain == 0 || x->op != FG_OP_WHERE || a->p_written)
 		return 0;
@@ -427,7 +438,7 @@ static const char *tile_functor(Emit *E, const Kern *k, const FgAttn *a, const B
 	if (!bp)
 		return "fga::NoSkip{}";
 	const Bounds b = *bp;
-	const int c = k->g->nodes[a->x].in[0];
+	const int c = k->g->nodes[score_end(k->g, a)].in[0];
 	const char *sig = "\t__device__ __forceinline__ %s %s(int r0, int r1, int c0, int c1) const\n\t{\n%s";
 	cu_out(E, "struct %s {\n\t/* the least and the greatest value of the mask's condition over rows [r0, r1] "
 	       "and keys [c0, c1] */\n", name);
@@ -593,7 +604,7 @@ void cu_emit_attention(Emit *E, Kern *k)
 	Kern ki;
 	cu_kern_init(&ki, E, k->gi);
 	if (skips)
-		pair_ops(&ki, &a, scale != 1 ? a.chain[0] : a.mm1, k->g->nodes[a.x].in[3 - neg]);
+		pair_ops(&ki, &a, scale != 1 ? a.chain[0] : a.mm1, k->g->nodes[score_end(k->g, &a)].in[3 - neg]);
 	Kern kp, kw;
 	cu_kern_init(&kp, E, k->gi);
 	if (a.nprobs)
