@@ -98,6 +98,7 @@ using fgg::bar_expect;
 using fgg::bar_init;
 using fgg::bar_wait;
 using fgg::desc;
+using fgg::desc_add;
 using fgg::pin;
 using fgg::tma_load;
 using fgg::wg_commit;
@@ -377,22 +378,24 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		if (nact > 1)
 			fgg::named_arrive(c + 1 == nact ? 1 : c + 2);
 	};
+	/* The operands' descriptors, each buffer's once (desc_add moves them) */
+	const uint64_t dq = desc(sq + c * 64 * ROW, 16, 1024), dk = desc(sk, 16, 1024), dv = desc(sv, BN * ROW, 1024);
 	/* O += P V of the previous tile (stage ps), issued */
 	auto pv = [&]() {
+		const uint64_t d0 = desc_add(dv, ps * P::KV_BYTES);
 #pragma unroll
 		for (int kk = 0; kk < BN / 16; kk++)
-			WgmmaRA<D, T>::mma(o, pa[kk], desc(sv + ps * P::KV_BYTES + kk * 16 * ROW, BN * ROW, 1024));
+			WgmmaRA<D, T>::mma(o, pa[kk], desc_add(d0, kk * 16 * ROW));
 	};
 	/* S = Q K^T of stage s, issued */
 	auto qk = [&](float *sc, int s) {
+		const uint64_t d0 = desc_add(dk, s * P::KV_BYTES);
 #pragma unroll
 		for (int j = 0; j < DB; j++)
 #pragma unroll
-			for (int kk = 0; kk < 4; kk++) {
-				const uint64_t da = desc(sq + j * BM * ROW + c * 64 * ROW + kk * 32, 16, 1024);
-				const uint64_t db = desc(sk + s * P::KV_BYTES + j * BN * ROW + kk * 32, 16, 1024);
-				fgg::Wgmma<BN, T>::template mma<0, 0>(sc, da, db, j > 0 || kk > 0);
-			}
+			for (int kk = 0; kk < 4; kk++)
+				fgg::Wgmma<BN, T>::template mma<0, 0>(sc, desc_add(dq, j * BM * ROW + kk * 32),
+								      desc_add(d0, j * BN * ROW + kk * 32), j > 0 || kk > 0);
 	};
 	/* After a tile's turn, on its S: the score ops (with -inf past the
 	 * keys), the online softmax, P packed as the next turn's A operand;

@@ -132,6 +132,17 @@ FG_GEMM_DEV uint64_t desc(const void *p, uint32_t lbo, uint32_t sbo)
 	       1ull << 62;
 }
 
+/* A descriptor moved by `bytes` (a multiple of 16) through its buffer:
+ * the start address field (bits 0-13) holds the address / 16, and shared
+ * memory ends below 2^18 bytes, so the sum never carries out of it. A
+ * kernel builds each buffer's descriptor once and adds offsets; building
+ * one per wgmma cost an address conversion, a mask and a shift apiece
+ * (docs/performance.md v24). */
+FG_GEMM_DEV uint64_t desc_add(uint64_t d, uint32_t bytes)
+{
+	return d + (bytes >> 4);
+}
+
 FG_GEMM_DEV void wg_fence()
 {
 	asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -331,6 +342,8 @@ gemm(const __grid_constant__ CUtensorMap ma, const __grid_constant__ CUtensorMap
 		regs_inc<232>();
 		const int c = wg - 1, w = t / 32, l = t % 32;
 		float d[WM / 64][BN / 2];
+		const uint64_t da0 = desc(sa + (PP ? 0 : c * WM * ROW), MA ? BK * ROW : 16, 1024),
+			       db0 = desc(sb, NB ? BK * ROW : 16, 1024);
 		/* ping-pong: this consumer's tiles are every other one of the block's */
 		for (int i = PP ? c : 0, tile = blockIdx.x + i * gridDim.x; tile < tiles;
 		     i += PP ? 2 : 1, tile += (PP ? 2 : 1) * gridDim.x) {
@@ -344,21 +357,19 @@ gemm(const __grid_constant__ CUtensorMap ma, const __grid_constant__ CUtensorMap
 				named_sync(1 + c);
 			for (int kb = 0; kb < nk; kb++) {
 				bar_wait(&full[s], ph);
-				/* 64 rows are 8 KB of A's buffer in either layout */
-				const uint8_t *a = sa + s * C::A_BYTES + (PP ? 0 : c * WM * ROW), *b = sb + s * C::B_BYTES;
+				const uint64_t a = desc_add(da0, s * C::A_BYTES), b = desc_add(db0, s * C::B_BYTES);
 #pragma unroll
 				for (int mi = 0; mi < WM / 64; mi++)
 					pin<BN / 2>(d[mi]);
 				wg_fence();
 #pragma unroll
 				for (int kk = 0; kk < BK / KS; kk++) {
-					const uint64_t db = NB ? desc(b + kk * 16 * ROW, BK * ROW, 1024) : desc(b + kk * 32, 16, 1024);
+					const uint64_t db = desc_add(b, NB ? kk * 16 * ROW : kk * 32);
+					/* 64 rows are 8 KB of A's buffer in either layout */
 #pragma unroll
-					for (int mi = 0; mi < WM / 64; mi++) {
-						const uint8_t *am = a + mi * 64 * ROW;
-						const uint64_t da = MA ? desc(am + kk * 16 * ROW, BK * ROW, 1024) : desc(am + kk * 32, 16, 1024);
-						Wgmma<BN, T>::template mma<MA, NB>(d[mi], da, db, kb > 0 || kk > 0);
-					}
+					for (int mi = 0; mi < WM / 64; mi++)
+						Wgmma<BN, T>::template mma<MA, NB>(
+						    d[mi], desc_add(a, mi * 64 * ROW + (MA ? kk * 16 * ROW : kk * 32)), db, kb > 0 || kk > 0);
 				}
 				wg_commit();
 				/* the previous k block's wgmma have retired: its buffer is free */
