@@ -41,18 +41,19 @@
  * only (c even, c + 1 may be Sk when Sk is odd: the functor checks).
  *
  * The functors the compiler writes per group:
- *     void Score::operator()(int z, int r, int c, float &v0, float &v1) const
- *     void Inner::operator()(int z, int r, int c, float &v0, float &v1) const
+ *     void Score::operator()(int z, int r, int c, float &v0, float &v1, const void *st) const
+ *     void Inner::operator()(int z, int r, int c, float &v0, float &v1, const void *st) const
  *     bool Tiles::operator()(int r0, int r1, int c0, int c1) const
  *     bool Tiles::kept(int r0, int r1, int c0, int c1) const
  *     void Out::operator()(int z, int r, int c, float v0, float v1) const
  *     void Rows::operator()(int z, int r, float m, float l) const
  *     void Probs::operator()(int z, int r, int c, float &p0, float &p1) const
  *     void Psave::operator()(int z, int r, int c, float p0, float p1) const
- * for S[z][r][c], S[z][r][c + 1] (and O's, P's).  The accumulator layout
- * gives each thread such pairs: for n8 block j of each 64 rows, thread t
- * of the warpgroup holds rows 16(t/32) + (t%32)/4 (+ 8) at columns 8j +
- * 2(t%4).
+ * for S[z][r][c], S[z][r][c + 1] (and O's, P's); st points at the staged
+ * operand's element [r][c] in shared memory (Staged; null without one).
+ * The accumulator layout gives each thread such pairs: for n8 block j of
+ * each 64 rows, thread t of the warpgroup holds rows 16(t/32) + (t%32)/4
+ * (+ 8) at columns 8j + 2(t%4).
  *
  * Probs applies the ops between the softmax and the second product
  * (dropout) to the unnormalized probabilities exp(s - m), after the row's
@@ -122,8 +123,12 @@ constexpr int MAX_BATCH = 6;    /* batch dims of the output */
  * and V (192 KB; two ran within 2% of three on the H200,
  * docs/performance.md v15) or two of 176-wide (176 KB), at D = 64 four,
  * at D = 256 two of 64-wide K and V (128 KB beside q's 64 KB; O alone
- * takes 128 of the 240 registers there, a 64-wide S 32 more). */
-template <int D, int NC, int BN_> struct Plan {
+ * takes 128 of the 240 registers there, a 64-wide S 32 more).  With a
+ * staged score operand of SE bytes an element (Staged), each stage also
+ * holds its BM x BN tile (BN * SE / 128 blocks of BM rows of ROW bytes),
+ * and the stages are as many of those as fit in the 227 KB a block may
+ * have. */
+template <int D, int NC, int BN_, int SE = 0> struct Plan {
 	static_assert(D == 64 || D == 128 || D == 256, "head dims 64, 128 and 256");
 	static_assert(NC == 2 || (NC == 3 && D == 64), "two consumers, or three at D = 64");
 	static_assert(BN_ % 16 == 0 && BN_ <= 256 && (D < 256 || BN_ == 64), "key tiles of a multiple of 16 keys up to 256, 64 at D = 256");
@@ -131,10 +136,36 @@ template <int D, int NC, int BN_> struct Plan {
 	static constexpr int BM = 64 * NC;
 	static constexpr int THREADS = 128 * (NC + 1);
 	static constexpr int REGS = NC == 3 ? 160 : 240;
-	static constexpr int STAGES = D == 64 ? 4 : D == 128 && BN <= 128 ? 3 : 2;
 	static constexpr int Q_BYTES = BM * D * 2;
 	static constexpr int KV_BYTES = BN * D * 2;
-	static constexpr int SMEM = 1024 + Q_BYTES + 2 * STAGES * KV_BYTES + 8 * (1 + 4 * STAGES);
+	static constexpr int ST_BYTES = BM * BN * SE;   /* a stage's tile of the staged operand */
+	static constexpr int smem(int st)
+	{
+		return 1024 + Q_BYTES + st * (2 * KV_BYTES + ST_BYTES) + 8 * (1 + 4 * st);
+	}
+	static constexpr int SMEM_MAX = 227 * 1024;    /* a block's dynamic shared memory on sm_90 */
+	static constexpr int fit(int st)
+	{
+		return st > 2 && smem(st) > SMEM_MAX ? fit(st - 1) : st;
+	}
+	static constexpr int STAGES = fit(D == 64 ? 4 : D == 128 && BN <= 128 ? 3 : 2);
+	static constexpr int SMEM = smem(STAGES);
+	static_assert(SMEM <= SMEM_MAX, "the stages fit in 227 KB of shared memory");
+	static_assert(SE == 0 || BN * SE % 128 == 0, "a staged tile's rows are whole 128-byte blocks");
+};
+
+/* A score operand the kernel stages (Plan's SE > 0): the tensor at p of dt
+ * holds nz matrices of Sq x Sk (nz 1: shared by every output matrix, else
+ * one each), row-major, rows 16-byte aligned.  The producer brings its
+ * tile of the block's rows and the key tile's keys by the tensor-memory
+ * accelerator, beside K on the same barrier, and the score functors read
+ * their pair from shared memory: a bias or a mask read per score from
+ * global memory ran at 60% of the plain kernel's rate, the L1 busy with
+ * eight 128-byte lines a warp load (docs/performance.md v24). */
+struct Staged {
+	const void *p;
+	FgrtDtype dt;
+	int nz;
 };
 
 /* Where the blocks of a launch split along the keys leave their partial
@@ -272,20 +303,21 @@ static __device__ __forceinline__ double max4(double a, double b, double c, doub
 	return fmax(fmax(a, b), fmax(c, d));
 }
 
-template <class T, int D, int NC, int BN_, bool SPLIT, class Score, class Inner, class Tiles, class Out, class Rows,
-	  class Probs, class Psave>
-__global__ void __launch_bounds__(Plan<D, NC, BN_>::THREADS, 1)
+template <class T, int D, int NC, int BN_, bool SPLIT, int SE, class Score, class Inner, class Tiles, class Out,
+	  class Rows, class Probs, class Psave>
+__global__ void __launch_bounds__(Plan<D, NC, BN_, SE>::THREADS, 1)
 attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
-	  const __grid_constant__ CUtensorMap mv, int Sq, int Sk, float scale, Batch bt, Score score, Inner inner,
-	  Tiles masked, Out out, Rows rows, Probs probs, Psave psave, Part part)
+	  const __grid_constant__ CUtensorMap mv, const __grid_constant__ CUtensorMap ms, int msz, int Sq, int Sk,
+	  float scale, Batch bt, Score score, Inner inner, Tiles masked, Out out, Rows rows, Probs probs, Psave psave,
+	  Part part)
 {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-	using P = Plan<D, NC, BN_>;
+	using P = Plan<D, NC, BN_, SE>;
 	constexpr int DB = D / 64, ST = P::STAGES, BM = P::BM, BN = P::BN;
 	extern __shared__ uint8_t fg_smem[];
 	uint8_t *sq = (uint8_t *)(((uintptr_t)fg_smem + 1023) & ~(uintptr_t)1023);
-	uint8_t *sk = sq + P::Q_BYTES, *sv = sk + ST * P::KV_BYTES;
-	uint64_t *qfull = (uint64_t *)(sv + ST * P::KV_BYTES), *kfull = qfull + 1, *vfull = kfull + ST,
+	uint8_t *sk = sq + P::Q_BYTES, *sv = sk + ST * P::KV_BYTES, *ss = sv + ST * P::KV_BYTES;
+	uint64_t *qfull = (uint64_t *)(ss + ST * P::ST_BYTES), *kfull = qfull + 1, *vfull = kfull + ST,
 		 *kempty = vfull + ST, *vempty = kempty + ST;
 	const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
 	const float sl2 = scale * LOG2E;        /* exp(scale s) = 2^(s sl2) */
@@ -327,10 +359,17 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 				if (masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
 					continue;
 				bar_wait(&kempty[ks], kph ^ 1);
-				bar_expect(&kfull[ks], P::KV_BYTES);
+				bar_expect(&kfull[ks], P::KV_BYTES + P::ST_BYTES);
 #pragma unroll
 				for (int j = 0; j < DB; j++)
 					tma_load(sk + ks * P::KV_BYTES + j * BN * ROW, &mk, &kfull[ks], 64 * j, n * BN, kz);
+				/* the staged operand's tile, released with K */
+				if constexpr (SE > 0) {
+#pragma unroll
+					for (int j = 0; j < BN * SE / ROW; j++)
+						tma_load(ss + ks * P::ST_BYTES + j * BM * ROW, &ms, &kfull[ks], n * BN + ROW / SE * j,
+							 m0, msz == 1 ? 0 : z);
+				}
 				if (++ks == ST)
 					ks = 0, kph ^= 1;
 				if (pass == 0)
@@ -409,6 +448,18 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		if (++s == ST)
 			s = 0, ph ^= 1;
 	};
+	/* The staged operand's pair of this thread's row r0 + 8h and key
+	 * 8j + 2(l % 4) of the tile in K's stage s: byte b = (8j + 2(l % 4)) SE
+	 * of the row, in block b / 128, its 16-byte chunk swizzled by the row
+	 * (as the accelerator's 128-byte swizzle puts it: chunk ^ row % 8, the
+	 * eight rows of a warp's read in eight chunks, no bank conflict) */
+	auto staged = [&](int j, int h) -> const void * {
+		if constexpr (SE > 0) {
+			const int rr = r0 + 8 * h - m0, b = (8 * j + 2 * (l % 4)) * SE;
+			return ss + s * P::ST_BYTES + b / ROW * BM * ROW + rr * ROW + ((b % ROW / 16) ^ (rr & 7)) * 16 + b % 16;
+		}
+		return nullptr;
+	};
 	auto score_ops = [&](float *sc, int k0) {
 		/* 2. the score ops, and -inf past the keys: a tile whose scores
 		 * the mask keeps whole for this consumer's rows takes the ops
@@ -418,17 +469,17 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			if (rows_in && k0 + BN <= Sk) {
 #pragma unroll
 				for (int j = 0; j < BN / 8; j++) {
-					f(z, r0, c0 + 8 * j, sc[4 * j], sc[4 * j + 1]);
-					f(z, r0 + 8, c0 + 8 * j, sc[4 * j + 2], sc[4 * j + 3]);
+					f(z, r0, c0 + 8 * j, sc[4 * j], sc[4 * j + 1], staged(j, 0));
+					f(z, r0 + 8, c0 + 8 * j, sc[4 * j + 2], sc[4 * j + 3], staged(j, 1));
 				}
 			} else {
 #pragma unroll
 				for (int j = 0; j < BN / 8; j++) {
 					const int col = c0 + 8 * j;
 					if (col < Sk && r0 < Sq)
-						f(z, r0, col, sc[4 * j], sc[4 * j + 1]);
+						f(z, r0, col, sc[4 * j], sc[4 * j + 1], staged(j, 0));
 					if (col < Sk && r0 + 8 < Sq)
-						f(z, r0 + 8, col, sc[4 * j + 2], sc[4 * j + 3]);
+						f(z, r0 + 8, col, sc[4 * j + 2], sc[4 * j + 3], staged(j, 1));
 					if (col >= Sk)
 						sc[4 * j] = sc[4 * j + 2] = -CUDART_INF_F;
 					if (col + 1 >= Sk)
@@ -467,6 +518,8 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	float ares[2] = {1.0f, 1.0f};
 	auto soft = [&](float *sc, int k0) {
 		score_ops(sc, k0);
+		if constexpr (SE > 0)
+			kdone();        /* K's stage, and the staged tile read */
 		/* 3. the online softmax, row r0 + 8h of each pair: l rescaled to
 		 * the new max now, O (with the previous tile's P V) by rescale,
 		 * only where some row of the warp has a new max (64 multiplies a
@@ -551,7 +604,8 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		pass_turn();
 		wg_wait<0>();
 		pin<BN / 2>(sc);
-		kdone();
+		if constexpr (SE == 0)
+			kdone();
 	};
 	bar_wait(qfull, 0);
 	if constexpr (Psave::on) {
@@ -562,6 +616,8 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			float sc[BN / 2];
 			qk_turn(sc);
 			score_ops(sc, n * BN);
+			if constexpr (SE > 0)
+				kdone();
 #pragma unroll
 			for (int h = 0; h < 2; h++) {
 				float mb;
@@ -619,7 +675,8 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		else
 			wg_wait<0>();
 		pin<BN / 2>(sc);
-		kdone();
+		if constexpr (SE == 0)
+			kdone();
 		soft(sc, k0);
 		wg_wait<0>();
 		pin<D / 2>(o);
@@ -736,24 +793,32 @@ static void tmap(CUtensorMap *m, const void *p, int64_t rows, int D, int64_t n, 
 /* Launches attention<T, D, NC, SPLIT> on ctx->stream: Z output matrices of
  * Sq rows; k and v hold zk and zv matrices of Sk rows.  SPLIT: the key
  * tiles in part.nsplit runs, the partials into part (then launch
- * combine). */
-template <class T, int D, int NC, int BN_, bool SPLIT, class Score, class Inner, class Tiles, class Out, class Rows,
-	  class Probs, class Psave>
+ * combine).  SE > 0: st is the staged score operand, of SE-byte elements. */
+template <class T, int D, int NC, int BN_, bool SPLIT, int SE = 0, class Score, class Inner, class Tiles, class Out,
+	  class Rows, class Probs, class Psave>
 static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v, int Sq, int Sk, float scale,
 		   int Z, int zk, int zv, const Batch &bt, const Score &score, const Inner &inner, const Tiles &masked,
-		   const Out &out, const Rows &rows, const Probs &probs, const Psave &psave, const Part &part)
+		   const Out &out, const Rows &rows, const Probs &probs, const Psave &psave, const Part &part,
+		   const Staged &st = Staged{})
 {
-	using P = Plan<D, NC, BN_>;
-	CUtensorMap mq, mk, mv;
+	using P = Plan<D, NC, BN_, SE>;
+	CUtensorMap mq, mk, mv, ms = {};
 	tmap<T>(&mq, q, Sq, D, Z, P::BM);
 	tmap<T>(&mk, k, Sk, D, zk, P::BN);
 	tmap<T>(&mv, v, Sk, D, zv, P::BN);
+	if constexpr (SE > 0) {
+		const uint64_t dims[3] = {(uint64_t)Sk, (uint64_t)Sq, (uint64_t)st.nz};
+		const uint64_t pitch[2] = {(uint64_t)Sk * SE, (uint64_t)Sq * Sk * SE};
+		const uint32_t box[3] = {ROW / SE, P::BM, 1};
+		fgrt_tmap(&ms, st.p, st.dt, dims, pitch, box);
+	}
 	static unsigned char ready[FGRT_DEVICES];
-	fgrt_func_attr((const void *)attention<T, D, NC, BN_, SPLIT, Score, Inner, Tiles, Out, Rows, Probs, Psave>,
+	fgrt_func_attr((const void *)attention<T, D, NC, BN_, SPLIT, SE, Score, Inner, Tiles, Out, Rows, Probs, Psave>,
 		       cudaFuncAttributeMaxDynamicSharedMemorySize, P::SMEM, ready);
 	const int64_t grid = (int64_t)((Sq + P::BM - 1) / P::BM) * Z * (SPLIT ? part.nsplit : 1);
-	attention<T, D, NC, BN_, SPLIT, Score, Inner, Tiles, Out, Rows, Probs, Psave><<<(unsigned)grid, P::THREADS, P::SMEM, ctx->stream>>>(
-		mq, mk, mv, Sq, Sk, scale, bt, score, inner, masked, out, rows, probs, psave, part);
+	attention<T, D, NC, BN_, SPLIT, SE, Score, Inner, Tiles, Out, Rows, Probs, Psave>
+		<<<(unsigned)grid, P::THREADS, P::SMEM, ctx->stream>>>(mq, mk, mv, ms, st.nz, Sq, Sk, scale, bt, score,
+								       inner, masked, out, rows, probs, psave, part);
 }
 
 /* Launches combine<D> on ctx->stream after a split attention launch of

@@ -398,13 +398,15 @@ void fgrt_tmap(void *map, const void *base, FgrtDtype dt, const uint64_t dims[3]
 	}
 	const cuuint32_t unit[3] = {1, 1, 1};
 	/* tf32 operands travel as f32: the tensor cores read the bits they use */
+	const int bytes1 = dt == FGRT_BOOL || dt == FGRT_I8 || dt == FGRT_U8 || dt == FGRT_F8E4M3 || dt == FGRT_F8E5M2;
 	CUresult r = encode((CUtensorMap *)map, dt == FGRT_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 :
-			    dt == FGRT_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+			    dt == FGRT_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 :
+			    bytes1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
 			    3, (void *)base, dims, pitch, box, unit,
 			    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
 			    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 	if (r != CUDA_SUCCESS)
-		fgrt_fail("cuTensorMapEncodeTiled refused a matmul operand at %p (dims %llu x %llu x %llu, pitches %llu "
+		fgrt_fail("cuTensorMapEncodeTiled refused an operand at %p (dims %llu x %llu x %llu, pitches %llu "
 		    "and %llu bytes, box %u x %u): CUresult %d", base, (unsigned long long)dims[0],
 		    (unsigned long long)dims[1], (unsigned long long)dims[2], (unsigned long long)pitch[0],
 		    (unsigned long long)pitch[1], box[0], box[1], (int)r);

@@ -219,9 +219,10 @@ void fgrt_launched(FgrtContext *ctx, int i);
  * ...`, the source line, a caret. */
 int fgrt_faults(FgrtContext *ctx, char *msg, size_t n);
 
-/* For the generated matmul (fg_gemm_sm90.cuh): a CUDA call's failure as
- * the runtime reports one, and a tensor map (CUtensorMap, 64 bytes at
- * map) of a 3-d tensor at base (f16, bf16, or f32 for FGRT_TF32): dims
+/* For the generated matmul and attention kernels (fg_gemm_sm90.cuh,
+ * fg_attn_sm90.cuh): a CUDA call's failure as the runtime reports one, and
+ * a tensor map (CUtensorMap, 64 bytes at map) of a 3-d tensor at base (f16,
+ * bf16, f32 (also for FGRT_TF32), or a 1-byte type as bytes): dims
  * innermost first, the two outer pitches in bytes, a box of box[] elements;
  * 128-byte swizzle. */
 void fgrt_cuda(cudaError_t e, const char *call);

@@ -7,7 +7,8 @@
  *   NAME_scores: the ops between the scores' matmul and the softmax
  *     (scale, mask, bias, softcap), evaluated in f32 on a pair of the
  *     accumulators S[z][r][c], S[z][r][c + 1], in place; the values they
- *     read (a mask, a bias) are loaded at that index, read-only;
+ *     read (a mask, a bias) are loaded at that index, read-only, one of
+ *     them from shared memory where the kernel stages it (staged_operand);
  *   NAME_probs: the ops between the softmax and the second matmul
  *     (dropout, a product), on a pair of the unnormalized probabilities
  *     exp(x - m), in place (linear in them: the division by the row's sum
@@ -59,7 +60,7 @@ static const char *functor(Emit *E, Kern *k, const char *name, const char *sig, 
 	}
 	cu_drop_unused(k, &k->lines[0]);
 	cu_out(E, "\t__device__ __forceinline__ void operator()(%s) const\n\t{\n", sig);
-	cu_out(E, "\t\t(void)v0, (void)v1;\n");
+	cu_out(E, "\t\t(void)v0, (void)v1;%s\n", strstr(sig, "st_") ? " (void)st_;" : "");
 	for (int i = 0; i < k->lines[0].n; i++)
 		cu_out(E, "\t\t%s\n", k->lines[0].v[i].text);
 	cu_out(E, "\t}\n};\n\n");
@@ -107,6 +108,8 @@ static void pair_ops(Kern *k, const FgAttn *a, int from, int to)
 	if (from == to)
 		return;         /* no op: the functor leaves the pair */
 	Ix x = cu_ix_pair(k, S);
+	if (k->st_id >= 0)
+		k->st_at = cu_ix_bcast(&x, S, cu_shape_of(k, k->st_id));
 	if (a->sk % 2 == 0) {
 		k->acc[0] = "v0", k->acc[1] = "v1";
 		Val v[2];
@@ -531,6 +534,47 @@ static int64_t attn_splits(const FgAttn *a, int nc, int64_t bn, int64_t Z, int64
 	return key_splits((a->sq + 64 * nc - 1) / (64 * nc) * Z, (a->sk + bn - 1) / bn, kts);
 }
 
+/* The score operand the kernel stages (fga::Staged), or -1: a read of
+ * group gr that an op of the score chain takes directly (so the functor
+ * loads it at its own pair), of Sq x Sk matrices (one for every output
+ * matrix, or one each), of 1 or 2 bytes an element, rows a multiple of 16
+ * bytes (the accelerator's pitch) and tiles whole 128-byte blocks, whose
+ * tiles fit beside two stages of K and V; not with a mask the compiler
+ * bounds (skips), whose two score functors (NAME_scores, NAME_inner) with
+ * the shared memory's addresses spilled registers (36 bytes at head dim
+ * 128, 76 at 64 with three consumers; a causal mask with a bias [320,
+ * 320]).  Read per pair from global memory, a bias ran at 60% of the plain
+ * kernel's rate; staged, at 81% (docs/performance.md v24).  The first such
+ * read of the chain.  The fit is fga::Plan's: smem(2) within 227 KB. */
+static int staged_operand(const FgGraph *g, const FgGroup *gr, const FgAttn *a, int nc, int64_t bn, int skips,
+			  int *se)
+{
+	if (skips)
+		return -1;
+	const FgShape *S = &g->nodes[a->x].shape;
+	const int64_t Z = cu_numel(S) / (a->sq * a->sk), bm = 64 * nc;
+	for (int i = 0; i < a->nchain; i++) {
+		const FgNode *op = &g->nodes[a->chain[i]];
+		for (int j = 0; j < op->nin; j++) {
+			const int id = op->in[j];
+			const FgShape *T = &g->nodes[id].shape;
+			int read = 0;
+			for (int r = 0; r < gr->nreads; r++)
+				read |= gr->reads[r] == id;
+			const int64_t e = fg_dtype_size[g->nodes[id].dt], nz = T->rank >= 2 ? cu_numel(T) / (a->sq * a->sk) : 0;
+			if (!read || T->rank < 2 || T->d[T->rank - 1] != a->sk || T->d[T->rank - 2] != a->sq || e > 2 ||
+			    a->sk * e % 16 != 0 || bn * e % 128 != 0 ||
+			    1024 + bm * a->d * 2 + 2 * (2 * bn * a->d * 2 + bm * bn * e) + 8 * 9 > 227 * 1024)
+				continue;
+			if (nz != 1 && !(nz == Z && fg_shape_eq(T, S)))
+				continue;
+			*se = (int)e;
+			return id;
+		}
+	}
+	return -1;
+}
+
 /* How fgc compile runs attention group gi, in a phrase (fgc report's "on
  * the GPU", through fg_cuda_gemm_note). */
 const char *cu_attention_note(const FgPlan *plan, int gi)
@@ -546,10 +590,13 @@ const char *cu_attention_note(const FgPlan *plan, int gi)
 	const int skips = mask_bounds(ar, g, &a, &b, &neg);
 	const int nc = attn_consumers(g, &plan->groups[gi], &a);
 	const int64_t bn = attn_keys(g, &a);
+	int se, st = staged_operand(g, &plan->groups[gi], &a, nc, bn, skips, &se);
 	int64_t kts, nsplit = attn_splits(&a, nc, bn, cu_numel(&g->nodes[a.mm2].shape) / (a.sq * a.d), &kts);
 	return cu_fmt(ar, "the generated sm_90a flash kernel, head dim %lld, %lld query rows against %lld keys in tiles of "
-		      "%lld x %lld, %s%s%s%s%s", (long long)a.d, (long long)a.sq, (long long)a.sk, 64LL * nc,
+		      "%lld x %lld, %s%s%s%s%s%s", (long long)a.d, (long long)a.sq, (long long)a.sk, 64LL * nc,
 		      (long long)bn,
+		      st >= 0 ? cu_fmt(ar, "%s's tiles brought to shared memory beside k's by the tensor-memory "
+					   "accelerator, ", plan->names[st]) : "",
 		      skips ? "key tiles that the mask's iota bounds put at -inf skipped, those it keeps whole computed without "
 			      "its compare" : "every key tile computed",
 		      a.lse_y >= 0 ? cu_fmt(ar, ", %s written per row", plan->names[a.lse_y]) : "",
@@ -592,15 +639,19 @@ void cu_emit_attention(Emit *E, Kern *k)
 	cu_batch_strides(vshape, nb, os->d, 1, vs);
 	const char *tname = fg_dtype_info[k->g->nodes[a.mm1].dt].cuda_store;
 	const char *sname = cu_kname(k, "scores"), *oname = cu_kname(k, "out");
+	const int nc = attn_consumers(k->g, k->gr, &a);
+	const int64_t bn = attn_keys(k->g, &a);
+	Bounds bounds;
+	int neg;
+	const int skips = mask_bounds(k->a, k->g, &a, &bounds, &neg);
+	int se = 0, st = staged_operand(k->g, k->gr, &a, nc, bn, skips, &se);
 	Kern ks_;
 	cu_kern_init(&ks_, E, k->gi);
+	ks_.st_id = st;
 	const double scale = folded_scale(k->g, &a);
 	pair_ops(&ks_, &a, scale != 1 ? a.chain[0] : a.mm1, a.x);
 	/* with a mask that bounds tiles, the ops inside it, for the tiles it
 	 * keeps whole */
-	Bounds bounds;
-	int neg;
-	const int skips = mask_bounds(k->a, k->g, &a, &bounds, &neg);
 	Kern ki;
 	cu_kern_init(&ki, E, k->gi);
 	if (skips)
@@ -618,26 +669,31 @@ void cu_emit_attention(Emit *E, Kern *k)
 		return;
 	}
 	cu_path(E, k->gi, a.d == 64 ? CU_PATH_ATTN_D64 : a.d == 128 ? CU_PATH_ATTN_D128 : CU_PATH_ATTN_D256);
-	const int nc = attn_consumers(k->g, k->gr, &a);
-	const int64_t bn = attn_keys(k->g, &a);
+	if (!ks_.st_used)
+		st = -1, se = 0;        /* the functor did not read it at its pair (staged_operand's rule says it does) */
 	int64_t kts, nsplit = attn_splits(&a, nc, bn, Z, &kts);
 	const int64_t obytes = nsplit * Z * a.sq * a.d * 4;
 	if (bn == 176)
 		cu_path(E, k->gi, CU_PATH_ATTN_KEYS176);
 	if (skips)
 		cu_path(E, k->gi, CU_PATH_ATTN_KEPT);
+	if (st >= 0)
+		cu_path(E, k->gi, CU_PATH_ATTN_STAGED);
 	if (nsplit > 1) {
 		cu_path(E, k->gi, CU_PATH_ATTN_SPLIT);
 		cu_use_scratch(E, k->gi, obytes + nsplit * Z * a.sq * 8);
 	}
 	cu_emit_comment(E, k->gi, cu_fmt(E->a, "attention on the generated sm_90a flash kernel (fga::attention, head dim "
 				   "%lld, %lld query rows against %lld keys, %lld matrices%s): the scores (%s) and the "
-				   "probabilities (%s) %s; score ops in %s, the output's stores in %s%s%s%s%s",
+				   "probabilities (%s) %s; score ops in %s%s, the output's stores in %s%s%s%s%s",
 				   (long long)a.d, (long long)a.sq, (long long)a.sk, (long long)Z,
 				   cu_numel(kshape) < cu_numel(os) / a.sq * a.sk ? ", k and v shared across the batch" : "",
 				   k->plan->names[a.mm1], k->plan->names[a.p], a.p_written ? cu_fmt(E->a, "written by %s "
 				   "from a second pass over the keys, the scores on chip" , cu_kname(k, "psave")) :
-				   "stay on chip", sname, oname,
+				   "stay on chip", sname,
+				   st >= 0 ? cu_fmt(E->a, " (%s's tiles brought to shared memory beside k's by the tensor-memory "
+						   "accelerator)", k->plan->names[st]) : "",
+				   oname,
 				   skips ?
 				   cu_fmt(E->a, ", key tiles masked or kept whole in %s (a kept one takes %s)", cu_kname(k, "tiles"),
 					  cu_kname(k, "inner")) : "",
@@ -649,7 +705,7 @@ void cu_emit_attention(Emit *E, Kern *k)
 						       (long long)kts, kts == 1 ? "" : "s") : ""));
 	const char *tiles = tile_functor(E, k, &a, skips ? &bounds : NULL, neg, cu_kname(k, "tiles"));
 	const char *rows = rows_functor(E, k, &a, cu_kname(k, "rows"));
-	const char *ssig = "int z_, int r_, int c_, float &v0, float &v1", *iname = cu_kname(k, "inner");
+	const char *ssig = "int z_, int r_, int c_, float &v0, float &v1, const void *st_", *iname = cu_kname(k, "inner");
 	const char *sargs = functor(E, &ks_, sname, ssig, &a, W_NONE, NULL);
 	const char *inner = skips ? cu_fmt(k->a, "%s{%s}", iname, functor(E, &ki, iname, ssig, &a, W_NONE, NULL)) :
 			    cu_fmt(k->a, "%s{%s}", sname, sargs);
@@ -668,13 +724,16 @@ void cu_emit_attention(Emit *E, Kern *k)
 					       "%lld, %lld}", (long long)obytes, (long long)nsplit, (long long)kts) : "fga::Part{}";
 	const char *scl = cu_literal(k->a, FG_DT_F32, scale), *outf = cu_fmt(k->a, "%s{%s}", oname, oargs);
 	cu_add_call(E, cu_kname(k, NULL), k->gi, blocks, 128 * (nc + 1),
-		    cu_fmt(E->a, "fga::launch<%s, %lld, %d, %lld, %s>(ctx, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lld, "
-			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s, %s, %s, %s, %s, %s);", tname, (long long)a.d, nc,
-			   (long long)bn, nsplit > 1 ? "true" : "false", cu_tensor_param(k, a.q), cu_tensor_param(k, a.k),
+		    cu_fmt(E->a, "fga::launch<%s, %lld, %d, %lld, %s, %d>(ctx, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lld, "
+			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s, %s, %s, %s, %s, %s%s);", tname, (long long)a.d, nc,
+			   (long long)bn, nsplit > 1 ? "true" : "false", se, cu_tensor_param(k, a.q), cu_tensor_param(k, a.k),
 			   cu_tensor_param(k, a.v), (long long)a.sq, (long long)a.sk, scl, (long long)Z,
 			   (long long)(cu_numel(kshape) / (a.sk * a.d)), (long long)(cu_numel(vshape) / (a.sk * a.d)), nb,
 			   int_list(k->a, ext, nb), int_list(k->a, ks, nb), int_list(k->a, vs, nb), sname, sargs, inner, tiles,
-			   outf, rows, probs, psave, part));
+			   outf, rows, probs, psave, part,
+			   st >= 0 ? cu_fmt(k->a, ", fga::Staged{%s, %s, %lld}", cu_tensor_param(k, st),
+					    fg_dtype_info[k->g->nodes[st].dt].rt,
+					    (long long)(cu_numel(cu_shape_of(k, st)) / (a.sq * a.sk))) : ""));
 	if (nsplit > 1) {
 		const int64_t per = 256 / (a.d / 2);
 		cu_add_call(E, cu_kname(k, "combine"), k->gi, (Z * a.sq + per - 1) / per, 256,

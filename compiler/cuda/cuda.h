@@ -99,7 +99,8 @@
 	X(ATTN_D256, "attention.d256")          /* ... 256 */                           \
 	X(ATTN_SPLIT, "attention.split")        /* the keys split across blocks, then a combine */ \
 	X(ATTN_KEYS176, "attention.keys176")    /* key tiles of 176 (D = 128, bare scores) */ \
-	X(ATTN_KEPT, "attention.kept")          /* a mask's kept tiles without its compare */
+	X(ATTN_KEPT, "attention.kept")          /* a mask's kept tiles without its compare */ \
+	X(ATTN_STAGED, "attention.staged")      /* a score operand's tiles by TMA beside K */
 
 typedef enum CuPath {
 #define X(id, name) CU_PATH_##id,
@@ -232,6 +233,12 @@ typedef struct Kern {
 	const char **stage_sm;  /* per read: its array, once one pass put it there */
 	unsigned char *staged;  /* per read: put there by a pass already closed */
 	int64_t smem;           /* bytes of the arrays (dynamic shared memory) */
+	/* An attention score functor whose operand st_id (a read, -1: none)
+	 * the kernel stages in shared memory (attention.c): a load of it at
+	 * st_at, the functor's pair (z, r, c) broadcast to its shape, reads
+	 * the pair through the functor's argument st_ (st_used: one did). */
+	int st_id, st_used;
+	Ix st_at;
 	int failed;
 } Kern;
 

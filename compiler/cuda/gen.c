@@ -16,6 +16,8 @@
  * to the compute type (f32 for the float dtypes and bool, int for i32);
  * lanes that sit side by side in memory, aligned, become one vector load
  * (fg_ldv in runtime/fg_device.cuh), shared by the lanes through the memo.
+ * The attention kernel's staged score operand is read from shared memory
+ * instead (Kern.st_id; compiler/cuda/attention.c).
  *
  * Ops.  An elementwise op is FG_OPS' cuda expression over its operands,
  * except the transcendental ops of dtype f16 and bf16, which take the
@@ -140,6 +142,19 @@ static int staged_read(Kern *k, int id, const Ix *x0)
 	return -1;
 }
 
+/* Whether the load of node id at x0 (lane 0) is the attention kernel's
+ * staged operand at the functor's own pair: then the kernel holds it in
+ * shared memory at st_ (Kern.st_id). */
+static int at_stage(const Kern *k, int id, const Ix *x0)
+{
+	if (id != k->st_id || x0->rank != k->st_at.rank)
+		return 0;
+	for (int i = 0; i < x0->rank; i++)
+		if (strcmp(x0->c[i], k->st_at.c[i]) != 0)
+			return 0;
+	return 1;
+}
+
 /* The vector of stored elements (from pointer p) that lane x of a read
  * of node id belongs to: one load for all the lanes.  In a row kernel
  * that keeps its row in shared memory, a read at the row's element comes
@@ -159,7 +174,10 @@ static Val load_vector(Kern *k, int id, const char *p, const Ix *x)
 	/* a float gemm's result waits in scratch as f32 */
 	const char *t = id == k->mm && n->dt != FG_DT_I32 ? "float" : fg_dtype_info[n->dt].cuda_store;
 	int r = staged_read(k, id, &x0);
-	if (r >= 0 && k->staged[r]) {
+	if (at_stage(k, id, &x0)) {
+		cu_kline(k, lv, NULL, "const FgVec<%s, %d> %s = fg_ldv<%d>((const %s *)st_);", t, vw, w, vw, t);
+		k->st_used = 1;
+	} else if (r >= 0 && k->staged[r]) {
 		cu_kline(k, lv, NULL, "const FgVec<%s, %d> %s = fg_ldv<%d>(%s + %s);", t, vw, w, vw, k->stage_sm[r],
 			 k->stage_off);
 	} else {
