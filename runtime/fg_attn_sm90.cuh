@@ -491,6 +491,10 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			ops(inner);
 		else
 			ops(score);
+		/* with a staged operand, K's stage is released here, its tile
+		 * read (without, as soon as S = Q K^T is done: kdone's callers) */
+		if constexpr (SE > 0)
+			kdone();
 	};
 	/* 3. the online softmax of row r0 + 8h, over a tile's scores: the
 	 * new max; alpha, what rescales the old sum (and O) to it; l. */
@@ -518,8 +522,6 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	float ares[2] = {1.0f, 1.0f};
 	auto soft = [&](float *sc, int k0) {
 		score_ops(sc, k0);
-		if constexpr (SE > 0)
-			kdone();        /* K's stage, and the staged tile read */
 		/* 3. the online softmax, row r0 + 8h of each pair: l rescaled to
 		 * the new max now, O (with the previous tile's P V) by rescale,
 		 * only where some row of the warp has a new max (64 multiplies a
@@ -616,8 +618,6 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			float sc[BN / 2];
 			qk_turn(sc);
 			score_ops(sc, n * BN);
-			if constexpr (SE > 0)
-				kdone();
 #pragma unroll
 			for (int h = 0; h < 2; h++) {
 				float mb;

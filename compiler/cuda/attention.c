@@ -561,11 +561,12 @@ static int staged_operand(const FgGraph *g, const FgGroup *gr, const FgAttn *a, 
 			int read = 0;
 			for (int r = 0; r < gr->nreads; r++)
 				read |= gr->reads[r] == id;
-			const int64_t e = fg_dtype_size[g->nodes[id].dt], nz = T->rank >= 2 ? cu_numel(T) / (a->sq * a->sk) : 0;
+			const int64_t e = fg_dtype_size[g->nodes[id].dt];
 			if (!read || T->rank < 2 || T->d[T->rank - 1] != a->sk || T->d[T->rank - 2] != a->sq || e > 2 ||
 			    a->sk * e % 16 != 0 || bn * e % 128 != 0 ||
 			    1024 + bm * a->d * 2 + 2 * (2 * bn * a->d * 2 + bm * bn * e) + 8 * 9 > 227 * 1024)
 				continue;
+			const int64_t nz = cu_numel(T) / (a->sq * a->sk);
 			if (nz != 1 && !(nz == Z && fg_shape_eq(T, S)))
 				continue;
 			*se = (int)e;
@@ -573,6 +574,34 @@ static int staged_operand(const FgGraph *g, const FgGroup *gr, const FgAttn *a, 
 		}
 	}
 	return -1;
+}
+
+/* What the kernel of attention group gr does with a, decided once for the
+ * report's note and the emitter: the mask's bounds (skips), the consumers,
+ * the key tile, the staged operand, the split keys. */
+typedef struct AttnPlan {
+	Bounds bounds;
+	int neg, skips, nc;
+	int64_t bn;
+	int st, se;             /* staged_operand */
+	int64_t nsplit, kts;
+} AttnPlan;
+
+static void attn_plan(FgArena *ar, const FgGraph *g, const FgGroup *gr, const FgAttn *a, AttnPlan *p)
+{
+	p->skips = mask_bounds(ar, g, a, &p->bounds, &p->neg);
+	p->nc = attn_consumers(g, gr, a);
+	p->bn = attn_keys(g, a);
+	p->se = 0;
+	p->st = staged_operand(g, gr, a, p->nc, p->bn, p->skips, &p->se);
+	p->nsplit = attn_splits(a, p->nc, p->bn, cu_numel(&g->nodes[a->mm2].shape) / (a->sq * a->d), &p->kts);
+}
+
+/* The staged operand's tiles, in the note and the kernel's comment. */
+static const char *staged_phrase(FgArena *ar, const FgPlan *plan, int st)
+{
+	return cu_fmt(ar, "%s's tiles brought to shared memory beside k's by the tensor-memory accelerator",
+		      plan->names[st]);
 }
 
 /* How fgc compile runs attention group gi, in a phrase (fgc report's "on
@@ -585,28 +614,22 @@ const char *cu_attention_note(const FgPlan *plan, int gi)
 	const char *why;
 	if (fg_kind_attention(g, plan->groups[gi].root, &a, &why, ar) != 1)
 		return NULL;
-	Bounds b;
-	int neg;
-	const int skips = mask_bounds(ar, g, &a, &b, &neg);
-	const int nc = attn_consumers(g, &plan->groups[gi], &a);
-	const int64_t bn = attn_keys(g, &a);
-	int se, st = staged_operand(g, &plan->groups[gi], &a, nc, bn, skips, &se);
-	int64_t kts, nsplit = attn_splits(&a, nc, bn, cu_numel(&g->nodes[a.mm2].shape) / (a.sq * a.d), &kts);
+	AttnPlan p;
+	attn_plan(ar, g, &plan->groups[gi], &a, &p);
 	return cu_fmt(ar, "the generated sm_90a flash kernel, head dim %lld, %lld query rows against %lld keys in tiles of "
-		      "%lld x %lld, %s%s%s%s%s%s", (long long)a.d, (long long)a.sq, (long long)a.sk, 64LL * nc,
-		      (long long)bn,
-		      st >= 0 ? cu_fmt(ar, "%s's tiles brought to shared memory beside k's by the tensor-memory "
-					   "accelerator, ", plan->names[st]) : "",
-		      skips ? "key tiles that the mask's iota bounds put at -inf skipped, those it keeps whole computed without "
+		      "%lld x %lld, %s%s%s%s%s%s", (long long)a.d, (long long)a.sq, (long long)a.sk, 64LL * p.nc,
+		      (long long)p.bn, p.st >= 0 ? cu_fmt(ar, "%s, ", staged_phrase(ar, plan, p.st)) : "",
+		      p.skips ? "key tiles that the mask's iota bounds put at -inf skipped, those it keeps whole computed without "
 			      "its compare" : "every key tile computed",
 		      a.lse_y >= 0 ? cu_fmt(ar, ", %s written per row", plan->names[a.lse_y]) : "",
 		      a.p_written ? cu_fmt(ar, ", %s written from a second pass over the keys (the first finds each row's "
 					   "max and sum)", plan->names[a.p]) : "",
 		      a.nprobs ? (a.p_written ? ", the ops on p applied to it" :
 				  ", the ops on p applied before the division by the row's sum") : "",
-		      nsplit > 1 ? cu_fmt(ar, "; too few blocks to fill the GPU, so the keys are split into %lld runs of %lld "
-					  "tile%s, a block each, their partial softmaxes merged in order by a second "
-					  "kernel (flash-decoding)", (long long)nsplit, (long long)kts, kts == 1 ? "" : "s") : "");
+		      p.nsplit > 1 ? cu_fmt(ar, "; too few blocks to fill the GPU, so the keys are split into %lld runs of "
+					    "%lld tile%s, a block each, their partial softmaxes merged in order by a "
+					    "second kernel (flash-decoding)", (long long)p.nsplit, (long long)p.kts,
+					    p.kts == 1 ? "" : "s") : "");
 }
 
 /* "{a, b, c}" of the first n of v, padded with zeros to fga::MAX_BATCH. */
@@ -639,12 +662,10 @@ void cu_emit_attention(Emit *E, Kern *k)
 	cu_batch_strides(vshape, nb, os->d, 1, vs);
 	const char *tname = fg_dtype_info[k->g->nodes[a.mm1].dt].cuda_store;
 	const char *sname = cu_kname(k, "scores"), *oname = cu_kname(k, "out");
-	const int nc = attn_consumers(k->g, k->gr, &a);
-	const int64_t bn = attn_keys(k->g, &a);
-	Bounds bounds;
-	int neg;
-	const int skips = mask_bounds(k->a, k->g, &a, &bounds, &neg);
-	int se = 0, st = staged_operand(k->g, k->gr, &a, nc, bn, skips, &se);
+	AttnPlan pl;
+	attn_plan(k->a, k->g, k->gr, &a, &pl);
+	const int nc = pl.nc, skips = pl.skips, neg = pl.neg, st = pl.st;
+	const int64_t bn = pl.bn, nsplit = pl.nsplit, kts = pl.kts;
 	Kern ks_;
 	cu_kern_init(&ks_, E, k->gi);
 	ks_.st_id = st;
@@ -669,9 +690,6 @@ void cu_emit_attention(Emit *E, Kern *k)
 		return;
 	}
 	cu_path(E, k->gi, a.d == 64 ? CU_PATH_ATTN_D64 : a.d == 128 ? CU_PATH_ATTN_D128 : CU_PATH_ATTN_D256);
-	if (!ks_.st_used)
-		st = -1, se = 0;        /* the functor did not read it at its pair (staged_operand's rule says it does) */
-	int64_t kts, nsplit = attn_splits(&a, nc, bn, Z, &kts);
 	const int64_t obytes = nsplit * Z * a.sq * a.d * 4;
 	if (bn == 176)
 		cu_path(E, k->gi, CU_PATH_ATTN_KEYS176);
@@ -691,8 +709,7 @@ void cu_emit_attention(Emit *E, Kern *k)
 				   k->plan->names[a.mm1], k->plan->names[a.p], a.p_written ? cu_fmt(E->a, "written by %s "
 				   "from a second pass over the keys, the scores on chip" , cu_kname(k, "psave")) :
 				   "stay on chip", sname,
-				   st >= 0 ? cu_fmt(E->a, " (%s's tiles brought to shared memory beside k's by the tensor-memory "
-						   "accelerator)", k->plan->names[st]) : "",
+				   st >= 0 ? cu_fmt(E->a, " (%s)", staged_phrase(E->a, k->plan, st)) : "",
 				   oname,
 				   skips ?
 				   cu_fmt(E->a, ", key tiles masked or kept whole in %s (a kept one takes %s)", cu_kname(k, "tiles"),
@@ -703,7 +720,7 @@ void cu_emit_attention(Emit *E, Kern *k)
 				   nsplit > 1 ? cu_fmt(E->a, "; the keys in %lld runs of %lld tile%s, a block each, their "
 						       "partials (scratch) merged in order by fga::combine", (long long)nsplit,
 						       (long long)kts, kts == 1 ? "" : "s") : ""));
-	const char *tiles = tile_functor(E, k, &a, skips ? &bounds : NULL, neg, cu_kname(k, "tiles"));
+	const char *tiles = tile_functor(E, k, &a, skips ? &pl.bounds : NULL, neg, cu_kname(k, "tiles"));
 	const char *rows = rows_functor(E, k, &a, cu_kname(k, "rows"));
 	const char *ssig = "int z_, int r_, int c_, float &v0, float &v1, const void *st_", *iname = cu_kname(k, "inner");
 	const char *sargs = functor(E, &ks_, sname, ssig, &a, W_NONE, NULL);
@@ -726,7 +743,7 @@ void cu_emit_attention(Emit *E, Kern *k)
 	cu_add_call(E, cu_kname(k, NULL), k->gi, blocks, 128 * (nc + 1),
 		    cu_fmt(E->a, "fga::launch<%s, %lld, %d, %lld, %s, %d>(ctx, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lld, "
 			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s, %s, %s, %s, %s, %s%s);", tname, (long long)a.d, nc,
-			   (long long)bn, nsplit > 1 ? "true" : "false", se, cu_tensor_param(k, a.q), cu_tensor_param(k, a.k),
+			   (long long)bn, nsplit > 1 ? "true" : "false", pl.se, cu_tensor_param(k, a.q), cu_tensor_param(k, a.k),
 			   cu_tensor_param(k, a.v), (long long)a.sq, (long long)a.sk, scl, (long long)Z,
 			   (long long)(cu_numel(kshape) / (a.sk * a.d)), (long long)(cu_numel(vshape) / (a.sk * a.d)), nb,
 			   int_list(k->a, ext, nb), int_list(k->a, ks, nb), int_list(k->a, vs, nb), sname, sargs, inner, tiles,

@@ -236,8 +236,8 @@ typedef struct Kern {
 	/* An attention score functor whose operand st_id (a read, -1: none)
 	 * the kernel stages in shared memory (attention.c): a load of it at
 	 * st_at, the functor's pair (z, r, c) broadcast to its shape, reads
-	 * the pair through the functor's argument st_ (st_used: one did). */
-	int st_id, st_used;
+	 * the pair through the functor's argument st_. */
+	int st_id;
 	Ix st_at;
 	int failed;
 } Kern;

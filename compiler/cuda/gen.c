@@ -176,7 +176,6 @@ static Val load_vector(Kern *k, int id, const char *p, const Ix *x)
 	int r = staged_read(k, id, &x0);
 	if (at_stage(k, id, &x0)) {
 		cu_kline(k, lv, NULL, "const FgVec<%s, %d> %s = fg_ldv<%d>((const %s *)st_);", t, vw, w, vw, t);
-		k->st_used = 1;
 	} else if (r >= 0 && k->staged[r]) {
 		cu_kline(k, lv, NULL, "const FgVec<%s, %d> %s = fg_ldv<%d>(%s + %s);", t, vw, w, vw, k->stage_sm[r],
 			 k->stage_off);
