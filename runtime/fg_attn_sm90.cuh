@@ -50,7 +50,8 @@
  *     void Probs::operator()(int z, int r, int c, float &p0, float &p1) const
  *     void Psave::operator()(int z, int r, int c, float p0, float p1) const
  * for S[z][r][c], S[z][r][c + 1] (and O's, P's); st points at the staged
- * operand's element [r][c] in shared memory (Staged; null without one).
+ * operand's pair [r][c], [r][c + 1], read from shared memory into a
+ * register of the caller's (Staged; null without one).
  * The accumulator layout gives each thread such pairs: for n8 block j of
  * each 64 rows, thread t of the warpgroup holds rows 16(t/32) + (t%32)/4
  * (+ 8) at columns 8j + 2(t%4).
@@ -158,10 +159,11 @@ template <int D, int NC, int BN_, int SE = 0> struct Plan {
  * holds nz matrices of Sq x Sk (nz 1: shared by every output matrix, else
  * one each), row-major, rows 16-byte aligned.  The producer brings its
  * tile of the block's rows and the key tile's keys by the tensor-memory
- * accelerator, beside K on the same barrier, and the score functors read
- * their pair from shared memory: a bias or a mask read per score from
- * global memory ran at 60% of the plain kernel's rate, the L1 busy with
- * eight 128-byte lines a warp load (docs/performance.md v24). */
+ * accelerator, beside K on the same barrier, and the consumers read the
+ * score functors' pairs from there (stage_read): a bias or a mask read
+ * per score from global memory ran at 60% of the plain kernel's rate, the
+ * L1 busy with eight 128-byte lines a warp load (docs/performance.md
+ * v24). */
 struct Staged {
 	const void *p;
 	FgrtDtype dt;
@@ -448,17 +450,50 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		if (++s == ST)
 			s = 0, ph ^= 1;
 	};
-	/* The staged operand's pair of this thread's row r0 + 8h and key
-	 * 8j + 2(l % 4) of the tile in K's stage s: byte b = (8j + 2(l % 4)) SE
-	 * of the row, in block b / 128, its 16-byte chunk swizzled by the row
-	 * (as the accelerator's 128-byte swizzle puts it: chunk ^ row % 8, the
-	 * eight rows of a warp's read in eight chunks, no bank conflict) */
-	auto staged = [&](int j, int h) -> const void * {
-		if constexpr (SE > 0) {
-			const int rr = r0 + 8 * h - m0, b = (8 * j + 2 * (l % 4)) * SE;
-			return ss + s * P::ST_BYTES + b / ROW * BM * ROW + rr * ROW + ((b % ROW / 16) ^ (rr & 7)) * 16 + b % 16;
+	/* The staged operand's pairs of this thread in the tile of K's stage
+	 * s, read into registers 16 keys (key blocks j and j + 1, j even) at
+	 * a time: sv[2i + h] holds the pair of row r0 + 8h, keys 8(j + i) +
+	 * 2(l % 4).  The tile's rows are the block's query rows, ROW bytes of
+	 * each key block's in their own BM x ROW block, their 16-byte chunks
+	 * swizzled by the row (the accelerator's 128-byte swizzle: chunk ^
+	 * row % 8).  A row's ROW bytes start 128-aligned, so its chunk's
+	 * address is (row's start + (row % 8) * 16) ^ chunk * 16: one XOR a
+	 * read.  2-byte elements: one ldmatrix.x4 (lane 8m + i gives row i of
+	 * matrix m: rows +8 (m & 1) and keys +8 (m >> 1) of the warp's;
+	 * register m comes back holding the accumulator layout's pair of
+	 * matrix m), 4 registers for 16 keys where a 4-byte load a pair took
+	 * 4 loads and their addresses; 1-byte elements: a 2-byte load a pair
+	 * (ldmatrix's 4-byte pieces do not fall on the layout's pairs). */
+	uint32_t sa[2] = {0, 0};        /* SE 2: lane l's row address in stage 0; SE 1: row r0 + 8h's, h */
+	if constexpr (SE == 2) {
+		const int rr = c * 64 + w * 16 + (l >> 3 & 1) * 8 + (l & 7);
+		sa[0] = fgg::smem_addr(ss) + rr * ROW + ((rr & 7) ^ (l >> 4)) * 16;
+	} else if constexpr (SE == 1) {
+#pragma unroll
+		for (int h = 0; h < 2; h++) {
+			const int rr = r0 + 8 * h - m0;
+			sa[h] = fgg::smem_addr(ss) + rr * ROW + (rr & 7) * 16 + 2 * (l % 4);
 		}
-		return nullptr;
+	}
+	auto stage_read = [&](uint32_t *sv, int j) {
+		if constexpr (SE == 2) {
+			const uint32_t a = ((sa[0] + s * P::ST_BYTES) ^ (j % 8 * 16)) + j / 8 * BM * ROW;
+			asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+				     : "=r"(sv[0]), "=r"(sv[1]), "=r"(sv[2]), "=r"(sv[3])
+				     : "r"(a));
+		} else if constexpr (SE == 1) {
+#pragma unroll
+			for (int i = 0; i < 2; i++)
+#pragma unroll
+				for (int h = 0; h < 2; h++) {
+					const int b = 8 * (j + i);      /* the key block's first byte in the row */
+					const uint32_t a = ((sa[h] + s * P::ST_BYTES) ^ (b % ROW / 16 * 16 + b % 16)) +
+							   b / ROW * BM * ROW;
+					uint16_t v;
+					asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(a));
+					sv[2 * i + h] = v;
+				}
+		}
 	};
 	auto score_ops = [&](float *sc, int k0) {
 		/* 2. the score ops, and -inf past the keys: a tile whose scores
@@ -466,20 +501,26 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		 * inside the mask alone (Inner) */
 		const int c0 = k0 + 2 * (l % 4);
 		auto ops = [&](const auto &f) {
+			uint32_t sv[4];         /* key blocks j and j + 1's staged pairs (stage_read) */
+			auto st = [&](int i) -> const void * { return SE > 0 ? &sv[i] : nullptr; };
 			if (rows_in && k0 + BN <= Sk) {
 #pragma unroll
 				for (int j = 0; j < BN / 8; j++) {
-					f(z, r0, c0 + 8 * j, sc[4 * j], sc[4 * j + 1], staged(j, 0));
-					f(z, r0 + 8, c0 + 8 * j, sc[4 * j + 2], sc[4 * j + 3], staged(j, 1));
+					if (j % 2 == 0)
+						stage_read(sv, j);
+					f(z, r0, c0 + 8 * j, sc[4 * j], sc[4 * j + 1], st(j % 2 * 2));
+					f(z, r0 + 8, c0 + 8 * j, sc[4 * j + 2], sc[4 * j + 3], st(j % 2 * 2 + 1));
 				}
 			} else {
 #pragma unroll
 				for (int j = 0; j < BN / 8; j++) {
 					const int col = c0 + 8 * j;
+					if (j % 2 == 0)
+						stage_read(sv, j);      /* every lane (ldmatrix); within the tile */
 					if (col < Sk && r0 < Sq)
-						f(z, r0, col, sc[4 * j], sc[4 * j + 1], staged(j, 0));
+						f(z, r0, col, sc[4 * j], sc[4 * j + 1], st(j % 2 * 2));
 					if (col < Sk && r0 + 8 < Sq)
-						f(z, r0 + 8, col, sc[4 * j + 2], sc[4 * j + 3], staged(j, 1));
+						f(z, r0 + 8, col, sc[4 * j + 2], sc[4 * j + 3], st(j % 2 * 2 + 1));
 					if (col >= Sk)
 						sc[4 * j] = sc[4 * j + 2] = -CUDART_INF_F;
 					if (col + 1 >= Sk)

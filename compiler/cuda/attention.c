@@ -539,17 +539,17 @@ static int64_t attn_splits(const FgAttn *a, int nc, int64_t bn, int64_t Z, int64
  * loads it at its own pair), of Sq x Sk matrices (one for every output
  * matrix, or one each), of 1 or 2 bytes an element, rows a multiple of 16
  * bytes (the accelerator's pitch) and tiles whole 128-byte blocks, whose
- * tiles fit beside two stages of K and V; not with a mask the compiler
- * bounds (skips), whose two score functors (NAME_scores, NAME_inner) with
- * the shared memory's addresses spilled registers (36 bytes at head dim
- * 128, 76 at 64 with three consumers; a causal mask with a bias [320,
- * 320]).  Read per pair from global memory, a bias ran at 60% of the plain
- * kernel's rate; staged, at 81% (docs/performance.md v24).  The first such
- * read of the chain.  The fit is fga::Plan's: smem(2) within 227 KB. */
+ * tiles fit beside two stages of K and V; with a mask the compiler bounds
+ * (skips), only at two consumers: at three (head dim 64, 160 registers)
+ * the two score functors (NAME_scores, NAME_inner) spill (52 bytes; a
+ * causal mask with a bias [4096, 4096]).  Read per pair from global
+ * memory, a bias ran at 60% of the plain kernel's rate; staged, at 81%
+ * (docs/performance.md v24).  The first such read of the chain.  The fit
+ * is fga::Plan's: smem(2) within 227 KB. */
 static int staged_operand(const FgGraph *g, const FgGroup *gr, const FgAttn *a, int nc, int64_t bn, int skips,
 			  int *se)
 {
-	if (skips)
+	if (skips && nc > 2)
 		return -1;
 	const FgShape *S = &g->nodes[a->x].shape;
 	const int64_t Z = cu_numel(S) / (a->sq * a->sk), bm = 64 * nc;
@@ -675,6 +675,7 @@ void cu_emit_attention(Emit *E, Kern *k)
 	 * keeps whole */
 	Kern ki;
 	cu_kern_init(&ki, E, k->gi);
+	ki.st_id = st;          /* the staged operand is read in both */
 	if (skips)
 		pair_ops(&ki, &a, scale != 1 ? a.chain[0] : a.mm1, k->g->nodes[score_end(k->g, &a)].in[3 - neg]);
 	Kern kp, kw;
