@@ -170,6 +170,37 @@ struct Staged {
 	int nz;
 };
 
+/* Where the consumers read a stage's staged tile (byte offsets in it): key
+ * block b (ROW bytes, ROW / SE keys) of query row r at b BM ROW + r ROW,
+ * its 16-byte chunks swizzled by the row (chunk ^ r % 8: the accelerator's
+ * 128-byte swizzle).  A thread reads the pairs of the accumulator layout:
+ * its rows 16w + (l / 4) (+ 8) of consumer c's 64, keys 8j + 2(l % 4).
+ * lane(c, w, l, h) is the row's start with the row's swizzle in, and at()
+ * XORs a key block's chunk into it (the row's start is 128-aligned, its
+ * swizzle in bits 4-6): one XOR a read, valid for a lane address plus a
+ * tile's start that is 1024-aligned.
+ *   SE 2: one ldmatrix.x4 reads key blocks j and j + 1 (j even) of both
+ *   rows: lane 8m + i gives row i of matrix m, the warp's rows +8 (m & 1)
+ *   at keys +8 (m >> 1), and register m comes back holding the layout's
+ *   pair of matrix m (h = m & 1, key block j + (m >> 1)); h is unused.
+ *   SE 1: a 2-byte load a pair, row h's address (ldmatrix's 4-byte pieces
+ *   do not fall on the layout's pairs).
+ * tests/runtime/staged_lanes.cu checks both against the swizzle, lane by
+ * lane. */
+template <int BM, int SE> struct StagedAt {
+	static_assert(SE == 1 || SE == 2, "1- and 2-byte staged elements");
+	static __host__ __device__ constexpr uint32_t lane(int c, int w, int l, int h)
+	{
+		const int r = c * 64 + w * 16 + (SE == 2 ? (l >> 3 & 1) * 8 + (l & 7) : 8 * h + l / 4);
+		return r * ROW + ((r & 7) ^ (SE == 2 ? l >> 4 : 0)) * 16 + (SE == 2 ? 0 : 2 * (l % 4));
+	}
+	static __host__ __device__ constexpr uint32_t at(uint32_t a, int j)
+	{
+		const int b = 8 * j * SE;       /* the key block's first byte in its row */
+		return (a ^ (b % ROW / 16 * 16 + b % 16)) + b / ROW * BM * ROW;
+	}
+};
+
 /* Where the blocks of a launch split along the keys leave their partial
  * results: per split, output matrix and query row (in that order, C
  * order), O not yet divided by the sum (D floats) and the pair (m, l),
@@ -453,44 +484,23 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	/* The staged operand's pairs of this thread in the tile of K's stage
 	 * s, read into registers 16 keys (key blocks j and j + 1, j even) at
 	 * a time: sv[2i + h] holds the pair of row r0 + 8h, keys 8(j + i) +
-	 * 2(l % 4).  The tile's rows are the block's query rows, ROW bytes of
-	 * each key block's in their own BM x ROW block, their 16-byte chunks
-	 * swizzled by the row (the accelerator's 128-byte swizzle: chunk ^
-	 * row % 8).  A row's ROW bytes start 128-aligned, so its chunk's
-	 * address is (row's start + (row % 8) * 16) ^ chunk * 16: one XOR a
-	 * read.  2-byte elements: one ldmatrix.x4 (lane 8m + i gives row i of
-	 * matrix m: rows +8 (m & 1) and keys +8 (m >> 1) of the warp's;
-	 * register m comes back holding the accumulator layout's pair of
-	 * matrix m), 4 registers for 16 keys where a 4-byte load a pair took
-	 * 4 loads and their addresses; 1-byte elements: a 2-byte load a pair
-	 * (ldmatrix's 4-byte pieces do not fall on the layout's pairs). */
-	uint32_t sa[2] = {0, 0};        /* SE 2: lane l's row address in stage 0; SE 1: row r0 + 8h's, h */
-	if constexpr (SE == 2) {
-		const int rr = c * 64 + w * 16 + (l >> 3 & 1) * 8 + (l & 7);
-		sa[0] = fgg::smem_addr(ss) + rr * ROW + ((rr & 7) ^ (l >> 4)) * 16;
-	} else if constexpr (SE == 1) {
-#pragma unroll
-		for (int h = 0; h < 2; h++) {
-			const int rr = r0 + 8 * h - m0;
-			sa[h] = fgg::smem_addr(ss) + rr * ROW + (rr & 7) * 16 + 2 * (l % 4);
-		}
-	}
+	 * 2(l % 4) (StagedAt says where; one ldmatrix.x4 with 2-byte
+	 * elements, where a 4-byte load a pair took 4 loads and their
+	 * addresses; four 2-byte loads with 1-byte elements) */
+	using At = StagedAt<BM, SE == 0 ? 1 : SE>;
+	const uint32_t sa[2] = {fgg::smem_addr(ss) + At::lane(c, w, l, 0), fgg::smem_addr(ss) + At::lane(c, w, l, 1)};
 	auto stage_read = [&](uint32_t *sv, int j) {
 		if constexpr (SE == 2) {
-			const uint32_t a = ((sa[0] + s * P::ST_BYTES) ^ (j % 8 * 16)) + j / 8 * BM * ROW;
 			asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
 				     : "=r"(sv[0]), "=r"(sv[1]), "=r"(sv[2]), "=r"(sv[3])
-				     : "r"(a));
+				     : "r"(At::at(sa[0] + s * P::ST_BYTES, j)));
 		} else if constexpr (SE == 1) {
 #pragma unroll
 			for (int i = 0; i < 2; i++)
 #pragma unroll
 				for (int h = 0; h < 2; h++) {
-					const int b = 8 * (j + i);      /* the key block's first byte in the row */
-					const uint32_t a = ((sa[h] + s * P::ST_BYTES) ^ (b % ROW / 16 * 16 + b % 16)) +
-							   b / ROW * BM * ROW;
 					uint16_t v;
-					asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(a));
+					asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(At::at(sa[h] + s * P::ST_BYTES, j + i)));
 					sv[2 * i + h] = v;
 				}
 		}

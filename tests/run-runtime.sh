@@ -18,7 +18,11 @@
 #      division does;
 #   6. tests/random/gpu-campaign.sh's batched builds: two random graphs'
 #      four programs in two binaries, each run picking its own program
-#      (NO_GPU=1: each must print its own graph's no-device line).
+#      (NO_GPU=1: each must print its own graph's no-device line);
+#   7. tests/runtime/staged_lanes.cu, a host program: the attention
+#      kernel's reads of a staged score operand (fga::StagedAt: ldmatrix
+#      lanes, 2-byte loads) land on the accumulator layout's pairs in the
+#      accelerator's swizzled tile.
 # Where a GPU does answer, the no-device checks are skipped with a note
 # (gpu-failures.sh checks that path there).  Without nvcc (on PATH or in
 # /usr/local/cuda/bin) every test is skipped.
@@ -76,6 +80,8 @@ nvcc "${nvflags[@]}" -o "$tmp/pair_combine" "$src/tests/runtime/pair_combine.cu"
 pair_pid=$!
 nvcc -O2 -I"$src/runtime" -o "$tmp/div_rounded" "$src/tests/runtime/div_rounded.cu" >"$tmp/divr.log" 2>&1 &
 divr_pid=$!
+nvcc -O2 -Werror all-warnings -I"$src/runtime" -o "$tmp/staged_lanes" "$src/tests/runtime/staged_lanes.cu" >"$tmp/lanes.log" 2>&1 &
+lanes_pid=$!
 if ! "$fgc" compile "$src/samples/ew4_f32.fg" "${dims[@]}" -o "$model" --build >"$tmp/build.log" 2>&1; then
 	bad build "fgc compile --build failed" "$tmp/build.log"
 	wait
@@ -131,6 +137,15 @@ elif "$tmp/div_rounded" >"$tmp/divr.log" 2>&1; then
 	ok div-rounded
 else
 	bad div-rounded "some quotient rounds otherwise than a / d" "$tmp/divr.log"
+fi
+
+# 7. the staged operand's lanes, on the host
+if ! wait "$lanes_pid"; then
+	bad staged-lanes-builds "nvcc failed" "$tmp/lanes.log"
+elif "$tmp/staged_lanes" >"$tmp/lanes.log" 2>&1; then
+	ok staged-lanes
+else
+	bad staged-lanes "a lane reads another element than its pair" "$tmp/lanes.log"
 fi
 
 # 6. the campaign's batches (without a GPU only: with one, the campaign
