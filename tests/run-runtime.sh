@@ -78,9 +78,9 @@ nvcc "${nvflags[@]}" -I"$src/compiler" -c -o "$tmp/fast_math.o" "$src/tests/runt
 fm_pid=$!
 nvcc "${nvflags[@]}" -o "$tmp/pair_combine" "$src/tests/runtime/pair_combine.cu" >"$tmp/pair.log" 2>&1 &
 pair_pid=$!
-nvcc -O2 -I"$src/runtime" -o "$tmp/div_rounded" "$src/tests/runtime/div_rounded.cu" >"$tmp/divr.log" 2>&1 &
+nvcc -O2 -I"$src/runtime" -o "$tmp/div_rounded" "$src/tests/runtime/div_rounded.cu" >"$tmp/div_rounded.log" 2>&1 &
 divr_pid=$!
-nvcc -O2 -Werror all-warnings -I"$src/runtime" -o "$tmp/staged_lanes" "$src/tests/runtime/staged_lanes.cu" >"$tmp/lanes.log" 2>&1 &
+nvcc -O2 -Werror all-warnings -I"$src/runtime" -o "$tmp/staged_lanes" "$src/tests/runtime/staged_lanes.cu" >"$tmp/staged_lanes.log" 2>&1 &
 lanes_pid=$!
 if ! "$fgc" compile "$src/samples/ew4_f32.fg" "${dims[@]}" -o "$model" --build >"$tmp/build.log" 2>&1; then
 	bad build "fgc compile --build failed" "$tmp/build.log"
@@ -130,23 +130,24 @@ if wait "$pair_pid"; then ok pair-combine-builds; else bad pair-combine-builds "
 # 4. the GPU-side script parses
 if bash -n "$src/tests/runtime/gpu-failures.sh" 2>"$tmp/syntax.log"; then ok gpu-failures-parses; else bad gpu-failures-parses "bash -n" "$tmp/syntax.log"; fi
 
+# host_run NAME PID PROGRAM WHY: a host program built in the background
+# (PID, its log PROGRAM.log) runs and passes, or the test says WHY not
+host_run() {
+	local name=$1 pid=$2 prog=$3 why=$4
+	if ! wait "$pid"; then
+		bad "$name-builds" "nvcc failed" "$prog.log"
+	elif "$prog" >"$prog.log" 2>&1; then
+		ok "$name"
+	else
+		bad "$name" "$why" "$prog.log"
+	fi
+}
+
 # 5. a division's shortcut, on the host
-if ! wait "$divr_pid"; then
-	bad div-rounded-builds "nvcc failed" "$tmp/divr.log"
-elif "$tmp/div_rounded" >"$tmp/divr.log" 2>&1; then
-	ok div-rounded
-else
-	bad div-rounded "some quotient rounds otherwise than a / d" "$tmp/divr.log"
-fi
+host_run div-rounded "$divr_pid" "$tmp/div_rounded" "some quotient rounds otherwise than a / d"
 
 # 7. the staged operand's lanes, on the host
-if ! wait "$lanes_pid"; then
-	bad staged-lanes-builds "nvcc failed" "$tmp/lanes.log"
-elif "$tmp/staged_lanes" >"$tmp/lanes.log" 2>&1; then
-	ok staged-lanes
-else
-	bad staged-lanes "a lane reads another element than its pair" "$tmp/lanes.log"
-fi
+host_run staged-lanes "$lanes_pid" "$tmp/staged_lanes" "a lane reads another element than its pair"
 
 # 6. the campaign's batches (without a GPU only: with one, the campaign
 # itself runs there)
