@@ -11,7 +11,10 @@ set -eu
 cu=$1 rt=${2:-$(dirname "$0")/../runtime} pat=${3:-.}
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
-"$nvcc" -O3 -gencode=arch=compute_90a,code=sm_90a -I"$rt" -cubin -Xptxas -v "$cu" -o "$tmp/k.cubin" 2>"$tmp/log"
+if ! "$nvcc" -O3 -gencode=arch=compute_90a,code=sm_90a -I"$rt" -cubin -Xptxas -v "$cu" -o "$tmp/k.cubin" 2>"$tmp/log"; then
+	grep -v '^ptxas info' "$tmp/log" >&2
+	exit 1
+fi
 readelf -SW "$tmp/k.cubin" 2>/dev/null | sed -n 's/.* \.text\.\([^ ]*\) *PROGBITS *[0-9a-f]* [0-9a-f]* \([0-9a-f]*\) .*/\1 \2/p' |
 while read -r name size; do
 	echo "$name" | grep -Eq -- "$pat" || continue
