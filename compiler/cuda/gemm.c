@@ -692,16 +692,16 @@ const char *fg_cuda_gemm_note(const FgPlan *plan, int gi)
 	if (!ok)
 		return NULL;
 	const FgNode *n = &g->nodes[p.mm];
-	const char *est = E.gemm == FG_GEMM_FGC ? "--gemm fgc" :
-			  cu_fmt(E.a, "est %s, against %s for cuBLASLt and an epilogue kernel", us_str(E.a, p.est_own),
-				 us_str(E.a, p.est_lt));
 	if (simple_matmul(g, n))
 		return cu_fmt(E.a, "a simple kernel for %s operands (a thread an element, into scratch), then the epilogue "
 			      "kernel", fg_dtype_name[g->nodes[n->in[0]].dt]);
 	if (p.own) {
 		GemmTile t = plan_tile(&p);
 		return cu_fmt(E.a, "the generated sm_90a matmul, %s %s%d x %d tiles, the epilogue on its registers (%s)",
-			   t.pp ? "ping-pong" : "cooperative", t.pp ? "" : "2 x ", t.wm, t.bn, est);
+			   t.pp ? "ping-pong" : "cooperative", t.pp ? "" : "2 x ", t.wm, t.bn,
+			   E.gemm == FG_GEMM_FGC ? "--gemm fgc" :
+			   cu_fmt(E.a, "est %s, against %s for cuBLASLt and an epilogue kernel", us_str(E.a, p.est_own),
+				  us_str(E.a, p.est_lt)));
 	}
 	if (p.direct)
 		return cu_fmt(E.a, "cuBLASLt, straight into %s", plan->names[p.mm]);
