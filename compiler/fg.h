@@ -292,29 +292,35 @@ typedef struct FgOpInfo {
  * operator, named by the table's reference column.  They follow PyTorch:
  * NaN propagates through relu, maximum and minimum.  Defined once, here,
  * so that a folded number (fg_op_eval_scalar) and an evaluated node agree
- * to the bit. */
-static inline double fg_ref_sigmoid(double a) { return 1.0 / (1.0 + exp(-a)); }
-static inline double fg_ref_relu(double a) { return a < 0 ? 0.0 : a; }
-static inline double fg_ref_gelu(double a) { return 0.5 * a * (1.0 + erf(a * 0.70710678118654752440)); }
+ * to the bit; FG_REF makes them callable on the device too, where
+ * tests/runtime/fast_math.cu judges the fast forms over every f32 input. */
+#ifdef __CUDACC__
+#define FG_REF static inline __host__ __device__
+#else
+#define FG_REF static inline
+#endif
+FG_REF double fg_ref_sigmoid(double a) { return 1.0 / (1.0 + exp(-a)); }
+FG_REF double fg_ref_relu(double a) { return a < 0 ? 0.0 : a; }
+FG_REF double fg_ref_gelu(double a) { return 0.5 * a * (1.0 + erf(a * 0.70710678118654752440)); }
 /* x / (1 + e^-x), as torch computes it: -1000 gives -0, not NaN. */
-static inline double fg_ref_silu(double a) { return a / (1.0 + exp(-a)); }
-static inline double fg_ref_gelu_tanh(double a)
+FG_REF double fg_ref_silu(double a) { return a / (1.0 + exp(-a)); }
+FG_REF double fg_ref_gelu_tanh(double a)
 {
 	const double k = 0.7978845608028654; /* sqrt(2 / pi) */
 	return 0.5 * a * (1.0 + tanh(k * (a + 0.044715 * a * a * a)));
 }
 /* NumPy's sign: NaN stays NaN, both zeros give +0. */
-static inline double fg_ref_sign(double a) { return a > 0 ? 1.0 : a < 0 ? -1.0 : a == 0 ? 0.0 : a; }
+FG_REF double fg_ref_sign(double a) { return a > 0 ? 1.0 : a < 0 ? -1.0 : a == 0 ? 0.0 : a; }
 /* log(1 + e^a) without overflow: exact in f64 on both sides of 0. */
-static inline double fg_ref_softplus(double a) { return a > 0 ? a + log1p(exp(-a)) : log1p(exp(a)); }
+FG_REF double fg_ref_softplus(double a) { return a > 0 ? a + log1p(exp(-a)) : log1p(exp(a)); }
 /* PyTorch's relu6(a + 3) / 6; NaN stays NaN. */
-static inline double fg_ref_hardsigmoid(double a) { return a <= -3 ? 0.0 : a >= 3 ? 1.0 : a / 6 + 0.5; }
+FG_REF double fg_ref_hardsigmoid(double a) { return a <= -3 ? 0.0 : a >= 3 ? 1.0 : a / 6 + 0.5; }
 /* Python's and NumPy's floor division and modulo (npy_divmod): the
  * quotient rounded toward -inf, the remainder with the divisor's sign; a
  * zero divisor gives what the division gives (inf or NaN; the integer
  * case is a run-time error, caught before).  Exact on integers held as
  * doubles. */
-static inline double fg_ref_floordiv(double a, double b)
+FG_REF double fg_ref_floordiv(double a, double b)
 {
 	if (b == 0)
 		return a / b;
@@ -326,7 +332,7 @@ static inline double fg_ref_floordiv(double a, double b)
 	double fl = floor(div);
 	return div - fl > 0.5 ? fl + 1.0 : fl;
 }
-static inline double fg_ref_mod(double a, double b)
+FG_REF double fg_ref_mod(double a, double b)
 {
 	if (b == 0)
 		return fmod(a, b);
@@ -335,11 +341,11 @@ static inline double fg_ref_mod(double a, double b)
 		mod += b;
 	return mod != 0 ? mod : copysign(0.0, b);
 }
-static inline double fg_ref_maximum(double a, double b)
+FG_REF double fg_ref_maximum(double a, double b)
 {
 	return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
 }
-static inline double fg_ref_minimum(double a, double b)
+FG_REF double fg_ref_minimum(double a, double b)
 {
 	return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
 }
@@ -895,6 +901,13 @@ typedef struct FgMeasured {     /* a binary's --bench-json, per group */
 	double *group_us;       /* per group: its launches' medians added */
 } FgMeasured;
 
+/* --gemm (fgc compile, and report's account of it): who runs a float
+ * matmul.  AUTO: the generated sm_90a kernel where cuBLASLt cannot fuse
+ * the group's epilogue, cuBLASLt elsewhere (compiler/cuda/gemm.c states the
+ * rule); CUBLASLT: cuBLASLt always (an epilogue off its menu is a kernel of
+ * its own); FGC: the generated kernel wherever it can run the group. */
+typedef enum FgGemmChoice { FG_GEMM_AUTO, FG_GEMM_CUBLASLT, FG_GEMM_FGC } FgGemmChoice;
+
 typedef struct FgPlan {
 	const FgGraph *g;
 	FgFuseOptions opt;
@@ -916,6 +929,9 @@ typedef struct FgPlan {
 	int *kernel_owner;      /* per group, once fg_cuda_plan_costs ran: as
 				   fg_cuda_kernel_owners answers; else NULL */
 	int kernel_owners;
+	FgGemmChoice gemm;      /* the --gemm that fg_cuda_plan_costs took (auto
+				   before it ran), which fg_cuda_gemm_note and
+				   fg_cuda_kernel_owners follow */
 } FgPlan;
 
 /* Partitions g (composites expanded) into fusion groups.  Reports a
@@ -1131,13 +1147,6 @@ void fg_gates(const FgGraph *g, const unsigned char *read_back, int tf32, unsign
 
 /* ------------------------------------------------------ compiler/cuda/ */
 
-/* fgc compile --gemm: who runs a float matmul.  AUTO: the generated sm_90a
- * kernel where cuBLASLt cannot fuse the group's epilogue, cuBLASLt
- * elsewhere (compiler/cuda/gemm.c states the rule); CUBLASLT: cuBLASLt always
- * (an epilogue off its menu is a kernel of its own); FGC: the generated
- * kernel wherever it can run the group. */
-typedef enum FgGemmChoice { FG_GEMM_AUTO, FG_GEMM_CUBLASLT, FG_GEMM_FGC } FgGemmChoice;
-
 typedef struct FgCudaOptions {
 	const char *out;        /* -o OUT: writes OUT.cu, and OUT with build;
 				   with lib, the library (OUT's folder/NAME.cu
@@ -1154,14 +1163,14 @@ typedef struct FgCudaOptions {
  * matmuls may multiply as tf32.  Returns the number of groups it cannot
  * compile, each reported through d. */
 int fg_cuda_emit(FILE *f, const FgPlan *plan, const char *source, FgGemmChoice gemm, FgDiag *d);
-/* What `fgc compile` (--gemm auto) does with gemm group gi, in a phrase for
- * fgc report: the generated matmul or cuBLASLt, and why; with an attention
- * group, the flash kernel and what it skips and writes; NULL for other
- * groups. */
+/* What `fgc compile` (with plan->gemm) does with gemm group gi, in a phrase
+ * for fgc report: the generated matmul or cuBLASLt, and why; with an
+ * attention group, the flash kernel and what it skips and writes; NULL for
+ * other groups. */
 const char *fg_cuda_gemm_note(const FgPlan *plan, int gi);
 /* Per group gi, owner[gi]: the group whose kernels it launches, itself
  * when its code is its own (groups that compute the same on other tensors
- * share one kernel; --gemm auto), -1 when it has no kernel (cuBLASLt
+ * share one kernel; with plan->gemm), -1 when it has no kernel (cuBLASLt
  * alone).  Returns how many groups own theirs. */
 int fg_cuda_kernel_owners(const FgPlan *plan, int *owner);
 /* The plan's costs as compile (--gemm gemm) emits it: each group's launches

@@ -352,7 +352,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	uint8_t *sk = sq + P::Q_BYTES, *sv = sk + ST * P::KV_BYTES, *ss = sv + ST * P::KV_BYTES;
 	uint64_t *qfull = (uint64_t *)(ss + ST * P::ST_BYTES), *kfull = qfull + 1, *vfull = kfull + ST,
 		 *kempty = vfull + ST, *vempty = kempty + ST;
-	const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
+	const int wg = fgg::warpgroup(), t = threadIdx.x % 128;
 	const float sl2 = scale * LOG2E;        /* exp(scale s) = 2^(s sl2) */
 	/* the last query tiles first: under a causal mask they have the most
 	 * keys; a split's blocks side by side */

@@ -121,6 +121,20 @@ FG_GEMM_DEV void tma_load(void *dst, const CUtensorMap *m, uint64_t *bar, int c0
 		     : "memory");
 }
 
+/* The calling thread's warpgroup, by a shuffle from lane 0: threadIdx.x
+ * / 128 itself, but a value ptxas knows is the same across the warp
+ * (CUTLASS's canonical_warp_group_idx does the same), so that what is
+ * built from it, the wgmma descriptors of a consumer's operands, stays in
+ * uniform registers.  From threadIdx.x / 128 ptxas built each descriptor
+ * per thread and moved it over (R2UR) before every wgmma: a k block of the
+ * generated matmul took 224 instructions for its 16 wgmma, 105 this way;
+ * the attention kernel's main loop 820 a tile, 781 (tools/sass.py,
+ * docs/performance.md v26).  Every thread of the warp must call it. */
+FG_GEMM_DEV int warpgroup()
+{
+	return __shfl_sync(0xffffffff, threadIdx.x / 128, 0);
+}
+
 /* A wgmma shared-memory descriptor, 128-byte swizzle: K-major tiles are
  * rows of 128 bytes, 8 rows (1024 bytes) apart per core-matrix group
  * (sbo), lbo unused; MN-major tiles (16-bit only) are blocks of 64
@@ -295,7 +309,7 @@ gemm(const __grid_constant__ CUtensorMap ma, const __grid_constant__ CUtensorMap
 	uint8_t *sa = (uint8_t *)(((uintptr_t)fg_smem + 1023) & ~(uintptr_t)1023);
 	uint8_t *sb = sa + C::STAGES * C::A_BYTES;
 	uint64_t *full = (uint64_t *)(sb + C::STAGES * C::B_BYTES), *empty = full + C::STAGES;
-	const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
+	const int wg = warpgroup(), t = threadIdx.x % 128;
 	if (threadIdx.x == 0) {
 		for (int s = 0; s < C::STAGES; s++) {
 			bar_init(&full[s], 1);

@@ -18,7 +18,18 @@
  * largest relative error).  Exit status 1 when a used fast form errs by more than
  * u/8 or breaks its gate anywhere, or an accurate form breaks f32's gate:
  * docs/testing.md's table ("Fast transcendentals") is this output.
+ *
+ * Then the fast forms and the tanh candidate over every f32 input, all
+ * 2^32 bit patterns, judged as f16 and bf16 on the device (the reference
+ * in f64 there: compiler/fg.h's FG_REF), so that a bound fgc rests on is
+ * measured at every input a kernel can feed the form, not one in 512.
+ * Its gate column counts the inputs where the form gives inf or NaN and
+ * the reference rounds to a finite value of the dtype; the gate itself is
+ * not run there (2^32 values): a form within u/8 stores the correctly
+ * rounded value or its neighbour, inside the gate.
  */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,7 +113,7 @@ static const char *const op_name[] = {
 #undef X
 };
 
-static double reference(FgOp op, double a, double b, double c)
+static __host__ __device__ double reference(FgOp op, double a, double b, double c)
 {
 	/* the attribute of leaky_relu and elu (compiler/interp.c's n->a.k),
 	 * which no form measured here reads */
@@ -116,8 +127,13 @@ static double reference(FgOp op, double a, double b, double c)
 		FG_OPS(X)
 #undef X
 	default:
+#ifdef __CUDA_ARCH__
+		__trap();
+#else
 		abort();
+#endif
 	}
+	return NAN;
 }
 
 /* A dtype values are judged in: its rounding, unit roundoff, smallest
@@ -133,15 +149,129 @@ static const struct Judge {
 };
 enum { J_F16, J_BF16, J_F32 };
 
-/* Distance in ulps of judge j between two values it holds (finite). */
-static double ulps(int j, double a, double b)
+static void check_cuda(cudaError_t e, const char *what)
+{
+	if (e != cudaSuccess) {
+		fprintf(stderr, "fast_math: %s: %s\n", what, cudaGetErrorString(e));
+		exit(2);
+	}
+}
+
+/* Distance in ulps of a dtype (unit roundoff u, smallest normal tiny)
+ * between two values it holds (finite). */
+static __host__ __device__ double ulps_of(double u, double tiny, double a, double b)
 {
 	if (a == b)
 		return 0;
 	double m = fmax(fabs(a), fabs(b));
 	int e;
-	frexp(fmax(m, judges[j].tiny), &e);
-	return fabs(a - b) / ldexp(judges[j].u * 2, e - 1);
+	frexp(fmax(m, tiny), &e);
+	return fabs(a - b) / ldexp(u * 2, e - 1);
+}
+static double ulps(int j, double a, double b) { return ulps_of(judges[j].u, judges[j].tiny, a, b); }
+
+/* The form of index `form` at a (FORMS' order). */
+static __device__ float form_at(int form, float a)
+{
+	float r = 0.0f;
+	int f = 0;
+#define X(op, use, name, expr) if (form == f++) r = expr;
+	FORMS(X)
+#undef X
+	return r;
+}
+
+/* Every f32 input, judged as f16 (k = 0) and bf16 (k = 1) on the device:
+ * per dtype, the largest relative error in u and the largest distance in
+ * ulps between the rounded values, each packed with its input as
+ * (float bits << 32 | input bits) so that one atomicMax keeps both, and
+ * the count of inf or NaN where the reference is finite in the dtype. */
+typedef struct Every {
+	unsigned long long rel[2], ulp[2];
+	unsigned long long nonfinite[2];
+} Every;
+
+static __device__ double round_dev(int k, double v)
+{
+	return k == 0 ? (double)__half2float(__double2half(v)) : (double)__bfloat162float(__double2bfloat16(v));
+}
+
+static __global__ void every_f32(int form, FgOp op, Every *out)
+{
+	const double u[2] = {0x1p-11, 0x1p-8}, tiny[2] = {0x1p-14, 0x1p-126}, huge[2] = {65504.0, 0x1.fep127};
+	unsigned long long rel[2] = {0, 0}, ulp[2] = {0, 0}, nonfinite[2] = {0, 0};
+	const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+	for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < 1ull << 32; i += stride) {
+		const float a = __uint_as_float((uint32_t)i);
+		const float y = form_at(form, a);
+		const double ref = reference(op, (double)a, 0, 0), r = fabs(ref);
+		if (!isfinite(ref))
+			continue;
+		for (int k = 0; k < 2; k++) {
+			if (r < fmax(tiny[k], 0x1p-24) || r > huge[k])
+				continue;
+			if (!isfinite(y)) {
+				nonfinite[k]++;
+				continue;
+			}
+			const float e = (float)(fabs((double)y - ref) / r / u[k]);
+			rel[k] = max(rel[k], (unsigned long long)__float_as_uint(e) << 32 | i);
+			const double act = round_dev(k, (double)y), exp_r = round_dev(k, ref);
+			if (isfinite(act) && isfinite(exp_r)) {
+				const float d = (float)ulps_of(u[k], tiny[k], act, exp_r);
+				ulp[k] = max(ulp[k], (unsigned long long)__float_as_uint(d) << 32 | i);
+			}
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		atomicMax(&out->rel[k], rel[k]);
+		atomicMax(&out->ulp[k], ulp[k]);
+		atomicAdd(&out->nonfinite[k], nonfinite[k]);
+	}
+}
+
+/* The value and the input packed in one of Every's keys. */
+static float key_value(unsigned long long key)
+{
+	const uint32_t v = (uint32_t)(key >> 32);
+	float f;
+	memcpy(&f, &v, 4);
+	return f;
+}
+static float key_input(unsigned long long key)
+{
+	const uint32_t v = (uint32_t)key;
+	float f;
+	memcpy(&f, &v, 4);
+	return f;
+}
+
+/* The fast forms and the candidates that could replace one (tanh's) over
+ * every f32 input: lines of the same table; returns how many fail. */
+static int every_f32_lines(void)
+{
+	Every *d, h;
+	int bad = 0;
+	check_cuda(cudaMalloc(&d, sizeof h), "cudaMalloc");
+	for (int f = 0; f < NFORMS; f++) {
+		const Form &F = forms[f];
+		if (F.use != FAST && !(F.use == CANDIDATE && F.op == FG_OP_TANH))
+			continue;
+		check_cuda(cudaMemset(d, 0, sizeof h), "cudaMemset");
+		every_f32<<<132 * 16, 256>>>(f, F.op, d);
+		check_cuda(cudaGetLastError(), "launch");
+		check_cuda(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost), "copy out");
+		for (int k = 0; k < 2; k++) {
+			const double rel = key_value(h.rel[k]);
+			const int fails = F.use == FAST && (rel > 0.125 || h.nonfinite[k] > 0);
+			printf("| %s | %s | %s | every f32 (2^32) | %s | %.4f | %.0f | %llu non-finite | %.9g |%s\n", F.name,
+			       op_name[F.op], use_name[F.use], judges[k == 0 ? J_F16 : J_BF16].name, rel,
+			       (double)key_value(h.ulp[k]), h.nonfinite[k], (double)key_input(h.rel[k]), fails ? " FAIL" : "");
+			bad += fails;
+		}
+	}
+	cudaFree(d);
+	return bad;
 }
 
 typedef struct Set {
@@ -150,14 +280,6 @@ typedef struct Set {
 	int judged[3];          /* the dtypes this set is judged in */
 	int nj;
 } Set;
-
-static void check_cuda(cudaError_t e, const char *what)
-{
-	if (e != cudaSuccess) {
-		fprintf(stderr, "fast_math: %s: %s\n", what, cudaGetErrorString(e));
-		exit(2);
-	}
-}
 
 int main(void)
 {
@@ -240,6 +362,7 @@ int main(void)
 		cudaFree(dx);
 		cudaFree(dy);
 	}
+	bad += every_f32_lines();
 	printf("%s: %d line(s) fail\n", bad ? "FAIL" : "ok", bad);
 	return bad ? 1 : 0;
 }
