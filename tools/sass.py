@@ -138,13 +138,14 @@ def opcode(insn):
 
 
 def loops(code, labels):
-    """(head, branch) address pairs of the backward branches, outermost
-    first; branches to the next instruction or a spin on one barrier
-    (under 16 instructions) are not loops a tile runs."""
+    """(head, branch) address pairs of the predicated backward branches,
+    outermost first.  Not loops a tile runs: a spin on one barrier (under
+    16 instructions), and the unpredicated branch back from an out-of-line
+    retry (ptxas puts an mbarrier's retry after the kernel's end)."""
     found = []
     for addr, insn in code:
         m = TARGET.search(insn)
-        if m and m.group(1) in labels:
+        if m and m.group(1) in labels and insn.startswith('@'):
             head = labels[m.group(1)]
             if head < addr and (addr - head) // 16 >= 16:
                 found.append((head, addr))

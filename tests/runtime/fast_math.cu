@@ -191,14 +191,19 @@ typedef struct Every {
 	unsigned long long nonfinite[2];
 } Every;
 
+/* judges' u, tiny and huge of f16 and bf16, for the device */
+typedef struct Bounds {
+	double u[2], tiny[2], huge[2];
+} Bounds;
+
 static __device__ double round_dev(int k, double v)
 {
 	return k == 0 ? (double)__half2float(__double2half(v)) : (double)__bfloat162float(__double2bfloat16(v));
 }
 
-static __global__ void every_f32(int form, FgOp op, Every *out)
+static __global__ void every_f32(int form, FgOp op, Bounds b, Every *out)
 {
-	const double u[2] = {0x1p-11, 0x1p-8}, tiny[2] = {0x1p-14, 0x1p-126}, huge[2] = {65504.0, 0x1.fep127};
+	const double *u = b.u, *tiny = b.tiny, *huge = b.huge;
 	unsigned long long rel[2] = {0, 0}, ulp[2] = {0, 0}, nonfinite[2] = {0, 0};
 	const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
 	for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < 1ull << 32; i += stride) {
@@ -251,14 +256,19 @@ static float key_input(unsigned long long key)
 static int every_f32_lines(void)
 {
 	Every *d, h;
+	Bounds b;
 	int bad = 0;
+	for (int k = 0; k < 2; k++) {
+		const Judge &J = judges[k == 0 ? J_F16 : J_BF16];
+		b.u[k] = J.u, b.tiny[k] = J.tiny, b.huge[k] = J.huge;
+	}
 	check_cuda(cudaMalloc(&d, sizeof h), "cudaMalloc");
 	for (int f = 0; f < NFORMS; f++) {
 		const Form &F = forms[f];
 		if (F.use != FAST && !(F.use == CANDIDATE && F.op == FG_OP_TANH))
 			continue;
 		check_cuda(cudaMemset(d, 0, sizeof h), "cudaMemset");
-		every_f32<<<132 * 16, 256>>>(f, F.op, d);
+		every_f32<<<132 * 16, 256>>>(f, F.op, b, d);
 		check_cuda(cudaGetLastError(), "launch");
 		check_cuda(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost), "copy out");
 		for (int k = 0; k < 2; k++) {
