@@ -1,0 +1,78 @@
+#!/bin/bash
+# run-tools.sh FGC SOURCE_DIR BUILD_DIR - the developer tools' own logic
+# where it needs no GPU and no disassembler: tools/sass.py's reading of
+# an nvdisasm -hex listing (a kernel's instructions and labels, VIADD
+# decoded from the words an older nvdisasm leaves out, loops found by
+# their predicated backward branches, an mbarrier retry's branch back not
+# one) and its rewrite of a CUDA 13 cubin header into the one CUDA 11.8's
+# nvdisasm reads.  Each check asserts a value the code under test could
+# get wrong; the listing below is hand-written in nvdisasm's format.
+set -u
+src=$2
+pass=0 fail=0
+. "$src/tests/lib.sh"
+log=$(mktemp) && trap 'rm -f "$log"' EXIT
+python3 - "$src/tools/sass.py" >"$log" 2>&1 <<'PY'
+import importlib.util, os, struct, sys, tempfile
+spec = importlib.util.spec_from_file_location("sass", sys.argv[1])
+sass = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sass)
+bad = []
+def want(what, got, expected):
+    if got != expected:
+        bad.append("%s: got %r, expected %r" % (what, got, expected))
+
+W = "/* 0x%016x */"
+listing = "\n".join([
+    "\t.text._Z1kPf:",
+    "        /*0000*/                   MOV R1, c[0x0][0x28] ;   " + W % 1,
+    "                                                             " + W % 2,
+    ".L_x_0:",
+    "                                                             " + W % 0x0000000107087836,   # VIADD R8, R7, 0x1 (left out)
+    "                                                             " + W % 3,
+] + ["        /*%04x*/                   FADD R2, R2, R3 ;   " % (0x20 + 16 * i) + W % 4 + "\n"
+     "                                                             " + W % 5 for i in range(20)] + [
+    "        /*0160*/              @P0 BRA `(.L_x_0) ;   " + W % 6,
+    "                                                             " + W % 7,
+    "                                                             " + W % 0x00000008ff0e7836,   # VIADD R14, RZ, 0x8
+    "                                                             " + W % 8,
+    "                                                             " + W % 0x0000000000007848,   # opcode 0x848
+    "                                                             " + W % 9,
+    ".L_x_1:",
+    "        /*0190*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R1], R2 ;   " + W % 10,
+    "                                                             " + W % 11,
+] + ["        /*%04x*/                   NOP ;   " % (0x1a0 + 16 * i) + W % 12 + "\n"
+     "                                                             " + W % 13 for i in range(20)] + [
+    "        /*02e0*/                   BRA `(.L_x_1) ;   " + W % 14,
+    "                                                             " + W % 15,
+])
+code, labels = sass.kernels(listing)
+k = code.get("_Z1kPf", [])
+want("kernels", list(code), ["_Z1kPf"])
+want("instructions", len(k), 47)
+want("left out, decoded", k[1], (0x10, "VIADD R8, R7, 0x1"))
+want("label on a left-out instruction", labels["_Z1kPf"].get(".L_x_0"), 0x10)
+want("RZ", k[23][1], "VIADD R14, RZ, 0x8")
+want("undecoded", k[24][1], "UNDECODED.0x848")
+want("addresses after them", k[25][0], 0x190)
+want("loops", sass.loops(k, labels["_Z1kPf"]), [(0x10, 0x160)])
+want("opcode", sass.opcode("@!P0 BRA `(.L_x_0)"), "BRA")
+
+# a CUDA 13 header (ELF ABI 8: OS/ABI 0x29, sm_90 in e_flags bits 8-15)
+hdr = bytearray(64)
+hdr[:4], hdr[4], hdr[7], hdr[8] = b"\x7fELF", 2, 0x29, 8
+struct.pack_into("<I", hdr, 48, 0x6005a04)
+with tempfile.TemporaryDirectory() as d:
+    a, b = os.path.join(d, "a"), os.path.join(d, "b")
+    open(a, "wb").write(bytes(hdr) + b"code")
+    sass.as_abi7(a, b)
+    out = open(b, "rb").read()
+want("OS/ABI, ABI version", (out[7], out[8]), (0x33, 7))
+want("e_flags", struct.unpack_from("<I", out, 48)[0], 0x005a055a)
+want("the rest untouched", out[:7] + out[9:48] + out[52:], bytes(hdr[:7] + hdr[9:48] + hdr[52:]) + b"code")
+for line in bad:
+    print(line)
+PY
+verdict "sass.py" "$log"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
