@@ -4,9 +4,10 @@
 # an nvdisasm -hex listing (a kernel's instructions and labels, VIADD
 # decoded from the words an older nvdisasm leaves out, loops found by
 # their predicated backward branches, an mbarrier retry's branch back not
-# one) and its rewrite of a CUDA 13 cubin header into the one CUDA 11.8's
-# nvdisasm reads.  Each check asserts a value the code under test could
-# get wrong; the listing below is hand-written in nvdisasm's format.
+# one; cuobjdump's kernel heading too) and its rewrite of a CUDA 13
+# cubin header into the one CUDA 11.8's nvdisasm reads.  Each check
+# asserts a value the code under test could get wrong; the listings below
+# are hand-written in nvdisasm's and cuobjdump's formats.
 set -u
 src=$2
 pass=0 fail=0
@@ -57,6 +58,10 @@ want("undecoded", k[24][1], "UNDECODED.0x848")
 want("addresses after them", k[25][0], 0x190)
 want("loops", sass.loops(k, labels["_Z1kPf"]), [(0x10, 0x160)])
 want("opcode", sass.opcode("@!P0 BRA `(.L_x_0)"), "BRA")
+# cuobjdump's listing (the H200's) names a kernel its own way
+code, _ = sass.kernels("\t\tFunction : _Z1gv\n        /*0000*/                   EXIT ;   " + W % 1 + "\n"
+                       "                                                             " + W % 2)
+want("cuobjdump's kernel", code, {"_Z1gv": [(0, "EXIT")]})
 
 # a CUDA 13 header (ELF ABI 8: OS/ABI 0x29, sm_90 in e_flags bits 8-15)
 hdr = bytearray(64)

@@ -2,9 +2,9 @@
 # kernel_size.sh CU [RUNTIME_DIR] [PATTERN] - each kernel of a generated .cu
 # compiled for sm_90a here (no GPU): its instructions (the cubin's .text
 # bytes / 16: every path of the kernel, not the ones a launch takes), its
-# registers and its spilled bytes, from `nvcc -cubin -Xptxas -v`.  Where
-# cuobjdump is missing (this machine), the count that compares two
-# versions of a kernel (docs/performance.md v19, v25).  RUNTIME_DIR:
+# registers and its spilled bytes, from `nvcc -cubin -Xptxas -v`: the
+# quick count that compares two versions of a kernel (docs/performance.md
+# v19, v25); tools/sass.py shows what the instructions are.  RUNTIME_DIR:
 # default the runtime/ beside this script; PATTERN: kernels whose mangled
 # name matches it (grep -E), default all.
 set -eu

@@ -35,7 +35,7 @@ INSN = re.compile(r'\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;')
 HEX = re.compile(r'^\s*/\* 0x([0-9a-f]{16}) \*/\s*$')
 LABEL = re.compile(r'^(\.L_x_\d+):')
 TARGET = re.compile(r'`\((\.L_x_\d+)\)')
-KERNEL = re.compile(r'^\s*\.text\.(\S+):')
+KERNEL = re.compile(r'^\s*\.text\.(\S+):|^\s*Function : (\S+)')      # nvdisasm's, cuobjdump's
 
 
 def die(msg):
@@ -102,9 +102,9 @@ def kernels(text):
     alone where a first is due is an instruction that nvdisasm left out."""
     out, labels, name, pending, last, second = {}, {}, None, [], -16, False
     for line in text.split('\n'):
-        m = KERNEL.match(line) or re.match(r'^\s*Function : (\S+)', line)
+        m = KERNEL.match(line)
         if m:
-            name = m.group(1)
+            name = m.group(1) or m.group(2)
             out[name], labels[name], pending, last, second = [], {}, [], -16, False
             continue
         if name is None:

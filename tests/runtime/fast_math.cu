@@ -95,17 +95,21 @@ static const struct Form {
 };
 enum { NFORMS = sizeof forms / sizeof forms[0] };
 
+/* The form of index `form` at a (FORMS' order). */
+static __device__ float form_at(int form, float a)
+{
+	float r = 0.0f;
+	int f = 0;
+#define X(op, use, name, expr) if (form == f++) r = expr;
+	FORMS(X)
+#undef X
+	return r;
+}
+
 static __global__ void eval(int form, const float *x, float *y, int64_t n)
 {
-	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-		const float a = x[i];
-		float r = 0.0f;
-		int f = 0;
-#define X(op, use, name, expr) if (form == f++) r = expr;
-		FORMS(X)
-#undef X
-		y[i] = r;
-	}
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+		y[i] = form_at(form, x[i]);
 }
 
 /* The op's name and its f64 reference over operands a, b, c (unary ops
@@ -173,16 +177,6 @@ static __host__ __device__ double ulps_of(double u, double tiny, double a, doubl
 }
 static double ulps(int j, double a, double b) { return ulps_of(judges[j].u, judges[j].tiny, a, b); }
 
-/* The form of index `form` at a (FORMS' order). */
-static __device__ float form_at(int form, float a)
-{
-	float r = 0.0f;
-	int f = 0;
-#define X(op, use, name, expr) if (form == f++) r = expr;
-	FORMS(X)
-#undef X
-	return r;
-}
 
 /* Every f32 input, judged as f16 (k = 0) and bf16 (k = 1) on the device:
  * per dtype, the largest relative error in u and the largest distance in
@@ -238,19 +232,11 @@ static __global__ void every_f32(int form, FgOp op, Bounds b, Every *out)
 	}
 }
 
-/* The value and the input packed in one of Every's keys. */
-static float key_value(unsigned long long key)
+/* The float whose bits are b: a key's value (its high half) or input. */
+static float bits_float(uint32_t b)
 {
-	const uint32_t v = (uint32_t)(key >> 32);
 	float f;
-	memcpy(&f, &v, 4);
-	return f;
-}
-static float key_input(unsigned long long key)
-{
-	const uint32_t v = (uint32_t)key;
-	float f;
-	memcpy(&f, &v, 4);
+	memcpy(&f, &b, 4);
 	return f;
 }
 
@@ -261,8 +247,9 @@ static int every_f32_lines(void)
 	Every *d, h;
 	Bounds b;
 	int bad = 0;
+	const int judged[2] = {J_F16, J_BF16};  /* Every's k */
 	for (int k = 0; k < 2; k++) {
-		const Judge &J = judges[k == 0 ? J_F16 : J_BF16];
+		const Judge &J = judges[judged[k]];
 		b.u[k] = J.u, b.tiny[k] = J.tiny, b.huge[k] = J.huge;
 	}
 	check_cuda(cudaMalloc(&d, sizeof h), "cudaMalloc");
@@ -275,11 +262,12 @@ static int every_f32_lines(void)
 		check_cuda(cudaGetLastError(), "launch");
 		check_cuda(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost), "copy out");
 		for (int k = 0; k < 2; k++) {
-			const double rel = key_value(h.rel[k]);
+			const double rel = bits_float((uint32_t)(h.rel[k] >> 32));
 			const int fails = F.use == FAST && (rel > 0.125 || h.nonfinite[k] > 0);
 			printf("| %s | %s | %s | every f32 (2^32) | %s | %.4f | %.0f | %llu non-finite | %.9g |%s\n", F.name,
-			       op_name[F.op], use_name[F.use], judges[k == 0 ? J_F16 : J_BF16].name, rel,
-			       (double)key_value(h.ulp[k]), h.nonfinite[k], (double)key_input(h.rel[k]), fails ? " FAIL" : "");
+			       op_name[F.op], use_name[F.use], judges[judged[k]].name, rel,
+			       (double)bits_float((uint32_t)(h.ulp[k] >> 32)), h.nonfinite[k],
+			       (double)bits_float((uint32_t)h.rel[k]), fails ? " FAIL" : "");
 			bad += fails;
 		}
 	}
