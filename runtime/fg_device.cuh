@@ -116,17 +116,18 @@ FG_DEV float fg_fast_gelu_tanh(float a)
 	const float k = -2.0f * 0.79788456080286536f * 1.44269504f; /* -2 sqrt(2/pi) log2(e) */
 	return a * fg_rcp(1.0f + fg_ex2(k * a * (1.0f + 0.044715f * a * a)));
 }
-/* tanh a = 1 - 2 / (1 + e^2a): exact in the tails (e^2a inf or 0 gives
- * 1 or -1), but 1 - 2r cancels as a nears 0, an absolute error of about
- * 2^-21.7 from the ex2 and the rcp; below |a| = 1/16 the series
- * a (1 - a^2 / 3), whose next term is (2/15) a^4 = 2^-18.9 of it there.
- * Ten instructions where tanhf takes about sixteen (tanh.approx.f32, one,
- * is specified only to 2^-10.987: docs/testing.md); within 0.0044 u of
- * f16 and 0.0005 u of bf16 on the H200 (tests/runtime/fast_math.cu). */
+/* tanh.approx.f32: one MUFU.TANH.  PTX specifies it only to 2^-10.987
+ * relative, about an ulp of f16, so fgc rests on what
+ * tests/runtime/fast_math.cu measures over every f32 input on the GPU
+ * the kernels run on (docs/testing.md): within an eighth of f16's and
+ * bf16's u there.  It replaced 1 - 2 / (1 + e^2a) (an ex2, a rcp and a
+ * series near 0: ten instructions, three MUFU with the softmax's in a
+ * softcapped attention score), now fast_math's candidate. */
 FG_DEV float fg_fast_tanh(float a)
 {
-	const float t = fmaf(-2.0f, fg_rcp(1.0f + fg_ex2(a * 2.885390081777927f)), 1.0f); /* 2 log2(e) */
-	return fabsf(a) < 0.0625f ? a * fmaf(a * a, -0.333333343f, 1.0f) : t;
+	float r;
+	asm("tanh.approx.f32 %0, %1;" : "=f"(r) : "f"(a));
+	return r;
 }
 
 /* NaN in, NaN out, whichever side it is on. */

@@ -48,9 +48,8 @@ const char *cu_memo_key(Kern *k, int id, const Ix *x)
 /* The fast form of an op whose result is f16 or bf16 (runtime/fg_device.cuh;
  * their errors measured over every input by tests/runtime/fast_math.cu).
  * Ops not here keep their accurate form in every dtype: sin, cos and log's
- * fast forms miss the eighth of an ulp, tanh.approx is specified only to
- * about an ulp of f16, and rcp.approx flushes bf16's subnormals, whose
- * reciprocals are finite (docs/testing.md). */
+ * fast forms miss the eighth of an ulp, and rcp.approx flushes bf16's
+ * subnormals, whose reciprocals are finite (docs/testing.md). */
 static const struct {
 	FgOp op;
 	const char *cuda;
