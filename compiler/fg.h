@@ -895,6 +895,13 @@ typedef struct FgMeasured {     /* a binary's --bench-json, per group */
 	double *group_us;       /* per group: its launches' medians added */
 } FgMeasured;
 
+/* --gemm (fgc compile, and report's account of it): who runs a float
+ * matmul.  AUTO: the generated sm_90a kernel where cuBLASLt cannot fuse
+ * the group's epilogue, cuBLASLt elsewhere (compiler/cuda/gemm.c states the
+ * rule); CUBLASLT: cuBLASLt always (an epilogue off its menu is a kernel of
+ * its own); FGC: the generated kernel wherever it can run the group. */
+typedef enum FgGemmChoice { FG_GEMM_AUTO, FG_GEMM_CUBLASLT, FG_GEMM_FGC } FgGemmChoice;
+
 typedef struct FgPlan {
 	const FgGraph *g;
 	FgFuseOptions opt;
@@ -916,6 +923,9 @@ typedef struct FgPlan {
 	int *kernel_owner;      /* per group, once fg_cuda_plan_costs ran: as
 				   fg_cuda_kernel_owners answers; else NULL */
 	int kernel_owners;
+	FgGemmChoice gemm;      /* the --gemm that fg_cuda_plan_costs took (auto
+				   before it ran), which fg_cuda_gemm_note and
+				   fg_cuda_kernel_owners follow */
 } FgPlan;
 
 /* Partitions g (composites expanded) into fusion groups.  Reports a
@@ -1131,13 +1141,6 @@ void fg_gates(const FgGraph *g, const unsigned char *read_back, int tf32, unsign
 
 /* ------------------------------------------------------ compiler/cuda/ */
 
-/* fgc compile --gemm: who runs a float matmul.  AUTO: the generated sm_90a
- * kernel where cuBLASLt cannot fuse the group's epilogue, cuBLASLt
- * elsewhere (compiler/cuda/gemm.c states the rule); CUBLASLT: cuBLASLt always
- * (an epilogue off its menu is a kernel of its own); FGC: the generated
- * kernel wherever it can run the group. */
-typedef enum FgGemmChoice { FG_GEMM_AUTO, FG_GEMM_CUBLASLT, FG_GEMM_FGC } FgGemmChoice;
-
 typedef struct FgCudaOptions {
 	const char *out;        /* -o OUT: writes OUT.cu, and OUT with build;
 				   with lib, the library (OUT's folder/NAME.cu
@@ -1154,14 +1157,14 @@ typedef struct FgCudaOptions {
  * matmuls may multiply as tf32.  Returns the number of groups it cannot
  * compile, each reported through d. */
 int fg_cuda_emit(FILE *f, const FgPlan *plan, const char *source, FgGemmChoice gemm, FgDiag *d);
-/* What `fgc compile` (--gemm auto) does with gemm group gi, in a phrase for
- * fgc report: the generated matmul or cuBLASLt, and why; with an attention
- * group, the flash kernel and what it skips and writes; NULL for other
- * groups. */
+/* What `fgc compile` (with plan->gemm) does with gemm group gi, in a phrase
+ * for fgc report: the generated matmul or cuBLASLt, and why; with an
+ * attention group, the flash kernel and what it skips and writes; NULL for
+ * other groups. */
 const char *fg_cuda_gemm_note(const FgPlan *plan, int gi);
 /* Per group gi, owner[gi]: the group whose kernels it launches, itself
  * when its code is its own (groups that compute the same on other tensors
- * share one kernel; --gemm auto), -1 when it has no kernel (cuBLASLt
+ * share one kernel; with plan->gemm), -1 when it has no kernel (cuBLASLt
  * alone).  Returns how many groups own theirs. */
 int fg_cuda_kernel_owners(const FgPlan *plan, int *owner);
 /* The plan's costs as compile (--gemm gemm) emits it: each group's launches

@@ -105,8 +105,8 @@ static const char usage[] =
 	"  --lib            (compile) OUT is a shared library with a C ABI (runtime/fgrt_model.h):\n"
 	"                   writes DIR/NAME.cu and DIR/NAME.h beside it (NAME: the .fg's stem)\n"
 	"  --arch SM        (compile) the GPU for --build (default sm_90a)\n"
-	"  --gemm WHO       (compile) who runs float matmuls: auto (default: the\n"
-	"                   generated sm_90a kernel for epilogues cuBLASLt cannot\n"
+	"  --gemm WHO       (compile, report) who runs float matmuls: auto (default:\n"
+	"                   the generated sm_90a kernel for epilogues cuBLASLt cannot\n"
 	"                   fuse), cublaslt, or fgc (the generated kernel wherever\n"
 	"                   it can)\n"
 	"  --tf32           (compile, report) f32 matmuls may multiply as tf32 on the\n"
@@ -393,13 +393,13 @@ static int flag_group(FgArena *a, Options *o, const char *v)
 	return 0;
 }
 
+static const char *const gemm_who[] = {[FG_GEMM_AUTO] = "auto", [FG_GEMM_CUBLASLT] = "cublaslt", [FG_GEMM_FGC] = "fgc"};
+
 static int flag_gemm(FgArena *a, Options *o, const char *v)
 {
-	static const char *const who[] = {[FG_GEMM_AUTO] = "auto", [FG_GEMM_CUBLASLT] = "cublaslt", [FG_GEMM_FGC] = "fgc"};
-
 	(void)a;
-	for (int i = 0; i < (int)(sizeof who / sizeof who[0]); i++)
-		if (strcmp(v, who[i]) == 0) {
+	for (int i = 0; i < (int)(sizeof gemm_who / sizeof gemm_who[0]); i++)
+		if (strcmp(v, gemm_who[i]) == 0) {
 			o->gemm = (FgGemmChoice)i;
 			return 0;
 		}
@@ -495,7 +495,7 @@ static const Flag flags[] = {
 	{"--build", NULL, C_COMPILE, SET(build)},
 	{"--lib", NULL, C_COMPILE, SET(lib)},
 	{"--arch", "SM", C_COMPILE, SET(arch)},
-	{"--gemm", "WHO", C_COMPILE, flag_gemm, 0},
+	{"--gemm", "WHO", C_COMPILE | C_REPORT, flag_gemm, 0},
 	{"--tf32", NULL, C_COMPILE | C_REPORT, SET(fuse.tf32)},
 	{"--accurate-math", NULL, C_COMPILE, SET(fuse.accurate_math)},
 	{"--no-fuse", NULL, C_PLAN, SET(fuse.no_fuse)},
@@ -633,6 +633,13 @@ static int front_end(FgArena *a, Options *o, FgDiag *d, FgSource *src, FgGraph *
 	return 0;
 }
 
+/* Whether flag f changes what the report says of a plan: a planning flag,
+ * or one of compile's choices that the report follows (--tf32, --gemm). */
+static int plans(int f)
+{
+	return flags[f].cmds == C_PLAN || flags[f].cmds == (C_COMPILE | C_REPORT);
+}
+
 /* What a plan is: its file and the planning flags given, with their
  * values (as o holds them). */
 static const char *plan_label(FgArena *a, const Options *o, const char *file)
@@ -641,12 +648,14 @@ static const char *plan_label(FgArena *a, const Options *o, const char *file)
 	const char *s = file;
 	for (int f = 0; f < NFLAGS; f++) {
 		const char *n = flags[f].name;
-		if (!(o->given >> f & 1) || (flags[f].cmds != C_PLAN && strcmp(n, "--tf32") != 0))
+		if (!(o->given >> f & 1) || !plans(f))
 			continue;
 		double v = !strcmp(n, "--bw") ? u->bw_gbs : !strcmp(n, "--tc-tflops") ? u->tc_tflops
 			: !strcmp(n, "--cc-tflops") ? u->cc_tflops : !strcmp(n, "--launch-us") ? u->launch_us
 			: !strcmp(n, "--reg-limit") ? u->reg_limit : 0;
-		s = flags[f].value ? fg_arena_printf(a, "%s %s %g", s, n, v) : fg_arena_printf(a, "%s %s", s, n);
+		s = !flags[f].value ? fg_arena_printf(a, "%s %s", s, n)
+		  : !strcmp(n, "--gemm") ? fg_arena_printf(a, "%s %s %s", s, n, gemm_who[o->gemm])
+		  : fg_arena_printf(a, "%s %s %g", s, n, v);
 	}
 	return s;
 }
@@ -669,11 +678,12 @@ static int diff_plan(const Options *o, const FgGraph *g, FgPlan *b, const char *
 			int f = flag_index(argv.v[i]);
 			const char *why = f < 0 && argv.v[i][0] == '-' ? "is no option of fgc"
 				: f < 0 ? "is not a flag"
-				: flags[f].cmds != C_PLAN && strcmp(flags[f].name, "--tf32") != 0 ? "does not change the plan"
+				: !plans(f) ? "does not change the plan"
 				: flags[f].value && i + 1 == argv.n ? "needs a value" : NULL;
 			if (why) {
 				fg_error(d, (FgLoc){0, 0}, "--diff \"%s\": '%s' %s (give planning flags: --no-fuse, "
-					 "--reg-limit N, --bw GBS, --launch-us US, --tc-tflops R, --cc-tflops R, --tf32)",
+					 "--reg-limit N, --bw GBS, --launch-us US, --tc-tflops R, --cc-tflops R, --tf32, "
+					 "--gemm WHO)",
 					 o->diff, argv.v[i], why);
 				return 1;
 			}
@@ -698,7 +708,7 @@ static int diff_plan(const Options *o, const FgGraph *g, FgPlan *b, const char *
 	if (fg_pass_fuse(gb, &ob.fuse, b, d) != 0)
 		return 1;
 	fg_pass_memplan(b);
-	fg_cuda_plan_costs(b, o->gemm);
+	fg_cuda_plan_costs(b, ob.gemm);
 	return 0;
 }
 

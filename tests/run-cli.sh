@@ -93,7 +93,9 @@ mm=$tmp/mm.fg
 printf 'graph m {\n  input a : bf16[16, 32]\n  param w : bf16[32, 24]\n  y = gelu(matmul(a, w))\n  output y\n}\n' >"$mm"
 expect 1 "--gemm tiles: expected auto, cublaslt or fgc" -- compile "$mm" -o "$tmp/g1" --gemm tiles
 expect 1 "--gemm fgc needs --arch sm_90a" -- compile "$mm" -o "$tmp/g2" --gemm fgc --arch sm_80
-expect 1 "--gemm belongs to 'compile', not 'report'" -- report "$mm" --gemm fgc
+expect 1 "--gemm belongs to 'report' and 'compile', not 'run'" -- run "$mm" --gemm fgc --outputs "$tmp/o6"
+expect 1 "--gemm tiles: expected auto, cublaslt or fgc" -- report "$mm" --gemm tiles
+expect 1 "'--gemm' needs a value" -- report "$mm" --diff "--gemm"
 expect 1 "--tf32 belongs to 'report' and 'compile', not 'run'" -- run "$mm" --tf32 --outputs "$tmp/o5"
 for d in g1.cu g2.cu; do
   if [ -e "$tmp/$d" ]; then fail=$((fail + 1)); echo "FAIL a failed compile left $d behind"; fi
@@ -149,6 +151,25 @@ if "$fgc" report "$mf" --tf32 | grep -q "not the generated matmul: tf32, kept on
   pass=$((pass + 1)); echo "PASS report --tf32: its GPU notes follow the flag"
 else
   fail=$((fail + 1)); echo "FAIL report --tf32: the GPU notes of the f32 matmuls"
+fi
+# report --gemm says what compile --gemm does with transformer_block's
+# matmuls: the FFN up projection's epilogue on the generated kernel by
+# auto's estimates; under cublaslt it and the three head-split projections
+# on cuBLASLt's scratch and an epilogue kernel; under fgc the generated
+# kernel for it and the two bias-and-residual projections (cuBLASLt's own
+# epilogue otherwise); --diff says what the flag changes, and a plan's
+# label names it (run-report.sh checks the launches against compile's)
+tb=$src/samples/transformer_block.fg
+if "$fgc" report "$tb" | grep -q "the epilogue on its registers (est " &&
+   ! "$fgc" report "$tb" | grep -q "(--gemm" &&
+   [ "$("$fgc" report "$tb" --gemm cublaslt | grep -c "then an epilogue kernel (--gemm cublaslt)")" = 4 ] &&
+   [ "$("$fgc" report "$tb" --gemm fgc | grep -c "the epilogue on its registers (--gemm fgc)")" = 3 ] &&
+   "$fgc" report "$tb" --gemm fgc --format json | grep -q "(--gemm fgc)" &&
+   "$fgc" report "$tb" --diff "--gemm cublaslt" | grep -q "g7_gemm_gelu (3 ops, 1 launch, 80.0 MiB) = B 7: the same ops; in B 2 launches" &&
+   "$fgc" report "$tb" --gemm fgc --diff "--no-fuse" | grep -q "A: .*transformer_block.fg --gemm fgc$"; then
+  pass=$((pass + 1)); echo "PASS report --gemm: its GPU notes, --diff and the plan's label follow the flag"
+else
+  fail=$((fail + 1)); echo "FAIL report --gemm: the GPU notes, --diff or the label of transformer_block's matmuls"
 fi
 
 # --reg-limit is the emitter's limit too (passes/kinds.c): softmax_f16's

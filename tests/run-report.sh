@@ -5,8 +5,10 @@
 # `fgc report --format json` equal the number of rows the group has in the
 # fg_launches[] table of `fgc compile`'s .cu (kernels and cuBLASLt calls),
 # and a group whose .cu uses scratch (ctx->scratch) reports more bytes than
-# its reads and writes.  One PASS/FAIL line per graph and flag set.  Then
-# fgc report --measured on the binaries' timings in tests/measured.
+# its reads and writes; the graphs with a matmul again under --gemm
+# cublaslt and --gemm fgc (the report follows compile's choice).  One
+# PASS/FAIL line per graph and flag set.  Then fgc report --measured on the
+# binaries' timings in tests/measured.
 set -u
 fgc=$1 src=$2 build=$3
 tmp=$(mktemp -d "${build%/}/report.XXXXXX") || exit 1
@@ -15,7 +17,7 @@ trap 'rm -rf "$tmp"' EXIT
 one() {         # one FILE FLAG...: prints PASS or FAIL lines
 	local fg=$1 name out
 	shift
-	name=$(basename "$fg" .fg)${1:+.nofuse}
+	name=$(basename "$fg" .fg)$(printf '.%s' "$@" | tr -d -- -)       # x, x.nofuse, x.gemm.fgc
 	out=$tmp/$name
 	# each case writes its own file: lines that parallel cases appended to
 	# one shared file could run together ("PASS a (1 launches)PASS b ..."),
@@ -47,6 +49,8 @@ PY
 export -f one
 export fgc tmp
 ls "$src"/samples/*.fg "$src"/tests/gpu/*.fg | while read -r f; do printf '%s\n%s --no-fuse\n' "$f" "$f"; done >"$tmp/cases"
+grep -l 'matmul(' "$src"/samples/*.fg "$src"/tests/gpu/*.fg |
+	while read -r f; do printf '%s --gemm cublaslt\n%s --gemm fgc\n' "$f" "$f"; done >>"$tmp/cases"
 xargs -P "$(nproc)" -I{} bash -c 'one {}' <"$tmp/cases"
 cat "$tmp"/*.res >"$tmp/all.log"
 

@@ -675,10 +675,10 @@ void cu_emit_gemm(Emit *E, Kern *k)
 					E->gemm == FG_GEMM_CUBLASLT ? "" : ")"));
 }
 
-/* What fgc compile --gemm auto does with gemm group gi, in a phrase (fgc
- * report; with --tf32 when plan->opt.tf32), or with an attention group
+/* What fgc compile does with gemm group gi under plan->gemm, in a phrase
+ * (fgc report; with --tf32 when plan->opt.tf32), or with an attention group
  * (cu_attention_note); NULL for other groups and for a group it cannot
- * compile. */
+ * compile.  Why: auto's estimates, or the flag that chose. */
 const char *fg_cuda_gemm_note(const FgPlan *plan, int gi)
 {
 	const FgGraph *g = plan->g;
@@ -691,7 +691,7 @@ const char *fg_cuda_gemm_note(const FgPlan *plan, int gi)
 	E.a = g->arena;
 	E.g = g;
 	E.plan = plan;
-	E.gemm = FG_GEMM_AUTO;
+	E.gemm = plan->gemm;
 	E.member = fg_arena_array(E.a, (size_t)g->nnodes + 1, sizeof(int));
 	Kern k;
 	GemmPlan p;
@@ -701,8 +701,9 @@ const char *fg_cuda_gemm_note(const FgPlan *plan, int gi)
 	if (!ok)
 		return NULL;
 	const FgNode *n = &g->nodes[p.mm];
-	const char *est = cu_fmt(E.a, "est %s, against %s for cuBLASLt and an epilogue kernel", us_str(E.a, p.est_own),
-			      us_str(E.a, p.est_lt));
+	const char *est = E.gemm == FG_GEMM_FGC ? "--gemm fgc" :
+			  cu_fmt(E.a, "est %s, against %s for cuBLASLt and an epilogue kernel", us_str(E.a, p.est_own),
+				 us_str(E.a, p.est_lt));
 	if (simple_matmul(g, n))
 		return cu_fmt(E.a, "a simple kernel for %s operands (a thread an element, into scratch), then the epilogue "
 			      "kernel", fg_dtype_name[g->nodes[n->in[0]].dt]);
@@ -717,6 +718,8 @@ const char *fg_cuda_gemm_note(const FgPlan *plan, int gi)
 		return cu_fmt(E.a, "cuBLASLt%s%s%s", strcmp(p.ep, "FGRT_EP_NONE") ? " with its own epilogue " : "",
 			   strcmp(p.ep, "FGRT_EP_NONE") ? p.ep + strlen("FGRT_EP_") : "",
 			   p.res >= 0 ? cu_fmt(E.a, ", %s added as its C (beta 1)", plan->names[p.res]) : "");
+	if (E.gemm == FG_GEMM_CUBLASLT)
+		return "cuBLASLt into f32 scratch, then an epilogue kernel (--gemm cublaslt)";
 	if (p.refusal)
 		return cu_fmt(E.a, "cuBLASLt into f32 scratch, then an epilogue kernel; not the generated matmul: %s",
 			   p.refusal);

@@ -427,6 +427,7 @@ int fg_cuda_emit(FILE *f, const FgPlan *plan, const char *source, FgGemmChoice g
 void fg_cuda_plan_costs(FgPlan *plan, FgGemmChoice gemm)
 {
 	Emit E;
+	plan->gemm = gemm;
 	emit_init(&E, plan, gemm, NULL, NULL);
 	plan->kernel_owners = find_owners(&E);
 	plan->kernel_owner = fg_arena_array(E.a, (size_t)plan->ngroups + 1, sizeof(int));
@@ -446,7 +447,7 @@ void fg_cuda_plan_costs(FgPlan *plan, FgGemmChoice gemm)
 int fg_cuda_kernel_owners(const FgPlan *plan, int *owner)
 {
 	Emit E;
-	emit_init(&E, plan, FG_GEMM_AUTO, NULL, NULL);
+	emit_init(&E, plan, plan->gemm, NULL, NULL);
 	int owners = find_owners(&E);
 	for (int gi = 0; gi < plan->ngroups; gi++)
 		owner[gi] = E.kernels[gi] ? E.owner[gi] : -1;
