@@ -177,7 +177,6 @@ static __host__ __device__ double ulps_of(double u, double tiny, double a, doubl
 }
 static double ulps(int j, double a, double b) { return ulps_of(judges[j].u, judges[j].tiny, a, b); }
 
-
 /* Every f32 input, judged as f16 (k = 0) and bf16 (k = 1) on the device:
  * per dtype, the largest relative error in u and the largest distance in
  * ulps between the rounded values, each packed with its input as
