@@ -115,18 +115,28 @@ if "$fgc" compile "$at" -o "$tmp/a1" --arch sm_80 && ! grep -q "fga::launch" "$t
 else
   fail=$((fail + 1)); echo "FAIL --arch sm_80 / the default: the attention group"
 fi
-# a division by a literal among an attention group's score ops (a
-# softcap's s / c) is a product by 1 / c; an elementwise kernel's stays a
-# division (its readers may round or compare the quotient)
-sc=$tmp/softcap.fg
-printf 'graph sc {\n  input q : bf16[2, 64, 64]\n  input k : bf16[2, 64, 64]\n  input v : bf16[2, 64, 64]\n  input x : f16[64]\n  s = matmul(q, transpose(k)) * 0.125\n  o = matmul(softmax(30.0 * tanh(s / 30.0)), v)\n  y = x / 30.0\n  output o, y\n}\n' >"$sc"
-if "$fgc" compile "$sc" -o "$tmp/sc1" && grep -q "fga::launch" "$tmp/sc1.cu" &&
-   sed -n '/_scores {/,/^};/p' "$tmp/sc1.cu" | grep -q "= 1.0f / 30.0f;" &&
-   sed -n '/_scores {/,/^};/p' "$tmp/sc1.cu" | grep -q "= v_s \* rcp_d;" &&
-   ! sed -n '/_scores {/,/^};/p' "$tmp/sc1.cu" | grep -q "v_s / 30.0f" && grep -q "(v_x / 30.0f)" "$tmp/sc1.cu"; then
+# a division by a literal among an attention group's score ops (s + b) / c
+# is a product by 1 / c; an elementwise kernel's stays a division (its
+# readers may round or compare the quotient); a softcap's constant factors
+# leave the functor (ScoreFold): the scale and the / 30 before its tanh
+# are one product, the 30 after it is the kernel's scale at the launch
+sc=$tmp/softcap.fg sd=$tmp/divide.fg
+printf 'graph sc {\n  input q : bf16[2, 64, 64]\n  input k : bf16[2, 64, 64]\n  input v : bf16[2, 64, 64]\n  s = matmul(q, transpose(k)) * 0.125\n  o = matmul(softmax(30.0 * tanh(s / 30.0)), v)\n  output o\n}\n' >"$sc"
+printf 'graph sd {\n  input q : bf16[2, 64, 64]\n  input k : bf16[2, 64, 64]\n  input v : bf16[2, 64, 64]\n  input b : bf16[64, 64]\n  input x : f16[64]\n  o = matmul(softmax(tanh((matmul(q, transpose(k)) + b) / 30.0)), v)\n  y = x / 30.0\n  output o, y\n}\n' >"$sd"
+if "$fgc" compile "$sd" -o "$tmp/sd1" && grep -q "fga::launch" "$tmp/sd1.cu" &&
+   sed -n '/_scores {/,/^};/p' "$tmp/sd1.cu" | grep -q "= 1.0f / 30.0f;" &&
+   sed -n '/_scores {/,/^};/p' "$tmp/sd1.cu" | grep -q "= v__[0-9]* \* rcp_d;" &&
+   ! sed -n '/_scores {/,/^};/p' "$tmp/sd1.cu" | grep -q "/ 30.0f)" && grep -q "(v_x / 30.0f)" "$tmp/sd1.cu"; then
   pass=$((pass + 1)); echo "PASS an attention score op's division by a literal is a product, an elementwise one a division"
 else
-  fail=$((fail + 1)); echo "FAIL the softcap's s / 30 in the attention functor, or x / 30 elsewhere"
+  fail=$((fail + 1)); echo "FAIL the score op (s + b) / 30 in the attention functor, or x / 30 elsewhere"
+fi
+if "$fgc" compile "$sc" -o "$tmp/sc1" && sed -n '/_scores {/,/^};/p' "$tmp/sc1.cu" | grep -q "fg_fast_tanh((v0 \* 0.00416666667f))" &&
+   [ "$(sed -n '/_scores {/,/^};/p' "$tmp/sc1.cu" | grep -c ' \* \|rcp\| / ')" = 2 ] &&
+   grep -q "fga::launch<.*, 64, 64, 30.0f, " "$tmp/sc1.cu"; then
+  pass=$((pass + 1)); echo "PASS a softcap's factors: one product in the functor, its last factor the kernel's scale"
+else
+  fail=$((fail + 1)); echo "FAIL a softcap's factors: the functor's products, or the scale at the launch"
 fi
 # --tf32: f32 operands go to cuBLASLt's tf32 path, and what they feed is
 # checked at tf32's precision (y: gate 7, RMSE at tf32 and fed by tanh; 5 without --tf32); 16-bit ones and the default keep f32;

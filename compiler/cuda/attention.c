@@ -67,63 +67,146 @@ static const char *functor(Emit *E, Kern *k, const char *name, const char *sig, 
 	return args;
 }
 
-/* The scale the kernel applies in its exponent (fga::attention's
- * `scale`), taken out of the score ops: a's first op multiplies the
- * scores by a positive constant, and every op after it is a where that
- * puts -inf elsewhere (k where(c, s, -inf) = where(c, k s, -inf)) or an
- * identity (the scores named again, `x = s`).  1 when there is none such. */
-static double folded_scale(const FgGraph *g, const FgAttn *a)
+/* A score chain's constant factors, taken out of its functor (a multiply
+ * a pair each, on every score of every tile):
+ *   - its leading products and quotients by constants (`s * 0.0884 / 30`)
+ *     are one product, `pre`, on the kernel's scores as they come;
+ *   - where every op after them keeps a scale (a where that puts -inf
+ *     elsewhere: k where(c, s, -inf) = where(c, k s, -inf); an identity,
+ *     `x = s`) and the product is positive, it is the kernel's `scale`
+ *     instead, applied in the exponent (the max of the unscaled scores is
+ *     the scaled ones' over the scale; fga::attention);
+ *   - else a last product by a positive constant, or quotient by one,
+ *     after which every op keeps a scale (the softcap's 30 in
+ *     `30 * tanh(s / 30)`, or a 20 as `/ 0.05`) is the kernel's `scale`:
+ *     the functor takes that op for its operand (Kern.unscaled).
+ * A factor counts where it and its reciprocal are normal f32 numbers. */
+typedef struct ScoreFold {
+	double scale;           /* the kernel's; 1: none */
+	double pre;             /* the functor's first product; 1: none */
+	int from;               /* what the kernel gives the functor: mm1, or
+				   the leading factors' last op when they are
+				   the scale */
+	int under;              /* the leading factors' ops */
+	int unscaled;           /* the last product, the kernel's scale; -1 */
+	int ops;                /* the ops the functor computes (pre one,
+				   identities and the scale none) */
+} ScoreFold;
+
+static int normal_factor(double c)
 {
-	if (a->nchain == 0)
-		return 1;
-	const FgNode *m = &g->nodes[a->chain[0]];
-	int other = m->op == FG_OP_MUL ? (m->in[0] == a->mm1 ? m->in[1] : m->in[0]) : -1;
-	if (other < 0 || g->nodes[other].op != FG_OP_CONST || !(g->nodes[other].a.value > 0) ||
-	    !isfinite(g->nodes[other].a.value))
-		return 1;
-	for (int i = 1; i < a->nchain; i++) {
-		const FgNode *w = &g->nodes[a->chain[i]];
-		if (w->op == FG_OP_IDENTITY)
-			continue;
-		int on = w->op == FG_OP_WHERE && (w->in[1] == a->chain[i - 1] || w->in[2] == a->chain[i - 1]);
-		int inf = on && g->nodes[w->in[w->in[1] == a->chain[i - 1] ? 2 : 1]].op == FG_OP_CONST &&
-			  g->nodes[w->in[w->in[1] == a->chain[i - 1] ? 2 : 1]].a.value == -INFINITY;
-		if (!inf)
-			return 1;
-	}
-	return g->nodes[other].a.value;
+	return isfinite(c) && fabs(c) >= 0x1p-126 && fabs(c) <= 0x1p126;
 }
 
-/* The ops from value `from` (the kernel's, in the pair) to value `to`, on
- * the pair (v0, v1) at S[z][r][c], in place (c + 1 may be Sk when Sk is
- * odd): the score ops, from the scores (or, with a folded scale, from the
- * scaled value: its multiply is the kernel's) to the softmax's input; the
- * ops on the probabilities, from the softmax to the matmul's operand. */
-static void pair_ops(Kern *k, const FgAttn *a, int from, int to)
+/* The factor by which op id scales value prev (s * c, c * s, s / c),
+ * or 0 when it is not such a product. */
+static double const_factor(const FgGraph *g, int id, int prev)
+{
+	const FgNode *n = &g->nodes[id];
+	if (n->op != FG_OP_MUL && n->op != FG_OP_DIV)
+		return 0;
+	int other = n->in[0] == prev ? 1 : n->op == FG_OP_MUL && n->in[1] == prev ? 0 : -1;
+	if (other < 0 || g->nodes[n->in[other]].op != FG_OP_CONST || !normal_factor(g->nodes[n->in[other]].a.value))
+		return 0;
+	return n->op == FG_OP_MUL ? g->nodes[n->in[other]].a.value : 1 / g->nodes[n->in[other]].a.value;
+}
+
+/* The operand of product id that is not its constant factor. */
+static int factor_operand(const FgGraph *g, int id)
+{
+	const FgNode *n = &g->nodes[id];
+	return g->nodes[n->in[0]].op == FG_OP_CONST && n->op == FG_OP_MUL ? n->in[1] : n->in[0];
+}
+
+/* Whether op id, taking value prev, keeps a scale of prev: an identity,
+ * or a where with -inf as its other branch. */
+static int keeps_scale(const FgGraph *g, int id, int prev)
+{
+	const FgNode *w = &g->nodes[id];
+	if (w->op == FG_OP_IDENTITY)
+		return 1;
+	if (w->op != FG_OP_WHERE || (w->in[1] != prev && w->in[2] != prev))
+		return 0;
+	const FgNode *o = &g->nodes[w->in[w->in[1] == prev ? 2 : 1]];
+	return o->op == FG_OP_CONST && o->a.value == -INFINITY;
+}
+
+static void score_fold(const FgGraph *g, const FgAttn *a, ScoreFold *f)
+{
+	*f = (ScoreFold){1, 1, a->mm1, 0, -1, 0};
+	double c = 1;
+	int n = 0;
+	for (double t; n < a->nchain && (t = const_factor(g, a->chain[n], n ? a->chain[n - 1] : a->mm1)) != 0 &&
+		       normal_factor(c * t) && normal_factor(1 / (c * t)); n++)
+		c *= t;
+	/* the last op that does not keep a scale: tail */
+	int tail = a->nchain - 1;
+	while (tail >= n && keeps_scale(g, a->chain[tail], tail ? a->chain[tail - 1] : a->mm1))
+		tail--;
+	for (int i = 0; i < a->nchain; i++)
+		f->ops += g->nodes[a->chain[i]].op != FG_OP_IDENTITY;
+	if (n > 0 && tail < n && c > 0) {       /* the leading factors are the scale */
+		f->scale = c, f->from = a->chain[n - 1], f->under = n;
+		f->ops -= n;
+		return;
+	}
+	if (n > 0)
+		f->pre = c, f->from = a->chain[n - 1], f->under = n, f->ops -= n - 1;
+	double t = tail >= n ? const_factor(g, a->chain[tail], tail ? a->chain[tail - 1] : a->mm1) : 0;
+	if (t > 0) {
+		f->scale = t, f->unscaled = a->chain[tail];
+		f->ops--;
+	}
+}
+
+/* The folds in a phrase, for the note and the kernel's comment ("" when
+ * none). */
+static const char *fold_phrase(FgArena *ar, const ScoreFold *f)
+{
+	const int pre1 = f->pre != 1 && f->under > 1;  /* one product of several */
+	if (!pre1 && f->unscaled < 0 && f->under < 2)
+		return "";      /* none, or the one leading factor as the scale (always so) */
+	const char *pre = pre1 ? cu_fmt(ar, "the score ops' leading factors taken as one product by %.9g", f->pre) : "";
+	const char *sc = f->scale == 1 ? "" :
+			 cu_fmt(ar, "%s%s, %.9g, applied in the exponent", pre1 ? ", " : "",
+				f->unscaled >= 0 ? (pre1 ? "their last factor" : "the score ops' last factor") :
+				f->under > 1 ? "the score ops' factors" : "the score ops' factor", f->scale);
+	return cu_fmt(ar, "%s%s", pre, sc);
+}
+
+/* The ops from value `from` (the kernel's, in the pair, times pre) to
+ * value `to`, on the pair (v0, v1) at S[z][r][c], in place (c + 1 may be
+ * Sk when Sk is odd): the score ops, from the scores (or from their
+ * leading factors' last op: ScoreFold) to the softmax's input; the ops on
+ * the probabilities, from the softmax to the matmul's operand. */
+static void pair_ops(Kern *k, const FgAttn *a, int from, double pre, int to)
 {
 	const FgShape *S = &k->g->nodes[a->x].shape;
 	const int R = S->rank;
 	k->mm = from;
 	k->nc = 1;
-	if (from == to)
+	if (from == to && pre == 1)
 		return;         /* no op: the functor leaves the pair */
+	const char *lit = cu_literal(k->a, FG_DT_F32, pre), *v[2] = {"v0", "v1"};
+	for (int l = 0; l < 2 && pre != 1; l++)
+		v[l] = cu_fmt(k->a, "(%s * %s)", v[l], lit);
 	Ix x = cu_ix_pair(k, S);
 	if (k->st_id >= 0)
 		k->st_at = cu_ix_bcast(&x, S, cu_shape_of(k, k->st_id));
 	if (a->sk % 2 == 0) {
-		k->acc[0] = "v0", k->acc[1] = "v1";
-		Val v[2];
+		k->acc[0] = v[0], k->acc[1] = v[1];
+		Val e[2];
 		for (int l = 0; l < 2; l++) {
 			Ix y = cu_lane_of(k, &x, R - 1, 2, l);
-			v[l] = cu_gen(k, to, &y);
+			e[l] = cu_gen(k, to, &y);
 		}
-		cu_kline(k, 0, NULL, "v0 = %s, v1 = %s;", v[0].e, v[1].e);
+		cu_kline(k, 0, NULL, "v0 = %s, v1 = %s;", e[0].e, e[1].e);
 		return;
 	}
-	k->acc[0] = "v0";
+	k->acc[0] = v[0];
 	cu_kline(k, 0, NULL, "v0 = %s;", cu_gen(k, to, &x).e);
 	cu_kopen(k);
-	k->acc[0] = "v1";
+	k->acc[0] = v[1];
 	Ix x1 = x;
 	x1.c[R - 1] = "c + 1";
 	x1.lv[R - 1] = 1;
@@ -399,24 +482,29 @@ static int bound(Bounds *b, int id)
 	return 1;
 }
 
-/* The op that ends a's score ops: that of the softmax's input a->x, or of
- * the value a->x names again (identities, `x = m`: the mask's where
- * before them still bounds the tiles). */
-static int score_end(const FgGraph *g, const FgAttn *a)
+/* The op that ends a's score ops: that of the softmax's input a->x, or
+ * below it the value that identities name again (`x = m`) and the last
+ * factor that the kernel applies as its scale takes (f->unscaled): a
+ * mask's where before them still bounds the tiles. */
+static int score_end(const FgGraph *g, const FgAttn *a, const ScoreFold *f)
 {
-	int x = a->x;
-	while (g->nodes[x].op == FG_OP_IDENTITY)
-		x = g->nodes[x].in[0];
-	return x;
+	for (int x = a->x;;) {
+		if (g->nodes[x].op == FG_OP_IDENTITY)
+			x = g->nodes[x].in[0];
+		else if (x == f->unscaled)
+			x = factor_operand(g, x);
+		else
+			return x;
+	}
 }
 
 /* Bounds b of a's mask when its tiles can be bounded: the where that ends
- * the score ops, with -inf as its operand *neg (1 or 2), its condition's
- * cone made of what bound() follows.  0 when not, and when p is written
- * (a skipped tile's zeros of p would not be). */
-static int mask_bounds(FgArena *ar, const FgGraph *g, const FgAttn *a, Bounds *b, int *neg)
+ * the score ops (end), with -inf as its operand *neg (1 or 2), its
+ * condition's cone made of what bound() follows.  0 when not, and when p
+ * is written (a skipped tile's zeros of p would not be). */
+static int mask_bounds(FgArena *ar, const FgGraph *g, const FgAttn *a, int end, Bounds *b, int *neg)
 {
-	const FgNode *x = &g->nodes[score_end(g, a)];
+	const FgNode *x = &g->nodes[end];
 	*neg = -1;
 	if (a->nchain == 0 || x->op != FG_OP_WHERE || a->p_written)
 		return 0;
@@ -431,17 +519,17 @@ static int mask_bounds(FgArena *ar, const FgGraph *g, const FgAttn *a, Bounds *b
 	return *neg > 0 && bound(b, x->in[0]);
 }
 
-/* Writes NAME_tiles for a's mask from its bounds b (mask_bounds; NULL
- * when the tiles cannot be bounded): whether a tile's scores are all
+/* Writes NAME_tiles for a's mask, the where end, from its bounds b
+ * (mask_bounds; NULL when the tiles cannot be bounded): whether a tile's scores are all
  * -inf (skipped), and whether the mask keeps them all (`kept`: the score
  * ops inside the where alone, NAME_inner); returns its initializer, or
  * "fga::NoSkip{}" (every tile computed, all its score ops). */
-static const char *tile_functor(Emit *E, const Kern *k, const FgAttn *a, const Bounds *bp, int neg, const char *name)
+static const char *tile_functor(Emit *E, const Kern *k, int end, const Bounds *bp, int neg, const char *name)
 {
 	if (!bp)
 		return "fga::NoSkip{}";
 	const Bounds b = *bp;
-	const int c = k->g->nodes[score_end(k->g, a)].in[0];
+	const int c = k->g->nodes[end].in[0];
 	const char *sig = "\t__device__ __forceinline__ %s %s(int r0, int r1, int c0, int c1) const\n\t{\n%s";
 	cu_out(E, "struct %s {\n\t/* the least and the greatest value of the mask's condition over rows [r0, r1] "
 	       "and keys [c0, c1] */\n", name);
@@ -506,20 +594,16 @@ static int attn_consumers(const FgGraph *g, const FgGroup *gr, const FgAttn *a)
 }
 
 /* The keys of a tile of a's kernel (fga::Plan's BN): 64 at head dim 256,
- * where O takes half the registers; 176 at 128 where the scores get no op
- * but a folded scale (identities aside) and O is all the kernel writes
+ * where O takes half the registers; 176 at 128 where the functor computes
+ * no score op (f: a scale and identities only) and O is all it writes
  * (FlashAttention-3's tile: fewer turns a row, each longer; 2.7-3.9%
  * faster than 128 at 4k and 8k keys on the H200, docs/performance.md v16;
  * 3.7-5.6% in the harness, v23); else 128: at 176, a
  * mask, a bias, a log-sum-exp or p written spilled registers in
  * tests/gpu's attention graphs, and a causal mask ran at half the speed. */
-static int64_t attn_keys(const FgGraph *g, const FgAttn *a)
+static int64_t attn_keys(const FgAttn *a, const ScoreFold *f)
 {
-	int ops = 0;            /* the score ops that compute (an identity does not) */
-	for (int i = 0; i < a->nchain; i++)
-		ops += g->nodes[a->chain[i]].op != FG_OP_IDENTITY;
-	const int bare = (ops == 0 || (ops == 1 && folded_scale(g, a) != 1)) && !a->nprobs && !a->p_written &&
-			 a->lse_y < 0;
+	const int bare = f->ops == 0 && !a->nprobs && !a->p_written && a->lse_y < 0;
 	return a->d == 256 ? 64 : a->d == 128 && bare ? 176 : 128;
 }
 
@@ -580,6 +664,8 @@ static int staged_operand(const FgGraph *g, const FgGroup *gr, const FgAttn *a, 
  * report's note and the emitter: the mask's bounds (skips), the consumers,
  * the key tile, the staged operand, the split keys. */
 typedef struct AttnPlan {
+	ScoreFold fold;
+	int end;                /* score_end */
 	Bounds bounds;
 	int neg, skips, nc;
 	int64_t bn;
@@ -589,9 +675,11 @@ typedef struct AttnPlan {
 
 static void attn_plan(FgArena *ar, const FgGraph *g, const FgGroup *gr, const FgAttn *a, AttnPlan *p)
 {
-	p->skips = mask_bounds(ar, g, a, &p->bounds, &p->neg);
+	score_fold(g, a, &p->fold);
+	p->end = score_end(g, a, &p->fold);
+	p->skips = mask_bounds(ar, g, a, p->end, &p->bounds, &p->neg);
 	p->nc = attn_consumers(g, gr, a);
-	p->bn = attn_keys(g, a);
+	p->bn = attn_keys(a, &p->fold);
 	p->se = 0;
 	p->st = staged_operand(g, gr, a, p->nc, p->bn, p->skips, &p->se);
 	p->nsplit = attn_splits(a, p->nc, p->bn, cu_numel(&g->nodes[a->mm2].shape) / (a->sq * a->d), &p->kts);
@@ -616,9 +704,11 @@ const char *cu_attention_note(const FgPlan *plan, int gi)
 		return NULL;
 	AttnPlan p;
 	attn_plan(ar, g, &plan->groups[gi], &a, &p);
+	const char *fold = fold_phrase(ar, &p.fold);
 	return cu_fmt(ar, "the generated sm_90a flash kernel, head dim %lld, %lld query rows against %lld keys in tiles of "
-		      "%lld x %lld, %s%s%s%s%s%s", (long long)a.d, (long long)a.sq, (long long)a.sk, 64LL * p.nc,
-		      (long long)p.bn, p.st >= 0 ? cu_fmt(ar, "%s, ", staged_phrase(ar, plan, p.st)) : "",
+		      "%lld x %lld, %s%s%s%s%s%s%s", (long long)a.d, (long long)a.sq, (long long)a.sk, 64LL * p.nc,
+		      (long long)p.bn, *fold ? cu_fmt(ar, "%s, ", fold) : "",
+		      p.st >= 0 ? cu_fmt(ar, "%s, ", staged_phrase(ar, plan, p.st)) : "",
 		      p.skips ? "key tiles that the mask's iota bounds put at -inf skipped, those it keeps whole computed without "
 			      "its compare" : "every key tile computed",
 		      a.lse_y >= 0 ? cu_fmt(ar, ", %s written per row", plan->names[a.lse_y]) : "",
@@ -669,19 +759,22 @@ void cu_emit_attention(Emit *E, Kern *k)
 	Kern ks_;
 	cu_kern_init(&ks_, E, k->gi);
 	ks_.st_id = st;
-	const double scale = folded_scale(k->g, &a);
-	pair_ops(&ks_, &a, scale != 1 ? a.chain[0] : a.mm1, a.x);
+	const ScoreFold *f = &pl.fold;
+	const double scale = f->scale;
+	ks_.unscaled = f->unscaled;
+	pair_ops(&ks_, &a, f->from, f->pre, a.x);
 	/* with a mask that bounds tiles, the ops inside it, for the tiles it
 	 * keeps whole */
 	Kern ki;
 	cu_kern_init(&ki, E, k->gi);
 	ki.st_id = st;          /* the staged operand is read in both */
+	ki.unscaled = f->unscaled;
 	if (skips)
-		pair_ops(&ki, &a, scale != 1 ? a.chain[0] : a.mm1, k->g->nodes[score_end(k->g, &a)].in[3 - neg]);
+		pair_ops(&ki, &a, f->from, f->pre, k->g->nodes[pl.end].in[3 - neg]);
 	Kern kp, kw;
 	cu_kern_init(&kp, E, k->gi);
 	if (a.nprobs)
-		pair_ops(&kp, &a, a.p, a.probs[a.nprobs - 1]);
+		pair_ops(&kp, &a, a.p, 1, a.probs[a.nprobs - 1]);
 	cu_kern_init(&kw, E, k->gi);
 	if (a.p_written)
 		p_stores(&kw, &a);
@@ -704,13 +797,14 @@ void cu_emit_attention(Emit *E, Kern *k)
 	}
 	cu_emit_comment(E, k->gi, cu_fmt(E->a, "attention on the generated sm_90a flash kernel (fga::attention, head dim "
 				   "%lld, %lld query rows against %lld keys, %lld matrices%s): the scores (%s) and the "
-				   "probabilities (%s) %s; score ops in %s%s, the output's stores in %s%s%s%s%s",
+				   "probabilities (%s) %s; score ops in %s%s%s, the output's stores in %s%s%s%s%s",
 				   (long long)a.d, (long long)a.sq, (long long)a.sk, (long long)Z,
 				   cu_numel(kshape) < cu_numel(os) / a.sq * a.sk ? ", k and v shared across the batch" : "",
 				   k->plan->names[a.mm1], k->plan->names[a.p], a.p_written ? cu_fmt(E->a, "written by %s "
 				   "from a second pass over the keys, the scores on chip" , cu_kname(k, "psave")) :
 				   "stay on chip", sname,
 				   st >= 0 ? cu_fmt(E->a, " (%s)", staged_phrase(E->a, k->plan, st)) : "",
+				   *fold_phrase(E->a, f) ? cu_fmt(E->a, " (%s)", fold_phrase(E->a, f)) : "",
 				   oname,
 				   skips ?
 				   cu_fmt(E->a, ", key tiles masked or kept whole in %s (a kept one takes %s)", cu_kname(k, "tiles"),
@@ -721,7 +815,7 @@ void cu_emit_attention(Emit *E, Kern *k)
 				   nsplit > 1 ? cu_fmt(E->a, "; the keys in %lld runs of %lld tile%s, a block each, their "
 						       "partials (scratch) merged in order by fga::combine", (long long)nsplit,
 						       (long long)kts, kts == 1 ? "" : "s") : ""));
-	const char *tiles = tile_functor(E, k, &a, skips ? &pl.bounds : NULL, neg, cu_kname(k, "tiles"));
+	const char *tiles = tile_functor(E, k, pl.end, skips ? &pl.bounds : NULL, neg, cu_kname(k, "tiles"));
 	const char *rows = rows_functor(E, k, &a, cu_kname(k, "rows"));
 	const char *ssig = "int z_, int r_, int c_, float &v0, float &v1, const void *st_", *iname = cu_kname(k, "inner");
 	const char *sargs = functor(E, &ks_, sname, ssig, &a, W_NONE, NULL);

@@ -239,6 +239,10 @@ typedef struct Kern {
 	 * the pair through the functor's argument st_. */
 	int st_id;
 	Ix st_at;
+	/* An attention score functor's last factor that the kernel applies as
+	 * its scale (attention.c, ScoreFold): its value is its other operand's,
+	 * or -1. */
+	int unscaled;
 	int failed;
 } Kern;
 
