@@ -25,6 +25,7 @@
 #include <cuda_fp8.h>
 #include <math_constants.h>
 #include <stdint.h>
+#include <string.h>
 #include <cooperative_groups.h>
 
 #include "fgrt_philox.h"
@@ -85,6 +86,31 @@ FG_DEV float fg_ex2(float a)
 	float r;
 	asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(a));
 	return r;
+}
+/* 2^a on the FMA pipe, not the MUFU: for a <= 127 (the softmax's
+ * exponents, x - max <= 0; there is no upper clamp).  a = j + f, j the
+ * nearest integer (a + 1.5 2^23 rounds a into the float's low bits), f
+ * in [-1/2, 1/2]; 2^f a degree-4 polynomial (coefficients fitted for the
+ * least greatest relative error, 2^-18.5, against ex2.approx's 2^-22: far
+ * inside f16's and bf16's roundoff, the probabilities' dtypes), and 2^j
+ * added to its exponent field.  Below -126 it is 0, as ex2.approx.ftz
+ * flushes (a row of -inf keeps its sum 0).  Eleven instructions where
+ * fg_ex2 is one, but not on the MUFU, whose 16 a cycle a multiprocessor
+ * bound the attention kernel once its score ops take it too (a softcap's
+ * tanh: docs/performance.md v26); tests/runtime/ex2_fma.cu measures it. */
+FG_HD float fg_ex2_fma(float a)
+{
+	const float t = a + 12582912.0f;
+	const float f = a - (t - 12582912.0f);
+	const float p = fmaf(fmaf(fmaf(fmaf(0x1.3997d2p-7f, f, 0x1.ca1440p-5f), f, 0x1.ec06dap-3f), f, 0x1.62e0dcp-1f),
+			     f, 0x1.ffffe8p-1f);
+	unsigned int pb, tb;
+	memcpy(&pb, &p, sizeof pb);
+	memcpy(&tb, &t, sizeof tb);
+	pb += tb << 23;
+	float r;
+	memcpy(&r, &pb, sizeof r);
+	return a < -126.0f ? 0.0f : r;
 }
 FG_DEV float fg_rcp(float a)
 {
@@ -355,6 +381,31 @@ template <typename T, int N>
 struct __align__(sizeof(T) * N) FgVec {
 	T v[N];
 };
+
+/* Lane I of vector w, as fg_read reads it.  A bf16 is the upper half of
+ * the f32 of the same value, so in a vector of an even number of lanes
+ * the even lane is its pair's 32-bit word shifted up 16 and the odd one
+ * the word with its lower half cleared: one instruction each, where
+ * fg_read's conversion of the odd lane took a PRMT and an IMAD.U32 (a
+ * bias staged in bf16: 64 of the attention loop's 1,052 instructions).
+ * Bit for bit __bfloat162float's, NaNs' payloads too
+ * (tests/runtime/bf16_lanes.cu). */
+template <int I, typename T, int N>
+FG_DEV auto fg_lane(const FgVec<T, N> &w) { return fg_read(w.v[I]); }
+template <int I, int N>
+FG_HD float fg_lane(const FgVec<__nv_bfloat16, N> &w)
+{
+	if constexpr (N % 2 != 0) {
+		return __bfloat162float(w.v[I]);
+	} else {
+		unsigned int u;
+		memcpy(&u, &w.v[I & ~1], sizeof u);
+		float f;
+		const unsigned int b = I % 2 ? u & 0xffff0000u : u << 16;
+		memcpy(&f, &b, sizeof f);
+		return f;
+	}
+}
 
 template <int N, typename T>
 FG_DEV FgVec<T, N> fg_ldv(const T *p) { return *(const FgVec<T, N> *)p; }

@@ -229,11 +229,11 @@ Val cu_load(Kern *k, int id, const Ix *x)
 		 * used, so the loop holds the packed vector, not a float a lane */
 		if (k->widen_at_use && w.lv < k->depth && fg_dtype_size[n->dt] < (int)sizeof(float)) {
 			cu_path(k->E, k->gi, CU_PATH_ROW_PACKED);
-			return (Val){cu_fmt(k->a, "fg_read(%s.v[%d])", w.e, one ? 0 : x->lane), w.lv};
+			return (Val){cu_fmt(k->a, "fg_lane<%d>(%s)", one ? 0 : x->lane, w.e), w.lv};
 		}
 		const char *v = cu_fresh(k, w.lv, cu_fmt(k->a, "v_%s", cu_name(k, id)));
-		cu_kline(k, w.lv, NULL, "const %s %s = fg_read(%s.v[%d]);", fg_dtype_info[n->dt].cuda, v, w.e,
-			 one ? 0 : x->lane);
+		cu_kline(k, w.lv, NULL, "const %s %s = fg_lane<%d>(%s);", fg_dtype_info[n->dt].cuda, v, one ? 0 : x->lane,
+			 w.e);
 		return (Val){v, w.lv};
 	}
 	int lv = cu_ix_level(x, s);
