@@ -161,10 +161,11 @@ template <int D, int NC, int BN_, int SE = 0> struct Plan {
  * one each), row-major, rows 16-byte aligned.  The producer brings its
  * tile of the block's rows and the key tile's keys by the tensor-memory
  * accelerator, beside K on the same barrier, and the consumers read the
- * score functors' pairs from there (stage_read): a bias or a mask read
- * per score from global memory ran at 60% of the plain kernel's rate, the
- * L1 busy with eight 128-byte lines a warp load (docs/performance.md
- * v24). */
+ * score functors' pairs from there (stage_read; 2-byte elements the whole
+ * tile's at once, stage_ahead, while the turn's products run: v28-v29):
+ * a bias or a mask read per score from global memory ran at 60% of the
+ * plain kernel's rate, the L1 busy with eight 128-byte lines a warp load
+ * (docs/performance.md v24). */
 struct Staged {
 	const void *p;
 	FgrtDtype dt;
@@ -519,32 +520,47 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 				}
 		}
 	};
-	auto score_ops = [&](float *sc, int k0) {
+	/* A 2-byte staged operand's pairs of the whole tile, read ahead: by
+	 * BN / 16 ldmatrix.x4 as soon as the turn's products are issued, so
+	 * that the reads run beside them, not after S = Q K^T is done,
+	 * between its wait and the score ops (stage_read's j, 2i) */
+	using Ahead = uint32_t[SE == 2 ? BN / 16 : 1][4];
+	auto stage_ahead = [&](Ahead &a) {
+		if constexpr (SE == 2) {
+#pragma unroll
+			for (int i = 0; i < BN / 16; i++)
+				stage_read(a[i], 2 * i);
+		}
+	};
+	auto score_ops = [&](float *sc, int k0, const Ahead *ahead) {
 		/* 2. the score ops, and -inf past the keys: a tile whose scores
 		 * the mask keeps whole for this consumer's rows takes the ops
 		 * inside the mask alone (Inner) */
 		const int c0 = k0 + 2 * (l % 4);
 		auto ops = [&](const auto &f) {
 			uint32_t sv[4];         /* key blocks j and j + 1's staged pairs (stage_read) */
-			auto st = [&](int i) -> const void * { return SE > 0 ? &sv[i] : nullptr; };
+			/* pair i of key blocks j and j + 1 (j even) */
+			auto st = [&](int j, int i) -> const void * {
+				return SE == 0 ? nullptr : ahead ? (const void *)&(*ahead)[j / 2][i] : (const void *)&sv[i];
+			};
 			if (rows_in && k0 + BN <= Sk) {
 #pragma unroll
 				for (int j = 0; j < BN / 8; j++) {
-					if (j % 2 == 0)
+					if (j % 2 == 0 && !ahead)
 						stage_read(sv, j);
-					f(z, r0, c0 + 8 * j, sc[4 * j], sc[4 * j + 1], st(j % 2 * 2));
-					f(z, r0 + 8, c0 + 8 * j, sc[4 * j + 2], sc[4 * j + 3], st(j % 2 * 2 + 1));
+					f(z, r0, c0 + 8 * j, sc[4 * j], sc[4 * j + 1], st(j, j % 2 * 2));
+					f(z, r0 + 8, c0 + 8 * j, sc[4 * j + 2], sc[4 * j + 3], st(j, j % 2 * 2 + 1));
 				}
 			} else {
 #pragma unroll
 				for (int j = 0; j < BN / 8; j++) {
 					const int col = c0 + 8 * j;
-					if (j % 2 == 0)
+					if (j % 2 == 0 && !ahead)
 						stage_read(sv, j);      /* every lane (ldmatrix); within the tile */
 					if (col < Sk && r0 < Sq)
-						f(z, r0, col, sc[4 * j], sc[4 * j + 1], st(j % 2 * 2));
+						f(z, r0, col, sc[4 * j], sc[4 * j + 1], st(j, j % 2 * 2));
 					if (col < Sk && r0 + 8 < Sq)
-						f(z, r0 + 8, col, sc[4 * j + 2], sc[4 * j + 3], st(j % 2 * 2 + 1));
+						f(z, r0 + 8, col, sc[4 * j + 2], sc[4 * j + 3], st(j, j % 2 * 2 + 1));
 					if (col >= Sk)
 						sc[4 * j] = sc[4 * j + 2] = -CUDART_INF_F;
 					if (col + 1 >= Sk)
@@ -585,8 +601,8 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	 * turn issues both products together: 0.4% slower the other way at
 	 * D = 64) */
 	float ares[2] = {1.0f, 1.0f};
-	auto soft = [&](float *sc, int k0) {
-		score_ops(sc, k0);
+	auto soft = [&](float *sc, int k0, const Ahead *ahead) {
+		score_ops(sc, k0, ahead);
 		/* 3. the online softmax, row r0 + 8h of each pair: l rescaled to
 		 * the new max now, O (with the previous tile's P V) by rescale,
 		 * only where some row of the warp has a new max (64 multiplies a
@@ -685,7 +701,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 				continue;
 			float sc[BN / 2];
 			qk_turn(sc);
-			score_ops(sc, n * BN);
+			score_ops(sc, n * BN, nullptr);
 #pragma unroll
 			for (int h = 0; h < 2; h++) {
 				float mb;
@@ -706,7 +722,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		/* the first tile's turn: S = Q K^T alone (peeled) */
 		float sc[BN / 2];
 		qk_turn(sc);
-		soft(sc, n * BN);
+		soft(sc, n * BN, nullptr);
 		fin(sc);
 	}
 	for (n++; n < nkt; n++) {
@@ -738,6 +754,8 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		pv();
 		wg_commit();
 		pass_turn();
+		Ahead ahead;
+		stage_ahead(ahead);
 		if constexpr (NC == 2)
 			wg_wait<1>();
 		else
@@ -745,7 +763,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		pin<BN / 2>(sc);
 		if constexpr (SE == 0)
 			kdone();
-		soft(sc, k0);
+		soft(sc, k0, SE == 2 ? &ahead : nullptr);
 		wg_wait<0>();
 		pin<D / 2>(o);
 		pin_a<BN / 4>(&pa[0][0]);
