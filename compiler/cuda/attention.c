@@ -84,10 +84,8 @@ static const char *functor(Emit *E, Kern *k, const char *name, const char *sig, 
 typedef struct ScoreFold {
 	double scale;           /* the kernel's; 1: none */
 	double pre;             /* the functor's first product; 1: none */
-	int from;               /* what the kernel gives the functor: mm1, or
-				   the leading factors' last op when they are
-				   the scale */
-	int under;              /* the leading factors' ops */
+	int under;              /* the leading factors' ops (the functor starts
+				   from the last one's value: fold_from) */
 	int unscaled;           /* the last product, the kernel's scale; -1 */
 	int ops;                /* the ops the functor computes (pre one,
 				   identities and the scale none) */
@@ -118,6 +116,12 @@ static int factor_operand(const FgGraph *g, int id)
 	return g->nodes[n->in[0]].op == FG_OP_CONST && n->op == FG_OP_MUL ? n->in[1] : n->in[0];
 }
 
+/* The value chain op i of a takes: the previous op's, or the scores. */
+static int chain_in(const FgAttn *a, int i)
+{
+	return i ? a->chain[i - 1] : a->mm1;
+}
+
 /* Whether op id, taking value prev, keeps a scale of prev: an identity,
  * or a where with -inf as its other branch. */
 static int keeps_scale(const FgGraph *g, int id, int prev)
@@ -133,30 +137,37 @@ static int keeps_scale(const FgGraph *g, int id, int prev)
 
 static void score_fold(const FgGraph *g, const FgAttn *a, ScoreFold *f)
 {
-	*f = (ScoreFold){1, 1, a->mm1, 0, -1, 0};
+	*f = (ScoreFold){1, 1, 0, -1, 0};
 	double c = 1;
 	int n = 0;
-	for (double t; n < a->nchain && (t = const_factor(g, a->chain[n], n ? a->chain[n - 1] : a->mm1)) != 0 &&
+	for (double t; n < a->nchain && (t = const_factor(g, a->chain[n], chain_in(a, n))) != 0 &&
 		       normal_factor(c * t) && normal_factor(1 / (c * t)); n++)
 		c *= t;
 	/* the last op that does not keep a scale: tail */
 	int tail = a->nchain - 1;
-	while (tail >= n && keeps_scale(g, a->chain[tail], tail ? a->chain[tail - 1] : a->mm1))
+	while (tail >= n && keeps_scale(g, a->chain[tail], chain_in(a, tail)))
 		tail--;
 	for (int i = 0; i < a->nchain; i++)
 		f->ops += g->nodes[a->chain[i]].op != FG_OP_IDENTITY;
 	if (n > 0 && tail < n && c > 0) {       /* the leading factors are the scale */
-		f->scale = c, f->from = a->chain[n - 1], f->under = n;
+		f->scale = c, f->under = n;
 		f->ops -= n;
 		return;
 	}
 	if (n > 0)
-		f->pre = c, f->from = a->chain[n - 1], f->under = n, f->ops -= n - 1;
-	double t = tail >= n ? const_factor(g, a->chain[tail], tail ? a->chain[tail - 1] : a->mm1) : 0;
+		f->pre = c, f->under = n, f->ops -= n - 1;
+	double t = tail >= n ? const_factor(g, a->chain[tail], chain_in(a, tail)) : 0;
 	if (t > 0) {
 		f->scale = t, f->unscaled = a->chain[tail];
 		f->ops--;
 	}
+}
+
+/* The value the kernel gives a's score functor: the scores, or the last
+ * leading factor's (its product the kernel's scale, or pre). */
+static int fold_from(const FgAttn *a, const ScoreFold *f)
+{
+	return chain_in(a, f->under);
 }
 
 /* The folds in a phrase, for the note and the kernel's comment ("" when
@@ -782,15 +793,16 @@ void cu_emit_attention(Emit *E, Kern *k)
 	const ScoreFold *f = &pl.fold;
 	const double scale = f->scale;
 	ks_.unscaled = f->unscaled;
-	pair_ops(&ks_, &a, f->from, f->pre, a.x);
+	ks_.unscaled_to = f->unscaled >= 0 ? factor_operand(k->g, f->unscaled) : -1;
+	pair_ops(&ks_, &a, fold_from(&a, f), f->pre, a.x);
 	/* with a mask that bounds tiles, the ops inside it, for the tiles it
 	 * keeps whole */
 	Kern ki;
 	cu_kern_init(&ki, E, k->gi);
 	ki.st_id = st;          /* the staged operand is read in both */
-	ki.unscaled = f->unscaled;
+	ki.unscaled = ks_.unscaled, ki.unscaled_to = ks_.unscaled_to;
 	if (skips)
-		pair_ops(&ki, &a, f->from, f->pre, k->g->nodes[pl.end].in[3 - neg]);
+		pair_ops(&ki, &a, fold_from(&a, f), f->pre, k->g->nodes[pl.end].in[3 - neg]);
 	Kern kp, kw;
 	cu_kern_init(&kp, E, k->gi);
 	if (a.nprobs)
@@ -815,6 +827,7 @@ void cu_emit_attention(Emit *E, Kern *k)
 		cu_path(E, k->gi, CU_PATH_ATTN_SPLIT);
 		cu_use_scratch(E, k->gi, obytes + nsplit * Z * a.sq * 8);
 	}
+	const char *fold = fold_phrase(E->a, f);
 	cu_emit_comment(E, k->gi, cu_fmt(E->a, "attention on the generated sm_90a flash kernel (fga::attention, head dim "
 				   "%lld, %lld query rows against %lld keys, %lld matrices%s): the scores (%s) and the "
 				   "probabilities (%s) %s; score ops in %s%s%s, the output's stores in %s%s%s%s%s",
@@ -824,7 +837,7 @@ void cu_emit_attention(Emit *E, Kern *k)
 				   "from a second pass over the keys, the scores on chip" , cu_kname(k, "psave")) :
 				   "stay on chip", sname,
 				   st >= 0 ? cu_fmt(E->a, " (%s)", staged_phrase(E->a, k->plan, st)) : "",
-				   *fold_phrase(E->a, f) ? cu_fmt(E->a, " (%s)", fold_phrase(E->a, f)) : "",
+				   *fold ? cu_fmt(E->a, " (%s)", fold) : "",
 				   oname,
 				   skips ?
 				   cu_fmt(E->a, ", key tiles masked or kept whole in %s (a kept one takes %s)", cu_kname(k, "tiles"),

@@ -240,9 +240,9 @@ typedef struct Kern {
 	int st_id;
 	Ix st_at;
 	/* An attention score functor's last factor that the kernel applies as
-	 * its scale (attention.c, ScoreFold): its value is its other operand's,
-	 * or -1. */
-	int unscaled;
+	 * its scale (attention.c, ScoreFold), or -1: its value is that of
+	 * unscaled_to, its other operand. */
+	int unscaled, unscaled_to;
 	int failed;
 } Kern;
 

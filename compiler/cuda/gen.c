@@ -642,9 +642,8 @@ Val cu_gen(Kern *k, int id, const Ix *x)
 	if (n->op == FG_OP_CONST)
 		return (Val){cu_literal(k->a, n->dt, n->a.value), 0};
 	if (id == k->unscaled) {        /* its factor is the attention kernel's scale */
-		const int o = k->g->nodes[n->in[0]].op == FG_OP_CONST ? n->in[1] : n->in[0];
-		Ix y = cu_ix_bcast(x, &n->shape, cu_shape_of(k, o));
-		return cu_gen(k, o, &y);
+		Ix y = cu_ix_bcast(x, &n->shape, cu_shape_of(k, k->unscaled_to));
+		return cu_gen(k, k->unscaled_to, &y);
 	}
 	const char *key = cu_memo_key(k, id, x);
 	for (int i = k->memo.n - 1; i >= 0; i--)

@@ -207,7 +207,7 @@ void cu_kern_init(Kern *k, Emit *E, int gi)
 	k->gr = &E->plan->groups[gi];
 	k->mm = -1;
 	k->st_id = -1;
-	k->unscaled = -1;
+	k->unscaled = k->unscaled_to = -1;
 	k->used = fg_arena_alloc(E->a, (size_t)k->gr->nreads + 1);
 	int64_t big = 0;
 	for (int i = 0; i < k->gr->nnodes; i++) {
