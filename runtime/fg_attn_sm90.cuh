@@ -23,8 +23,7 @@
  *      unscaled scores is the scaled ones' over the scale),
  *   3. update each row's running max m and sum l (online softmax: the
  *      output so far and l rescaled by exp(m_old - m_new)), P = exp(S - m)
- *      in exp2 form (of each 8, Score::fma_exps by fg_ex2_fma on the FMA
- *      pipe, the rest on the MUFU: FmaExps),
+ *      in exp2 form,
  *   4. multiply O += P V on wgmma with P from registers (the accumulator
  *      layout of S is the A-operand layout of the next product, a pair of
  *      T per register) and V by descriptor (N-major, transposed by the
@@ -299,19 +298,6 @@ struct NoSkip {
 	{
 		return false;
 	}
-};
-
-/* Of every 8 of the softmax's exponents, how many a consumer computes by
- * fg_ex2_fma (the FMA pipe) rather than fg_ex2 (the MUFU): the Score
- * functor's fma_exps, 0 when it has none.  The compiler asks for some
- * where the score ops take the MUFU too (a softcap's tanh), which the
- * exps would otherwise share with them (compiler/cuda/attention.c,
- * attn_fma_exps). */
-template <class S, class = void> struct FmaExps {
-	static constexpr int n = 0;
-};
-template <class S> struct FmaExps<S, decltype((void)S::fma_exps)> {
-	static constexpr int n = S::fma_exps;
 };
 
 /* The Probs functor of a group without ops on the probabilities. */
@@ -614,11 +600,8 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 				ares[h] = online(sc, h, mb);
 #pragma unroll
 			for (int j = 0; j < BN / 8; j++) {
-#pragma unroll
-				for (int e = 0; e < 2; e++) {
-					const float a = fmaf(sc[4 * j + 2 * h + e], sl2, -mb);
-					sc[4 * j + 2 * h + e] = (2 * j + e) % 8 < FmaExps<Score>::n ? fg_ex2_fma(a) : fg_ex2(a);
-				}
+				sc[4 * j + 2 * h] = fg_ex2(fmaf(sc[4 * j + 2 * h], sl2, -mb));
+				sc[4 * j + 2 * h + 1] = fg_ex2(fmaf(sc[4 * j + 2 * h + 1], sl2, -mb));
 				if constexpr (Psave::on) {
 					sc[4 * j + 2 * h] *= linv[h];
 					sc[4 * j + 2 * h + 1] *= linv[h];

@@ -87,31 +87,6 @@ FG_DEV float fg_ex2(float a)
 	asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(a));
 	return r;
 }
-/* 2^a on the FMA pipe, not the MUFU: for a <= 127 (the softmax's
- * exponents, x - max <= 0; there is no upper clamp).  a = j + f, j the
- * nearest integer (a + 1.5 2^23 rounds a into the float's low bits), f
- * in [-1/2, 1/2]; 2^f a degree-4 polynomial (coefficients fitted for the
- * least greatest relative error, 2^-18.5, against ex2.approx's 2^-22: far
- * inside f16's and bf16's roundoff, the probabilities' dtypes), and 2^j
- * added to its exponent field.  Below -126 it is 0, as ex2.approx.ftz
- * flushes (a row of -inf keeps its sum 0).  Eleven instructions where
- * fg_ex2 is one, but not on the MUFU, whose 16 a cycle a multiprocessor
- * bound the attention kernel once its score ops take it too (a softcap's
- * tanh: docs/performance.md v26); tests/runtime/ex2_fma.cu measures it. */
-FG_HD float fg_ex2_fma(float a)
-{
-	const float t = a + 12582912.0f;
-	const float f = a - (t - 12582912.0f);
-	const float p = fmaf(fmaf(fmaf(fmaf(0x1.3997d2p-7f, f, 0x1.ca1440p-5f), f, 0x1.ec06dap-3f), f, 0x1.62e0dcp-1f),
-			     f, 0x1.ffffe8p-1f);
-	unsigned int pb, tb;
-	memcpy(&pb, &p, sizeof pb);
-	memcpy(&tb, &t, sizeof tb);
-	pb += tb << 23;
-	float r;
-	memcpy(&r, &pb, sizeof r);
-	return a < -126.0f ? 0.0f : r;
-}
 FG_DEV float fg_rcp(float a)
 {
 	float r;

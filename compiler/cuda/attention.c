@@ -618,22 +618,6 @@ static int64_t attn_keys(const FgAttn *a, const ScoreFold *f)
 	return a->d == 256 ? 64 : a->d == 128 && bare ? 176 : 128;
 }
 
-/* Of each 8 of the softmax's exponents, how many the kernel computes by
- * a polynomial on the FMA pipe (fga::FmaExps, fg_ex2_fma) instead of the
- * MUFU: 3 where the functor computes a transcendental score op (a
- * softcap's tanh takes the MUFU once a score beside the exp, and the two
- * then bound the kernel: docs/performance.md v26-v27), so that the MUFU
- * does 1 + 5/8 a score and the FMA pipe the rest (eleven instructions
- * an exponent); else 0: the exps alone keep the MUFU about half as busy
- * as the tensor cores. */
-static int attn_fma_exps(const FgGraph *g, const FgAttn *a)
-{
-	for (int i = 0; i < a->nchain; i++)
-		if (fg_op_info[g->nodes[a->chain[i]].op].transcendental)
-			return 3;
-	return 0;
-}
-
 /* The runs of a's key tiles of bn keys, *kts tiles each (key_splits);
  * none when p is written (a run does not know its rows' max and sum). */
 static int64_t attn_splits(const FgAttn *a, int nc, int64_t bn, int64_t Z, int64_t *kts)
@@ -693,7 +677,6 @@ static int staged_operand(const FgGraph *g, const FgGroup *gr, const FgAttn *a, 
 typedef struct AttnPlan {
 	ScoreFold fold;
 	int end;                /* score_end */
-	int fexps;              /* attn_fma_exps */
 	Bounds bounds;
 	int neg, skips, nc;
 	int64_t bn;
@@ -705,7 +688,6 @@ static void attn_plan(FgArena *ar, const FgGraph *g, const FgGroup *gr, const Fg
 {
 	score_fold(g, a, &p->fold);
 	p->end = score_end(g, a, &p->fold);
-	p->fexps = attn_fma_exps(g, a);
 	p->skips = mask_bounds(ar, g, a, p->end, &p->bounds, &p->neg);
 	p->nc = attn_consumers(g, gr, a);
 	p->bn = attn_keys(a, &p->fold);
@@ -735,10 +717,8 @@ const char *cu_attention_note(const FgPlan *plan, int gi)
 	attn_plan(ar, g, &plan->groups[gi], &a, &p);
 	const char *fold = fold_phrase(ar, &p.fold);
 	return cu_fmt(ar, "the generated sm_90a flash kernel, head dim %lld, %lld query rows against %lld keys in tiles of "
-		      "%lld x %lld, %s%s%s%s%s%s%s%s", (long long)a.d, (long long)a.sq, (long long)a.sk, 64LL * p.nc,
+		      "%lld x %lld, %s%s%s%s%s%s%s", (long long)a.d, (long long)a.sq, (long long)a.sk, 64LL * p.nc,
 		      (long long)p.bn, *fold ? cu_fmt(ar, "%s, ", fold) : "",
-		      p.fexps ? cu_fmt(ar, "%d of every 8 of the softmax's exponents on the FMA pipe (the score ops take "
-				      "the MUFU), ", p.fexps) : "",
 		      p.st >= 0 ? cu_fmt(ar, "%s, ", staged_phrase(ar, plan, p.st)) : "",
 		      p.skips ? "key tiles that the mask's iota bounds put at -inf skipped, those it keeps whole computed without "
 			      "its compare" : "every key tile computed",
@@ -851,8 +831,7 @@ void cu_emit_attention(Emit *E, Kern *k)
 	const char *tiles = tile_functor(E, k, pl.end, skips ? &pl.bounds : NULL, neg, cu_kname(k, "tiles"));
 	const char *rows = rows_functor(E, k, &a, cu_kname(k, "rows"));
 	const char *ssig = "int z_, int r_, int c_, float &v0, float &v1, const void *st_", *iname = cu_kname(k, "inner");
-	const char *sargs = functor(E, &ks_, sname, ssig, &a, W_NONE, pl.fexps ? cu_fmt(k->a, "static constexpr int "
-				    "fma_exps = %d;   /* of every 8 exponents (fga::FmaExps) */", pl.fexps) : NULL);
+	const char *sargs = functor(E, &ks_, sname, ssig, &a, W_NONE, NULL);
 	const char *inner = skips ? cu_fmt(k->a, "%s{%s}", iname, functor(E, &ki, iname, ssig, &a, W_NONE, NULL)) :
 			    cu_fmt(k->a, "%s{%s}", sname, sargs);
 	const char *pname = cu_kname(k, "probs"), *wname = cu_kname(k, "psave");
