@@ -33,6 +33,12 @@ of the device-to-device copy bandwidth measured in the same process
 (peers.copy_bandwidth, bytes read plus written).  Writes
 OUT/decode.md and OUT/decode.json.
 
+Decode steps are also timed as CUDA-graph replays (the replayed
+regime): each peer's call captured in a graph of its own, the graphs
+replayed back to back as the sustained regime times calls; a step of
+tens of microseconds is otherwise as much the host's call as the GPU's
+work, for every peer.
+
 --all runs the prefill rows, the score-mod rows and the decode steps in
 one process and writes them all to OUT/attention.md and
 OUT/attention.json (docs/performance.md's table).  Each row goes to the
@@ -178,13 +184,42 @@ def bench_case(args, case, built, clock, nvml):
             fn()
     cold, cold_clock = peers.time_cold(clock, nvml, fns, args.runs, args.gap)
     sus, sus_clock = peers.time_sustained(clock, nvml, fns, args.rounds, args.sustain, cold)
-    for regime, times, clocks in (("cold", cold, cold_clock), ("sustained", sus, sus_clock)):
-        for name in fns:
+    regimes = [("cold", cold, cold_clock), ("sustained", sus, sus_clock)]
+    if mod == "decode":
+        graphs = captured(fns, row)
+        regimes.append(("replayed",) + peers.time_sustained(clock, nvml, graphs, args.rounds, args.sustain, cold))
+    for regime, times, clocks in regimes:
+        for name in times:
             row["%s_%s_ms" % (regime, name)] = times[name]
             row["%s_%s_tflops" % (regime, name)] = flops / times[name] / 1e9
             row["%s_%s_gbs" % (regime, name)] = kv_bytes / times[name] / 1e6
             row["%s_%s_mhz" % (regime, name)] = clocks[name]["mhz"]
     return row
+
+
+def captured(fns, row):
+    """Each fn captured into a CUDA graph of its own (a decode step as a
+    server runs it: one replay a step, no host work between the kernels),
+    as the graph's replay; a peer whose call cannot be captured is left
+    out, its error in row[NAME_replayed_error]."""
+    graphs = {}
+    for name, fn in fns.items():
+        try:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    fn()
+            torch.cuda.current_stream().wait_stream(side)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                fn()
+            g.replay()
+            torch.cuda.synchronize()
+            graphs[name] = g.replay
+        except Exception as e:
+            row[name + "_replayed_error"] = peers.first_line(e)
+    return graphs
 
 
 PEERS = ("fgc", "cudnn", "flash", "compile")
@@ -213,7 +248,8 @@ def table(rows, regime):
         cells = []
         for p in PEERS:
             v = r.get("%s_%s_%s" % (regime, p, key))
-            cells.append("%.0f" % v if v else r.get(p + "_error", r.get("error", "-"))[:40])
+            cells.append("%.0f" % v if v else r.get("%s_%s_error" % (p, regime),
+                                                      r.get(p + "_error", r.get("error", "-")))[:40])
         f, c = r.get("%s_fgc_ms" % regime), r.get("%s_cudnn_ms" % regime)
         if dec:
             g, copy = r.get("%s_fgc_gbs" % regime), r.get("copy_gbs")
@@ -296,11 +332,16 @@ def main():
 
 def section(title, rows):
     """A markdown section of rows of one kind (prefill, or decode): the cold
-    table, then the sustained; none without rows."""
+    table, then the sustained, and for decode steps their graphs' replays;
+    none without rows."""
     if not rows:
         return ""
-    return "# %s\n\n## Cold\n\n%s\n\n## Sustained\n\n%s\n\n" % (
+    md = "# %s\n\n## Cold\n\n%s\n\n## Sustained\n\n%s\n\n" % (
         title, table(rows, "cold"), table(rows, "sustained"))
+    if rows[0]["mod"] == "decode":
+        md += "## Replayed (each peer's call captured in a CUDA graph, replayed back to back)\n\n%s\n\n" % (
+            table(rows, "replayed"))
+    return md
 
 if __name__ == "__main__":
     main()

@@ -82,11 +82,15 @@
  * Few blocks (decoding: a handful of query rows against a long cache)
  * would leave most multiprocessors idle.  Then the launch splits the key
  * tiles into runs of part.kts (SPLIT: flash-decoding), a block each; a
- * block leaves its rows' unnormalized O, max m and sum l in part (f32),
- * and fga::combine, a second kernel, merges the splits of each row in
- * split order (the same result every run), then divides and calls Out
- * and Rows.  Consumers past the block's last query row (one row of a
- * decode step needs one) leave at once; those left take the turns.
+ * block leaves its rows' unnormalized O, max m and sum l in part (f32)
+ * and counts its arrival, a warp's rows on a counter of their own
+ * (part.arrivals); the warp that arrives last for its rows, whichever
+ * split it has, merges every split's partials in split order (the same
+ * result every run), leaves the counter at 0 for the next launch, then
+ * divides and calls Out and Rows: one kernel, where a second one merged
+ * the splits before.  Consumers past the block's last query row (one
+ * row of a decode step needs one) leave at once; those left take the
+ * turns.
  */
 #ifndef FG_ATTN_SM90_CUH
 #define FG_ATTN_SM90_CUH
@@ -206,11 +210,15 @@ template <int BM, int SE> struct StagedAt {
  * results: per split, output matrix and query row (in that order, C
  * order), O not yet divided by the sum (D floats) and the pair (m, l),
  * the row's max of the scores (-inf when the split's keys are all masked
- * for the row) and its sum of exp(scale (s - m)). */
+ * for the row) and its sum of exp(scale (s - m)).  arrivals: a counter
+ * per warp of consumer rows (output matrix, query tile, consumer, warp:
+ * Z ceil(Sq / BM) NC 4 of them), 0 before a launch and after it
+ * (ctx->counters, which the runtime zeroes once). */
 struct Part {
 	float *o;
 	float2 *ml;
 	int nsplit, kts;        /* splits; key tiles a split (the last may have fewer) */
+	unsigned *arrivals;
 };
 
 /* Where output matrix z reads k and v: the output's batch dims (ext, C
@@ -335,6 +343,98 @@ static __device__ __forceinline__ double min4(double a, double b, double c, doub
 static __device__ __forceinline__ double max4(double a, double b, double c, double d)
 {
 	return fmax(fmax(a, b), fmax(c, d));
+}
+
+/* The merge of a split launch's partials for rows [wr, wr + rv) of
+ * matrix z (rv <= RS), by the warp that counted the last split of them:
+ * the RS rows side by side, 32 / RS lanes each (LPR), a lane CPL pairs of
+ * columns.  O and l are the sums of each split's O and l scaled by
+ * exp(scale (m_i - m)), m the largest of the splits' maxima m_i; a split
+ * whose keys are all masked for the row (m_i = -inf) adds nothing.  In
+ * one pass: the splits in batches of U, a batch's reads in flight at
+ * once (a lane's registers for them at most 64), m the largest so far
+ * and O and l rescaled when a batch raises it (the online softmax's
+ * step), so that up to U splits take one round trip to memory.  The sums
+ * run in split order, each lane of a row the same: the same bits
+ * whichever split arrived last.  Then O / l to Out and (m, l) to Rows, as
+ * the unsplit kernel's end does. */
+template <int D, int RS, class Out, class Rows>
+static __device__ __forceinline__ void merge_rows(const Part &part, int64_t nrows, int z, int Sq, int wr, int rv,
+						  float sl2, float scale, const Out &out, const Rows &rows)
+{
+	constexpr int LPR = 32 / RS, CPL = D / 2 / LPR, U = CPL >= 31 ? 1 : 32 / (CPL + 1);
+	const int l = threadIdx.x % 32, s = l / LPR, q = l % LPR, n = part.nsplit;
+	if (s >= rv)
+		return;
+	const int64_t row = (int64_t)z * Sq + wr + s;
+	float2 acc[CPL];
+#pragma unroll
+	for (int c = 0; c < CPL; c++)
+		acc[c] = make_float2(0.0f, 0.0f);
+	float m = -CUDART_INF_F, ls = 0.0f;
+	for (int i0 = 0; i0 < n; i0 += U) {
+		float2 ml[U], v[U][CPL];
+		float mk = -CUDART_INF_F;
+#pragma unroll
+		for (int k = 0; k < U; k++) {
+			const int64_t at = (int64_t)(i0 + k) * nrows + row;
+			ml[k] = make_float2(-CUDART_INF_F, 0.0f);
+			if (i0 + k >= n)
+				continue;
+			ml[k] = __ldcg(&part.ml[at]);
+#pragma unroll
+			for (int c = 0; c < CPL; c++)
+				v[k][c] = __ldcg((const float2 *)(part.o + at * D) + q + LPR * c);
+		}
+#pragma unroll
+		for (int k = 0; k < U; k++)
+			mk = fmaxf(mk, ml[k].x);
+		if (mk > m) {
+			const float a = m == -CUDART_INF_F ? 0.0f : fg_ex2((m - mk) * sl2);
+			ls *= a;
+#pragma unroll
+			for (int c = 0; c < CPL; c++)
+				acc[c] = make_float2(acc[c].x * a, acc[c].y * a);
+			m = mk;
+		}
+		const float mb = m * sl2;
+#pragma unroll
+		for (int k = 0; k < U; k++) {
+			if (ml[k].x == -CUDART_INF_F)
+				continue;
+			const float f = fg_ex2(fmaf(ml[k].x, sl2, -mb));
+			ls = fmaf(ml[k].y, f, ls);
+#pragma unroll
+			for (int c = 0; c < CPL; c++)
+				acc[c] = make_float2(fmaf(v[k][c].x, f, acc[c].x), fmaf(v[k][c].y, f, acc[c].y));
+		}
+	}
+	const float inv = 1.0f / ls;
+#pragma unroll
+	for (int c = 0; c < CPL; c++)
+		out(z, wr + s, 2 * (q + LPR * c), acc[c].x * inv, acc[c].y * inv);
+	if (q == 0)
+		rows(z, wr + s, m * scale, ls);
+}
+
+/* The rows of a warp of consumer rows, from wr, merged (merge_rows):
+ * side by side as many as a warp's registers take (a lane's pairs at
+ * most 32: 16 rows up to D = 128, 8 at 256), in turn past that. */
+template <int D, class Out, class Rows>
+static __device__ __forceinline__ void merge(const Part &part, int64_t nrows, int z, int Sq, int wr, float sl2,
+					     float scale, const Out &out, const Rows &rows)
+{
+	constexpr int MAXRS = D > 128 ? 2048 / D : 16;
+	const int rv = min(16, Sq - wr);
+	if (rv == 1)
+		merge_rows<D, 1>(part, nrows, z, Sq, wr, 1, sl2, scale, out, rows);
+	else if (rv == 2)
+		merge_rows<D, 2>(part, nrows, z, Sq, wr, 2, sl2, scale, out, rows);
+	else if (rv <= 4)
+		merge_rows<D, 4>(part, nrows, z, Sq, wr, rv, sl2, scale, out, rows);
+	else
+		for (int s0 = 0; s0 < rv; s0 += MAXRS)
+			merge_rows<D, MAXRS>(part, nrows, z, Sq, wr + s0, min(MAXRS, rv - s0), sl2, scale, out, rows);
 }
 
 template <class T, int D, int NC, int BN_, bool SPLIT, int SE, class Score, class Inner, class Tiles, class Out,
@@ -776,73 +876,53 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		sum_rows();
 	const int cb = 2 * (l % 4);
 	if constexpr (SPLIT) {
-		const int64_t nrows = (int64_t)(gridDim.x / part.nsplit / ntm) * Sq;
-		const int64_t row = (int64_t)split * nrows + (int64_t)z * Sq + r0;
+		/* the partials, then the arrival: the last of the splits' warps
+		 * for these rows merges them all (merge) */
+		const int64_t nrows = (int64_t)(gridDim.x / part.nsplit / ntm) * Sq, row = (int64_t)z * Sq + r0;
 #pragma unroll
 		for (int h = 0; h < 2; h++) {
 			if (r0 + 8 * h >= Sq)
 				continue;
-			float2 *po = (float2 *)(part.o + (row + 8 * h) * D + cb);
+			const int64_t at = split * nrows + row + 8 * h;
+			float2 *po = (float2 *)(part.o + at * D + cb);
 #pragma unroll
 			for (int j = 0; j < D / 8; j++)
 				po[4 * j] = make_float2(o[4 * j + 2 * h], o[4 * j + 2 * h + 1]);
 			if (l % 4 == 0)
-				part.ml[row + 8 * h] = make_float2(mrow[h], lsum[h]);
+				part.ml[at] = make_float2(mrow[h], lsum[h]);
 		}
-	} else {
-		const float inv[2] = {Psave::on ? 1.0f : 1.0f / lsum[0], Psave::on ? 1.0f : 1.0f / lsum[1]};
-#pragma unroll
-		for (int j = 0; j < D / 8; j++) {
-			if (r0 < Sq)
-				out(z, r0, cb + 8 * j, o[4 * j] * inv[0], o[4 * j + 1] * inv[0]);
-			if (r0 + 8 < Sq)
-				out(z, r0 + 8, cb + 8 * j, o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]);
-		}
-#pragma unroll
-		for (int h = 0; h < 2; h++)
-			if (l % 4 == 0 && r0 + 8 * h < Sq)
-				rows(z, r0 + 8 * h, mrow[h] * scale, lsum[h]);
+		if (r0 - l / 4 >= Sq)
+			return;         /* none of the warp's rows is one of q's: no partials, no count */
+		__threadfence();
+		__syncwarp();
+		unsigned *const count = part.arrivals + ((int64_t)b * NC + c) * 4 + w;
+		int last = 0;
+		if (l == 0)
+			last = atomicAdd(count, 1u) == (unsigned)part.nsplit - 1;
+		if (!__shfl_sync(~0u, last, 0))
+			return;
+		if (l == 0)
+			*count = 0;     /* every split counted: ready for the next launch */
+		__threadfence();
+		merge<D>(part, nrows, z, Sq, r0 - l / 4, sl2, scale, out, rows);
+		return;
 	}
+	/* O / l to Out, (m, l) to Rows */
+	const float inv[2] = {Psave::on ? 1.0f : 1.0f / lsum[0], Psave::on ? 1.0f : 1.0f / lsum[1]};
+#pragma unroll
+	for (int j = 0; j < D / 8; j++) {
+		if (r0 < Sq)
+			out(z, r0, cb + 8 * j, o[4 * j] * inv[0], o[4 * j + 1] * inv[0]);
+		if (r0 + 8 < Sq)
+			out(z, r0 + 8, cb + 8 * j, o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]);
+	}
+#pragma unroll
+	for (int h = 0; h < 2; h++)
+		if (l % 4 == 0 && r0 + 8 * h < Sq)
+			rows(z, r0 + 8 * h, mrow[h] * scale, lsum[h]);
 #else
 	__trap();       /* built for another target: the launcher refuses first */
 #endif
-}
-
-/* The second kernel of a split launch: row r of matrix z from the
- * splits' partials, merged in split order (m the largest of the splits'
- * maxima, each split's O and l scaled by exp(scale (m_i - m))), then O / l
- * to Out and (m, l) to Rows as the unsplit kernel's end does.  A thread a
- * pair of columns, D / 2 a row. */
-template <int D, class Out, class Rows>
-__global__ void __launch_bounds__(256)
-combine(Part part, int Sq, int64_t nrows, float scale, Out out, Rows rows)
-{
-	constexpr int TPR = D / 2;
-	const int64_t row = (int64_t)blockIdx.x * (256 / TPR) + threadIdx.x / TPR;
-	const int c = 2 * (threadIdx.x % TPR);
-	if (row >= nrows)
-		return;
-	const float sl2 = scale * LOG2E;
-	float m = -CUDART_INF_F;
-	for (int i = 0; i < part.nsplit; i++)
-		m = fmaxf(m, part.ml[i * nrows + row].x);
-	const float mb = (m == -CUDART_INF_F ? 0.0f : m) * sl2;
-	float lsum = 0.0f, o0 = 0.0f, o1 = 0.0f;
-	for (int i = 0; i < part.nsplit; i++) {
-		const float2 ml = part.ml[i * nrows + row];
-		if (ml.x == -CUDART_INF_F)
-			continue;       /* every key of the split masked: l and O are 0 */
-		const float f = fg_ex2(fmaf(ml.x, sl2, -mb));
-		const float2 po = *(const float2 *)(part.o + (i * nrows + row) * D + c);
-		lsum = fmaf(ml.y, f, lsum);
-		o0 = fmaf(po.x, f, o0);
-		o1 = fmaf(po.y, f, o1);
-	}
-	const float inv = 1.0f / lsum;
-	const int z = (int)(row / Sq), r = (int)(row % Sq);
-	out(z, r, c, o0 * inv, o1 * inv);
-	if (c == 0)
-		rows(z, r, m * scale, lsum);
 }
 
 /* ------------------------------------------------------------ the host */
@@ -861,8 +941,9 @@ static void tmap(CUtensorMap *m, const void *p, int64_t rows, int D, int64_t n, 
 
 /* Launches attention<T, D, NC, SPLIT> on ctx->stream: Z output matrices of
  * Sq rows; k and v hold zk and zv matrices of Sk rows.  SPLIT: the key
- * tiles in part.nsplit runs, the partials into part (then launch
- * combine).  SE > 0: st is the staged score operand, of SE-byte elements. */
+ * tiles in part.nsplit runs, a block each, merged by the last to arrive
+ * (part.arrivals zero).  SE > 0: st is the staged score operand, of
+ * SE-byte elements. */
 template <class T, int D, int NC, int BN_, bool SPLIT, int SE = 0, class Score, class Inner, class Tiles, class Out,
 	  class Rows, class Probs, class Psave>
 static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v, int Sq, int Sk, float scale,
@@ -888,15 +969,6 @@ static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v
 	attention<T, D, NC, BN_, SPLIT, SE, Score, Inner, Tiles, Out, Rows, Probs, Psave>
 		<<<(unsigned)grid, P::THREADS, P::SMEM, ctx->stream>>>(mq, mk, mv, ms, st.nz, Sq, Sk, scale, bt, score,
 								       inner, masked, out, rows, probs, psave, part);
-}
-
-/* Launches combine<D> on ctx->stream after a split attention launch of
- * Z matrices of Sq rows. */
-template <int D, class Out, class Rows>
-static void launch_combine(FgrtContext *ctx, const Part &part, int Sq, int Z, float scale, const Out &out, const Rows &rows)
-{
-	const int64_t nrows = (int64_t)Z * Sq, per = 256 / (D / 2);
-	combine<D, Out, Rows><<<(unsigned)((nrows + per - 1) / per), 256, 0, ctx->stream>>>(part, Sq, nrows, scale, out, rows);
 }
 
 } /* namespace fga */

@@ -560,6 +560,7 @@ void fgrt_model_free(FgModel *m)
 	(void)cudaFree(c->workspace);
 	(void)cudaFree(c->arena);
 	(void)cudaFree(c->scratch);
+	(void)cudaFree(c->counters);
 	if (old >= 0)
 		(void)cudaSetDevice(old);
 	free(c->gemm);
@@ -597,6 +598,10 @@ FgModel *fgrt_model_new(int device)
 			m->iface[i] = interface_tensor(i, &m->niface);
 		c->arena = (char *)fgrt_dev_alloc((size_t)p->arena_bytes, "the arena");
 		c->scratch = (char *)fgrt_dev_alloc((size_t)p->scratch_bytes, "the scratch buffer");
+		if (p->counters) {
+			c->counters = (unsigned *)fgrt_dev_alloc((size_t)p->counters * sizeof(unsigned), "the counters");
+			CUDA(cudaMemset(c->counters, 0, (size_t)p->counters * sizeof(unsigned)));
+		}
 		for (int t = p->ninputs; t < p->ntensors; t++)
 			c->ptr[t] = c->arena + p->tensors[t].offset;
 		if (p->ngemms) {

@@ -26,7 +26,12 @@
  * runtime runs it once eagerly, then captures it into a CUDA graph and
  * replays that graph (fgrt_main.cu), so it must also not depend on what
  * the arena or scratch holds when it starts: the runtime fills both with
- * 0xff bytes before the first replay.
+ * 0xff bytes before the first replay.  The counters are the exception:
+ * the runtime zeroes them once, when it allocates them, and every kernel
+ * that counts on them (blocks arriving, the last of them finishing the
+ * work: fga::attention's split keys) leaves them at 0 when it ends, so
+ * that a run finds them at 0 without a memset of its own.  Like the
+ * arena, they are the model's: one run at a time.
  */
 #ifndef FGRT_PROGRAM_H
 #define FGRT_PROGRAM_H
@@ -116,6 +121,7 @@ typedef struct FgrtProgram {
 	int ngemms;                     /* cuBLASLt calls, each with a plan slot */
 	int64_t arena_bytes;            /* fg_pass_memplan's planned size */
 	int64_t scratch_bytes;
+	int64_t counters;               /* arrival counters (unsigned), zero */
 	const int *outputs;             /* the outputs' tensors, in `output` order */
 	int noutputs;
 	const FgrtFault *faults;        /* the run-time checks, in graph order */
@@ -187,6 +193,7 @@ typedef struct FgrtContext {
 	const FgrtProgram *prog;
 	void **ptr;                     /* per tensor: its device address */
 	char *arena, *scratch;
+	unsigned *counters;             /* prog->counters, zeroed once */
 	cudaStream_t stream;
 	void *lt;                       /* cublasLtHandle_t */
 	void *workspace;                /* cuBLASLt's */

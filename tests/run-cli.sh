@@ -138,6 +138,19 @@ if "$fgc" compile "$sc" -o "$tmp/sc1" && sed -n '/_scores {/,/^};/p' "$tmp/sc1.c
 else
   fail=$((fail + 1)); echo "FAIL a softcap's factors: the functor's products, or the scale at the launch"
 fi
+# A split attention launch (flash-decoding) is one kernel: its last block
+# merges the runs on ctx->counters, a counter per warp of consumer rows
+# (the program's count: 8 matrices x 1 query tile x 2 consumers x 4
+# warps), and a plain launch takes none
+if "$fgc" compile "$src/tests/fuse/attention-few-blocks.fg" -o "$tmp/fb" &&
+   grep -q "fga::Part{(float \*)ctx->scratch, (float2 \*)(ctx->scratch + [0-9]*), 16, 15, ctx->counters}" "$tmp/fb.cu" &&
+   grep -q "^	[0-9]*, [0-9]*, 64,	/\* arena and scratch bytes, counters \*/" "$tmp/fb.cu" &&
+   [ "$(grep -c 'fga::launch' "$tmp/fb.cu")" = 1 ] && ! grep -q "combine" "$tmp/fb.cu" &&
+   "$fgc" compile "$sc" -o "$tmp/sc2" && grep -q "^	[0-9]*, [0-9]*, 0,	/\* arena and scratch bytes, counters \*/" "$tmp/sc2.cu"; then
+  pass=$((pass + 1)); echo "PASS a split attention launch: one kernel, its merge counted on ctx->counters (64 of them)"
+else
+  fail=$((fail + 1)); echo "FAIL a split attention launch's kernels, its Part or the program's counters"
+fi
 # --tf32: f32 operands go to cuBLASLt's tf32 path, and what they feed is
 # checked at tf32's precision (y: gate 7, RMSE at tf32 and fed by tanh; 5 without --tf32); 16-bit ones and the default keep f32;
 # the generated kernel takes the K-major product (u) under --gemm fgc only

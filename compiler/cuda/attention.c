@@ -561,13 +561,15 @@ static const char *tile_functor(Emit *E, const Kern *k, int end, const Bounds *b
  * block a multiprocessor, each walking all nkt key tiles for its query
  * rows; a launch of fewer blocks than the GPU has multiprocessors (a
  * decode step: a few query rows against a long cache) leaves the rest
- * idle.  Then the tiles are cut into runs, a block each, and a second
- * kernel merges the runs' partials: of n = 1 .. nkt runs, the fewest
- * waves x (tiles a block + 2) (the 2: a block's start, its barriers, q's
- * tile and the first loads in flight, and its partials), the fewer blocks
- * among equals, split only where that saves more than the second
- * kernel's launch (3 tiles' time).  Returns the number of runs (1: not
- * split), *kts the tiles of each (the last may have fewer). */
+ * idle.  Then the tiles are cut into runs, a block each, and the last
+ * block to finish a row's runs merges their partials: of n = 1 .. nkt
+ * runs, the fewest waves x (tiles a block + 2) (the 2: a block's start,
+ * its barriers, q's tile and the first loads in flight, and its
+ * partials), the fewer blocks among equals, split only where that saves
+ * more than 3 tiles' time (the launch of the second kernel that merged
+ * them until the last block did; kept, not measured again, for the
+ * merge's reads at the end).  Returns the number of runs (1: not split),
+ * *kts the tiles of each (the last may have fewer). */
 static int64_t key_splits(int64_t blocks, int64_t nkt, int64_t *kts)
 {
 	int64_t best = nkt + 2;
@@ -728,8 +730,8 @@ const char *cu_attention_note(const FgPlan *plan, int gi)
 		      a.nprobs ? (a.p_written ? ", the ops on p applied to it" :
 				  ", the ops on p applied before the division by the row's sum") : "",
 		      p.nsplit > 1 ? cu_fmt(ar, "; too few blocks to fill the GPU, so the keys are split into %lld runs of "
-					    "%lld tile%s, a block each, their partial softmaxes merged in order by a "
-					    "second kernel (flash-decoding)", (long long)p.nsplit, (long long)p.kts,
+					    "%lld tile%s, a block each, their partial softmaxes merged in order by the "
+					    "last block to finish (flash-decoding)", (long long)p.nsplit, (long long)p.kts,
 					    p.kts == 1 ? "" : "s") : "");
 }
 
@@ -803,9 +805,11 @@ void cu_emit_attention(Emit *E, Kern *k)
 		cu_path(E, k->gi, CU_PATH_ATTN_KEPT);
 	if (st >= 0)
 		cu_path(E, k->gi, CU_PATH_ATTN_STAGED);
+	const int64_t warps = (a.sq + 64 * nc - 1) / (64 * nc) * Z * nc * 4;        /* fga::Part's arrivals */
 	if (nsplit > 1) {
 		cu_path(E, k->gi, CU_PATH_ATTN_SPLIT);
 		cu_use_scratch(E, k->gi, obytes + nsplit * Z * a.sq * 8);
+		cu_use_counters(E, warps);
 	}
 	const char *fold = fold_phrase(E->a, f);
 	cu_emit_comment(E, k->gi, cu_fmt(E->a, "attention on the generated sm_90a flash kernel (fga::attention, head dim "
@@ -826,7 +830,8 @@ void cu_emit_attention(Emit *E, Kern *k)
 							  cu_kname(k, "rows")) : "",
 				   a.nprobs ? cu_fmt(E->a, ", the ops on p in %s", cu_kname(k, "probs")) : "",
 				   nsplit > 1 ? cu_fmt(E->a, "; the keys in %lld runs of %lld tile%s, a block each, their "
-						       "partials (scratch) merged in order by fga::combine", (long long)nsplit,
+						       "partials (scratch) merged in order by the last to arrive (ctx->counters)",
+						       (long long)nsplit,
 						       (long long)kts, kts == 1 ? "" : "s") : ""));
 	const char *tiles = tile_functor(E, k, pl.end, skips ? &pl.bounds : NULL, neg, cu_kname(k, "tiles"));
 	const char *rows = rows_functor(E, k, &a, cu_kname(k, "rows"));
@@ -846,7 +851,8 @@ void cu_emit_attention(Emit *E, Kern *k)
 		ext[i] = os->d[i];
 	const int64_t blocks = (a.sq + 64 * nc - 1) / (64 * nc) * Z * nsplit;
 	const char *part = nsplit > 1 ? cu_fmt(k->a, "fga::Part{(float *)ctx->scratch, (float2 *)(ctx->scratch + %lld), "
-					       "%lld, %lld}", (long long)obytes, (long long)nsplit, (long long)kts) : "fga::Part{}";
+					       "%lld, %lld, ctx->counters}", (long long)obytes, (long long)nsplit, (long long)kts) :
+				 "fga::Part{}";
 	const char *scl = cu_literal(k->a, FG_DT_F32, scale), *outf = cu_fmt(k->a, "%s{%s}", oname, oargs);
 	cu_add_call(E, cu_kname(k, NULL), k->gi, blocks, 128 * (nc + 1),
 		    cu_fmt(E->a, "fga::launch<%s, %lld, %d, %lld, %s, %d>(ctx, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lld, "
@@ -859,10 +865,4 @@ void cu_emit_attention(Emit *E, Kern *k)
 			   st >= 0 ? cu_fmt(k->a, ", fga::Staged{%s, %s, %lld}", cu_tensor_param(k, st),
 					    fg_dtype_info[k->g->nodes[st].dt].rt,
 					    (long long)(cu_numel(cu_shape_of(k, st)) / (a.sq * a.sk))) : ""));
-	if (nsplit > 1) {
-		const int64_t per = 256 / (a.d / 2);
-		cu_add_call(E, cu_kname(k, "combine"), k->gi, (Z * a.sq + per - 1) / per, 256,
-			    cu_fmt(E->a, "fga::launch_combine<%lld>(ctx, %s, %lld, %lld, %s, %s, %s);", (long long)a.d, part,
-				   (long long)a.sq, (long long)Z, scl, outf, rows));
-	}
 }

@@ -272,6 +272,7 @@ struct Emit {
 	int slot;                       /* its cuBLASLt plan slot, or -1 */
 	Step *steps;                    /* per group: how fg_program_run runs it */
 	int64_t scratch;
+	int64_t counters;               /* arrival counters (ctx->counters), the most a group takes */
 	FgGemmChoice gemm;
 	int errors;
 	/* One kernel per distinct group (program.c): a group is first written
@@ -352,6 +353,9 @@ const char *cu_emit_kernel(Kern *k, const char *name, int block, const Param *ex
 /* Scratch of bytes for group gi: the buffer grows to it, and the group's
  * traffic counts it written and read back once. */
 void cu_use_scratch(Emit *E, int gi, int64_t bytes);
+/* n arrival counters (ctx->counters, unsigned, zero when a launch starts
+ * and left so when it ends): the buffer grows to n.  Groups share it. */
+void cu_use_counters(Emit *E, int64_t n);
 /* Group gi reads bytes a second (third...) time: a row streamed once a
  * pass; its traffic counts them. */
 void cu_reread(Emit *E, int gi, int64_t bytes);

@@ -376,6 +376,12 @@ void cu_use_scratch(Emit *E, int gi, int64_t bytes)
 	E->scratch_io[gi] += 2 * bytes;
 }
 
+void cu_use_counters(Emit *E, int64_t n)
+{
+	if (n > E->counters)
+		E->counters = n;
+}
+
 void cu_reread(Emit *E, int gi, int64_t bytes)
 {
 	E->scratch_io[gi] = fg_bytes_add(E->scratch_io[gi], bytes);

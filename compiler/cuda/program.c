@@ -30,7 +30,7 @@ static void record_step(Emit *E, int gi);
 static int run_emitter(Emit *E, int gi, int canon)
 {
 	int nl = E->launches.n, ng = E->gemms.n, kernels = 0;
-	int64_t scratch = E->scratch;
+	int64_t scratch = E->scratch, counters = E->counters;
 	FgDiag *d = E->d;
 	Kern k;
 
@@ -59,7 +59,8 @@ static int run_emitter(Emit *E, int gi, int canon)
 			fg_vec_push(E->a, &E->key, '\n');
 		}
 		fg_vec_push(E->a, &E->key, '\0');
-		E->launches.n = nl, E->gemms.n = E->gemm_notes.n = ng, E->scratch = scratch, E->d = d;
+		E->launches.n = nl, E->gemms.n = E->gemm_notes.n = ng, E->scratch = scratch, E->counters = counters;
+		E->d = d;
 	} else if (k.failed) {
 		E->errors++;
 	} else {
@@ -302,8 +303,8 @@ static void emit_program(Emit *E, const char *source)
 	fprintf(E->f, "\t\"%s\", \"%s\",\n", E->g->name, cu_c_string(E->a, source));
 	fprintf(E->f, "\tfg_tensors, %d, %d,\n", E->tensors.n, E->g->ninputs);
 	fprintf(E->f, "\tfg_launches, %d, %d, %d,\n", E->launches.n, plan->ngroups, E->gemms.n);
-	fprintf(E->f, "\t%lld, %lld,\t/* arena and scratch bytes */\n", (long long)plan->planned_bytes,
-		(long long)E->scratch);
+	fprintf(E->f, "\t%lld, %lld, %lld,\t/* arena and scratch bytes, counters */\n", (long long)plan->planned_bytes,
+		(long long)E->scratch, (long long)E->counters);
 	fprintf(E->f, "\tfg_outputs, %d,\n", E->g->noutputs);
 	if (E->faults.n)
 		fprintf(E->f, "\tfg_faults_info, %d, fg_fault_records,\n};\n\n", E->faults.n);
