@@ -362,7 +362,7 @@ template <int D, int RS, class Out, class Rows>
 static __device__ __forceinline__ void merge_rows(const Part &part, int64_t nrows, int z, int Sq, int wr, int rv,
 						  float sl2, float scale, const Out &out, const Rows &rows)
 {
-	constexpr int LPR = 32 / RS, CPL = D / 2 / LPR, U = CPL >= 31 ? 1 : 32 / (CPL + 1);
+	constexpr int LPR = 32 / RS, CPL = D / 2 / LPR, U = CPL < 32 ? 32 / (CPL + 1) : 1;
 	const int l = threadIdx.x % 32, s = l / LPR, q = l % LPR, n = part.nsplit;
 	if (s >= rv)
 		return;
