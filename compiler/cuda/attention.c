@@ -567,9 +567,11 @@ static const char *tile_functor(Emit *E, const Kern *k, int end, const Bounds *b
  * its barriers, q's tile and the first loads in flight, and its
  * partials), the fewer blocks among equals, split only where that saves
  * more than 3 tiles' time (the launch of the second kernel that merged
- * them until the last block did; kept, not measured again, for the
- * merge's reads at the end).  Returns the number of runs (1: not split),
- * *kts the tiles of each (the last may have fewer). */
+ * them until the last block did; kept for the merge's reads at the end:
+ * at four decode steps the runs this picks were within 3% of the fastest
+ * of 11 others tried by hand, docs/performance.md v31).  Returns the
+ * number of runs (1: not split), *kts the tiles of each (the last may
+ * have fewer). */
 static int64_t key_splits(int64_t blocks, int64_t nkt, int64_t *kts)
 {
 	int64_t best = nkt + 2;
@@ -805,11 +807,11 @@ void cu_emit_attention(Emit *E, Kern *k)
 		cu_path(E, k->gi, CU_PATH_ATTN_KEPT);
 	if (st >= 0)
 		cu_path(E, k->gi, CU_PATH_ATTN_STAGED);
-	const int64_t warps = (a.sq + 64 * nc - 1) / (64 * nc) * Z * nc * 4;        /* fga::Part's arrivals */
+	const int64_t qtiles = (a.sq + 64 * nc - 1) / (64 * nc);      /* a block's query rows: 64 a consumer */
 	if (nsplit > 1) {
 		cu_path(E, k->gi, CU_PATH_ATTN_SPLIT);
 		cu_use_scratch(E, k->gi, obytes + nsplit * Z * a.sq * 8);
-		cu_use_counters(E, warps);
+		cu_use_counters(E, qtiles * Z * nc * 4);        /* fga::Part's arrivals: a counter a consumer warp */
 	}
 	const char *fold = fold_phrase(E->a, f);
 	cu_emit_comment(E, k->gi, cu_fmt(E->a, "attention on the generated sm_90a flash kernel (fga::attention, head dim "
@@ -849,7 +851,7 @@ void cu_emit_attention(Emit *E, Kern *k)
 	int64_t ext[FG_MAX_RANK];
 	for (int i = 0; i < nb; i++)
 		ext[i] = os->d[i];
-	const int64_t blocks = (a.sq + 64 * nc - 1) / (64 * nc) * Z * nsplit;
+	const int64_t blocks = qtiles * Z * nsplit;
 	const char *part = nsplit > 1 ? cu_fmt(k->a, "fga::Part{(float *)ctx->scratch, (float2 *)(ctx->scratch + %lld), "
 					       "%lld, %lld, ctx->counters}", (long long)obytes, (long long)nsplit, (long long)kts) :
 				 "fga::Part{}";
