@@ -33,11 +33,11 @@ of the device-to-device copy bandwidth measured in the same process
 (peers.copy_bandwidth, bytes read plus written).  Writes
 OUT/decode.md and OUT/decode.json.
 
-Decode steps are also timed as CUDA-graph replays (the replayed
-regime): each peer's call captured in a graph of its own, the graphs
-replayed back to back as the sustained regime times calls; a step of
-tens of microseconds is otherwise as much the host's call as the GPU's
-work, for every peer.
+Decode steps and the prefill rows up to S = 2048 are also timed as
+CUDA-graph replays (the replayed regime): each peer's call captured in a
+graph of its own, the graphs replayed back to back as the sustained
+regime times calls; a call of tens of microseconds is otherwise as much
+the host's call as the GPU's work, for every peer.
 
 --all runs the prefill rows, the score-mod rows and the decode steps in
 one process and writes them all to OUT/attention.md and
@@ -185,7 +185,7 @@ def bench_case(args, case, built, clock, nvml):
     cold, cold_clock = peers.time_cold(clock, nvml, fns, args.runs, args.gap)
     sus, sus_clock = peers.time_sustained(clock, nvml, fns, args.rounds, args.sustain, cold)
     regimes = [("cold", cold, cold_clock), ("sustained", sus, sus_clock)]
-    if mod == "decode":
+    if mod == "decode" or s * sk <= REPLAY_MAX:
         graphs = captured(fns, row)
         regimes.append(("replayed",) + peers.time_sustained(clock, nvml, graphs, args.rounds, args.sustain, cold))
     for regime, times, clocks in regimes:
@@ -223,6 +223,13 @@ def captured(fns, row):
 
 
 PEERS = ("fgc", "cudnn", "flash", "compile")
+# Prefill rows of at most this many scores a matrix (S = 2048) are also
+# replayed: their calls take 0.03-0.3 ms, where the host's share of a call
+# (SDPA's eager call under sdpa_kernel costs 53-131 us, docs/performance.md
+# v31) moves a ratio from run to run.  Larger rows are not: their calls
+# dwarf it, and a causal torch.compile graph's private pool would hold its
+# S x S scores (34 GB at 16k).
+REPLAY_MAX = 2048 * 2048
 
 
 def verdicts(row):
@@ -338,9 +345,10 @@ def section(title, rows):
         return ""
     md = "# %s\n\n## Cold\n\n%s\n\n## Sustained\n\n%s\n\n" % (
         title, table(rows, "cold"), table(rows, "sustained"))
-    if rows[0]["mod"] == "decode":
+    replayed = [r for r in rows if any("replayed_%s_ms" % p in r for p in PEERS)]
+    if replayed:
         md += "## Replayed (each peer's call captured in a CUDA graph, replayed back to back)\n\n%s\n\n" % (
-            table(rows, "replayed"))
+            table(replayed, "replayed"))
     return md
 
 if __name__ == "__main__":

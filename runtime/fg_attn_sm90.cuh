@@ -91,6 +91,19 @@
  * the splits before.  Consumers past the block's last query row (one
  * row of a decode step needs one) leave at once; those left take the
  * turns.
+ *
+ * Many blocks (PERSIST: more query tiles than multiprocessors) would each
+ * pay a start (q and the first K tile in, the first product alone) and an
+ * end (the last product, the stores) with the tensor cores idle: then the
+ * launch is a block a multiprocessor, each taking query tiles (units)
+ * one after another, its first by its index, the next from a counter
+ * (part.arrivals[0], in order: each unit to the first block free, as the
+ * hardware hands out blocks, so that units of fewer keys under a mask do
+ * not leave some blocks more work than others).  The producer brings a
+ * unit's q once every consumer's last S = Q K^T of the unit before is
+ * done (qempty), with the unit's index and the next one's in shared
+ * memory, and the K and V stages run on from unit to unit, as do the
+ * consumers' turns; each unit's O, max and sum start from zero.
  */
 #ifndef FG_ATTN_SM90_CUH
 #define FG_ATTN_SM90_CUH
@@ -146,7 +159,7 @@ template <int D, int NC, int BN_, int SE = 0> struct Plan {
 	static constexpr int ST_BYTES = BM * BN * SE;   /* a stage's tile of the staged operand */
 	static constexpr int smem(int st)
 	{
-		return 1024 + Q_BYTES + st * (2 * KV_BYTES + ST_BYTES) + 8 * (1 + 4 * st);
+		return 1024 + Q_BYTES + st * (2 * KV_BYTES + ST_BYTES) + 8 * (3 + 4 * st);
 	}
 	static constexpr int SMEM_MAX = 227 * 1024;    /* a block's dynamic shared memory on sm_90 */
 	static constexpr int fit(int st)
@@ -437,13 +450,13 @@ static __device__ __forceinline__ void merge(const Part &part, int64_t nrows, in
 			merge_rows<D, MAXRS>(part, nrows, z, Sq, wr + s0, min(MAXRS, rv - s0), sl2, scale, out, rows);
 }
 
-template <class T, int D, int NC, int BN_, bool SPLIT, int SE, class Score, class Inner, class Tiles, class Out,
-	  class Rows, class Probs, class Psave>
+template <class T, int D, int NC, int BN_, bool SPLIT, bool PERSIST, int SE, class Score, class Inner, class Tiles,
+	  class Out, class Rows, class Probs, class Psave>
 __global__ void __launch_bounds__(Plan<D, NC, BN_, SE>::THREADS, 1)
 attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
 	  const __grid_constant__ CUtensorMap mv, const __grid_constant__ CUtensorMap ms, int msz, int Sq, int Sk,
 	  float scale, Batch bt, Score score, Inner inner, Tiles masked, Out out, Rows rows, Probs probs, Psave psave,
-	  Part part)
+	  Part part, int units)
 {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	using P = Plan<D, NC, BN_, SE>;
@@ -452,15 +465,28 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	uint8_t *sq = (uint8_t *)(((uintptr_t)fg_smem + 1023) & ~(uintptr_t)1023);
 	uint8_t *sk = sq + P::Q_BYTES, *sv = sk + ST * P::KV_BYTES, *ss = sv + ST * P::KV_BYTES;
 	uint64_t *qfull = (uint64_t *)(ss + ST * P::ST_BYTES), *kfull = qfull + 1, *vfull = kfull + ST,
-		 *kempty = vfull + ST, *vempty = kempty + ST;
+		 *kempty = vfull + ST, *vempty = kempty + ST, *qempty = vempty + ST;
+	int *next = (int *)(qempty + 1);        /* PERSIST: units i and i + 1 of the block, at [i % 2], [(i + 1) % 2] */
 	const int wg = fgg::warpgroup(), t = threadIdx.x % 128;
 	const float sl2 = scale * LOG2E;        /* exp(scale s) = 2^(s sl2) */
 	/* the last query tiles first: under a causal mask they have the most
 	 * keys; a split's blocks side by side */
-	const int split = SPLIT ? blockIdx.x % part.nsplit : 0, b = SPLIT ? blockIdx.x / part.nsplit : blockIdx.x;
-	const int ntm = (Sq + BM - 1) / BM, z = b / ntm, m0 = (ntm - 1 - b % ntm) * BM;
-	/* consumers with rows: those past the last row leave at once */
-	const int rlast = min(m0 + BM, Sq) - 1, nact = min(NC, (Sq - m0 + 63) / 64);
+	const int split = SPLIT ? blockIdx.x % part.nsplit : 0;
+	/* the block's unit (a query tile of one output matrix; under PERSIST
+	 * the first of those it takes): its matrix z, first row m0, last row
+	 * rlast */
+	int b = SPLIT ? blockIdx.x / part.nsplit : blockIdx.x;
+	const int ntm = (Sq + BM - 1) / BM;
+	int z, m0, rlast;
+	auto unit = [&]() {
+		z = b / ntm, m0 = (ntm - 1 - b % ntm) * BM;
+		rlast = min(m0 + BM, Sq) - 1;
+	};
+	unit();
+	/* consumers with rows: those past the last row leave at once (every
+	 * unit of a persistent launch has rows for all NC: the compiler's
+	 * condition) */
+	const int nact = PERSIST ? NC : min(NC, (Sq - m0 + 63) / 64);
 	/* this block's key tiles: [n0, nkt) */
 	const int nall = (Sk + BN - 1) / BN, n0 = SPLIT ? split * part.kts : 0;
 	const int nkt = SPLIT ? min(nall, n0 + part.kts) : nall;
@@ -472,6 +498,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			bar_init(&kempty[s], 4 * nact);         /* lane 0 of each consumer warp */
 			bar_init(&vempty[s], 4 * nact);
 		}
+		bar_init(qempty, 4 * nact);             /* q's tile read by every S = Q K^T of a unit */
 		asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 	}
 	__syncthreads();
@@ -479,56 +506,69 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		fgg::regs_dec<24>();
 		if (t != 0)
 			return;
-		int kz, vz;
-		bt.of(z, kz, vz);
-		bar_expect(qfull, P::Q_BYTES);
+		/* q's tile of each unit (under PERSIST, the next once the
+		 * consumers' last S = Q K^T of the unit before is done, qempty,
+		 * its index left in next[] by the first consumer thread; past the
+		 * last, q's barrier completed without a tile); K of a stage is
+		 * free once every consumer's S = Q K^T read it, V once their O +=
+		 * P V did: K runs a product ahead of V, and the stages run on from
+		 * one unit into the next.  With P written, a first pass of K alone
+		 * (the rows' max and sum) */
+		int ks = 0, kph = 0, vs = 0, vph = 0, i = 0;
+		if constexpr (PERSIST)
+			next[0] = b;
+		for (;;) {
+			int kz, vz;
+			bt.of(z, kz, vz);
+			bar_expect(qfull, P::Q_BYTES);
 #pragma unroll
-		for (int j = 0; j < DB; j++)
-			tma_load(sq + j * BM * ROW, &mq, qfull, 64 * j, m0, z);
-		/* K of a stage is free once every consumer's S = Q K^T read it,
-		 * V once their O += P V did: K runs a product ahead of V.  With
-		 * P written, a first pass of K alone (the rows' max and sum) */
-		for (int pass = Psave::on ? 0 : 1, ks = 0, kph = 0, vs = 0, vph = 0; pass < 2; pass++)
-			for (int n = n0; n < nkt; n++) {
-				if (masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
-					continue;
-				bar_wait(&kempty[ks], kph ^ 1);
-				bar_expect(&kfull[ks], P::KV_BYTES + P::ST_BYTES);
+			for (int j = 0; j < DB; j++)
+				tma_load(sq + j * BM * ROW, &mq, qfull, 64 * j, m0, z);
+			for (int pass = Psave::on ? 0 : 1; pass < 2; pass++)
+				for (int n = n0; n < nkt; n++) {
+					if (masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
+						continue;
+					bar_wait(&kempty[ks], kph ^ 1);
+					bar_expect(&kfull[ks], P::KV_BYTES + P::ST_BYTES);
 #pragma unroll
-				for (int j = 0; j < DB; j++)
-					tma_load(sk + ks * P::KV_BYTES + j * BN * ROW, &mk, &kfull[ks], 64 * j, n * BN, kz);
-				/* the staged operand's tile, released with K */
-				if constexpr (SE > 0) {
+					for (int j = 0; j < DB; j++)
+						tma_load(sk + ks * P::KV_BYTES + j * BN * ROW, &mk, &kfull[ks], 64 * j, n * BN, kz);
+					/* the staged operand's tile, released with K */
+					if constexpr (SE > 0) {
 #pragma unroll
-					for (int j = 0; j < BN * SE / ROW; j++)
-						tma_load(ss + ks * P::ST_BYTES + j * BM * ROW, &ms, &kfull[ks], n * BN + ROW / SE * j,
-							 m0, msz == 1 ? 0 : z);
+						for (int j = 0; j < BN * SE / ROW; j++)
+							tma_load(ss + ks * P::ST_BYTES + j * BM * ROW, &ms, &kfull[ks], n * BN + ROW / SE * j,
+								 m0, msz == 1 ? 0 : z);
+					}
+					if (++ks == ST)
+						ks = 0, kph ^= 1;
+					if (pass == 0)
+						continue;
+					bar_wait(&vempty[vs], vph ^ 1);
+					bar_expect(&vfull[vs], P::KV_BYTES);
+#pragma unroll
+					for (int j = 0; j < DB; j++)
+						tma_load(sv + vs * P::KV_BYTES + j * BN * ROW, &mv, &vfull[vs], 64 * j, n * BN, vz);
+					if (++vs == ST)
+						vs = 0, vph ^= 1;
 				}
-				if (++ks == ST)
-					ks = 0, kph ^= 1;
-				if (pass == 0)
-					continue;
-				bar_wait(&vempty[vs], vph ^ 1);
-				bar_expect(&vfull[vs], P::KV_BYTES);
-#pragma unroll
-				for (int j = 0; j < DB; j++)
-					tma_load(sv + vs * P::KV_BYTES + j * BN * ROW, &mv, &vfull[vs], 64 * j, n * BN, vz);
-				if (++vs == ST)
-					vs = 0, vph ^= 1;
+			if (!PERSIST)
+				return;
+			bar_wait(qempty, i & 1);
+			asm volatile("ld.shared.u32 %0, [%1];" : "=r"(b) : "r"(fgg::smem_addr(next + (++i & 1))));
+			if (b >= units) {
+				bar_arrive(qfull);      /* no unit: the consumers leave */
+				return;
 			}
-		return;
+			unit();
+		}
 	}
 	if (wg > nact)
 		return;         /* no rows */
 	fgg::regs_inc<P::REGS>();
 	const int c = wg - 1, w = t / 32, l = t % 32;
-	const int r0 = m0 + c * 64 + w * 16 + l / 4;    /* this thread's rows: r0, r0 + 8 */
-	const int rows_in = m0 + BM <= Sq;              /* every row of the block is one of q's */
-	float o[D / 2];
-#pragma unroll
-	for (int i = 0; i < D / 2; i++)
-		o[i] = 0.0f;
-	float mrow[2] = {-CUDART_INF_F, -CUDART_INF_F}, lsum[2] = {0.0f, 0.0f};
+	int r0, rows_in;        /* the unit's: this thread's rows r0, r0 + 8; every row of the unit one of q's */
+	float o[D / 2], mrow[2] = {-CUDART_INF_F, -CUDART_INF_F}, lsum[2] = {0.0f, 0.0f};
 	uint32_t pa[BN / 16][4];        /* the previous tile's P, as wgmma's A */
 	/* The consumers take turns on the tensor cores in order, round and
 	 * round (consumer c waits on named barrier 1 + c, as the generated
@@ -536,12 +576,17 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	 * S = Q K^T of this one, back to back, then passes the turn; the
 	 * softmax of S runs while the others' turns keep the tensor cores
 	 * busy.  Consumer 0 takes the first turn without waiting; the last
-	 * passes no turn after its last.  A lone consumer takes them all. */
+	 * passes no turn after its last (in a persistent launch it passes one
+	 * after each unit's last, the turns going round from one unit into
+	 * the next, and consumer 0 takes the one left at the end).  A lone
+	 * consumer takes them all. */
 	int turns = 0, ps = -1, pph = 0;
+	bool owed = false;      /* the last consumer passed consumer 0 a turn it has not taken (PERSIST) */
 	auto take_turn = [&]() {
 		if (nact > 1 && (c > 0 || turns > 0))
 			fgg::named_sync(1 + c);
 		turns++;
+		owed = false;
 	};
 	auto pass_turn = [&]() {
 		/* the next consumer, c + 1 or 0, by a compare: `% nact` put an
@@ -776,150 +821,195 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		if constexpr (SE == 0)
 			kdone();
 	};
-	bar_wait(qfull, 0);
-	if constexpr (Psave::on) {
-		/* the first pass: S = Q K^T a turn, the rows' max and sum */
-		for (int n = n0; n < nkt; n++) {
-			if (masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
-				continue;
+	for (int i = 0;; i++) {
+		/* the unit (under PERSIST the one in next[], published with q's
+		 * tile, none past the last): O, each row's max and sum from zero.
+		 * The first thread takes the block's next unit from the counter
+		 * (gridDim.x past its value: the units in order, each to the
+		 * first block free, as the hardware hands out blocks, so that
+		 * units of fewer keys under a mask leave no block more work than
+		 * another); the last block to find none leaves the counters at
+		 * 0. */
+		bar_wait(qfull, i & 1);
+		unsigned taken = 0;
+		if constexpr (PERSIST) {
+			b = next[i & 1];
+			if (b >= units)
+				break;
+			unit();
+			if (c == 0 && t == 0)
+				taken = atomicAdd(&part.arrivals[0], 1u);
+		}
+		r0 = m0 + c * 64 + w * 16 + l / 4;
+		rows_in = m0 + BM <= Sq;
+#pragma unroll
+		for (int j = 0; j < D / 2; j++)
+			o[j] = 0.0f;
+		mrow[0] = mrow[1] = -CUDART_INF_F, lsum[0] = lsum[1] = 0.0f;
+		ps = -1;
+		if constexpr (Psave::on) {
+			/* the first pass: S = Q K^T a turn, the rows' max and sum */
+			for (int n = n0; n < nkt; n++) {
+				if (masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
+					continue;
+				float sc[BN / 2];
+				qk_turn(sc);
+				score_ops(sc, n * BN, nullptr);
+#pragma unroll
+				for (int h = 0; h < 2; h++) {
+					float mb;
+					online(sc, h, mb);
+#pragma unroll
+					for (int j = 0; j < BN / 8; j++)
+						lsum[h] += fg_ex2(fmaf(sc[4 * j + 2 * h], sl2, -mb)) +
+							   fg_ex2(fmaf(sc[4 * j + 2 * h + 1], sl2, -mb));
+				}
+			}
+			sum_rows();
+			linv[0] = 1.0f / lsum[0], linv[1] = 1.0f / lsum[1];
+		}
+		int n = n0;
+		while (n < nkt && masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
+			n++;            /* tiles not loaded */
+		if (n < nkt) {
+			/* the first tile's turn: S = Q K^T alone (peeled) */
 			float sc[BN / 2];
 			qk_turn(sc);
-			score_ops(sc, n * BN, nullptr);
-#pragma unroll
-			for (int h = 0; h < 2; h++) {
-				float mb;
-				online(sc, h, mb);
-#pragma unroll
-				for (int j = 0; j < BN / 8; j++)
-					lsum[h] += fg_ex2(fmaf(sc[4 * j + 2 * h], sl2, -mb)) +
-						   fg_ex2(fmaf(sc[4 * j + 2 * h + 1], sl2, -mb));
+			soft(sc, n * BN, nullptr);
+			fin(sc);
+		}
+		for (n++; n < nkt; n++) {
+			const int k0 = n * BN;
+			if (masked(m0, rlast, k0, min(k0 + BN, Sk) - 1))
+				continue;       /* not loaded */
+			/* a turn: S = Q K^T of this tile, then O += P V of the previous
+			 * one.  Two consumers commit them apart, O rescaled between: the
+			 * softmax of S starts once S is done, beside the product into O
+			 * (FlashAttention-3's overlap within a warpgroup), and the new P
+			 * waits for it.  Three (at 160 registers, where S, O and P live
+			 * at once would spill) wait for both: the other two's turns
+			 * cover a softmax */
+			float sc[BN / 2];
+			take_turn();
+			bar_wait(&kfull[s], ph);
+			bar_wait(&vfull[ps], pph);
+			pin<D / 2>(o);
+			pin<BN / 2>(sc);
+			pin_a<BN / 4>(&pa[0][0]);
+			wg_fence();
+			qk(sc, s);
+			if constexpr (NC == 2) {
+				wg_commit();
+				rescale();      /* beside S = Q K^T on the tensor cores */
+				pin<D / 2>(o);
+				wg_fence();
+			}
+			pv();
+			wg_commit();
+			pass_turn();
+			Ahead ahead;
+			stage_ahead(ahead);
+			if constexpr (NC == 2)
+				wg_wait<1>();
+			else
+				wg_wait<0>();
+			pin<BN / 2>(sc);
+			if constexpr (SE == 0)
+				kdone();
+			soft(sc, k0, SE == 2 ? &ahead : nullptr);
+			wg_wait<0>();
+			pin<D / 2>(o);
+			pin_a<BN / 4>(&pa[0][0]);
+			if (l == 0)
+				bar_arrive(&vempty[ps]);
+			fin(sc);
+		}
+		/* every S = Q K^T of the unit done: q's buffer free for the next,
+		 * whose index the producer finds beside it */
+		if (PERSIST && c == 0 && t == 0) {
+			next[(i + 1) & 1] = (int)(gridDim.x + taken);
+			if ((int)(gridDim.x + taken) >= units && atomicAdd(&part.arrivals[1], 1u) == gridDim.x - 1) {
+				atomicExch(&part.arrivals[0], 0u);
+				atomicExch(&part.arrivals[1], 0u);
 			}
 		}
-		sum_rows();
-		linv[0] = 1.0f / lsum[0], linv[1] = 1.0f / lsum[1];
-	}
-	int n = n0;
-	while (n < nkt && masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
-		n++;            /* tiles not loaded */
-	if (n < nkt) {
-		/* the first tile's turn: S = Q K^T alone (peeled) */
-		float sc[BN / 2];
-		qk_turn(sc);
-		soft(sc, n * BN, nullptr);
-		fin(sc);
-	}
-	for (n++; n < nkt; n++) {
-		const int k0 = n * BN;
-		if (masked(m0, rlast, k0, min(k0 + BN, Sk) - 1))
-			continue;       /* not loaded */
-		/* a turn: S = Q K^T of this tile, then O += P V of the previous
-		 * one.  Two consumers commit them apart, O rescaled between: the
-		 * softmax of S starts once S is done, beside the product into O
-		 * (FlashAttention-3's overlap within a warpgroup), and the new P
-		 * waits for it.  Three (at 160 registers, where S, O and P live
-		 * at once would spill) wait for both: the other two's turns
-		 * cover a softmax */
-		float sc[BN / 2];
-		take_turn();
-		bar_wait(&kfull[s], ph);
-		bar_wait(&vfull[ps], pph);
-		pin<D / 2>(o);
-		pin<BN / 2>(sc);
-		pin_a<BN / 4>(&pa[0][0]);
-		wg_fence();
-		qk(sc, s);
-		if constexpr (NC == 2) {
-			wg_commit();
-			rescale();      /* beside S = Q K^T on the tensor cores */
+		if (PERSIST && l == 0)
+			bar_arrive(qempty);
+		if (ps >= 0) {          /* the last turn: the last tile's O += P V */
+			take_turn();
+			bar_wait(&vfull[ps], pph);
+			rescale();
 			pin<D / 2>(o);
+			pin_a<BN / 4>(&pa[0][0]);
 			wg_fence();
-		}
-		pv();
-		wg_commit();
-		pass_turn();
-		Ahead ahead;
-		stage_ahead(ahead);
-		if constexpr (NC == 2)
-			wg_wait<1>();
-		else
+			pv();
+			wg_commit();
+			if (c != nact - 1 || PERSIST)
+				pass_turn();
+			owed = PERSIST;
 			wg_wait<0>();
-		pin<BN / 2>(sc);
-		if constexpr (SE == 0)
-			kdone();
-		soft(sc, k0, SE == 2 ? &ahead : nullptr);
-		wg_wait<0>();
-		pin<D / 2>(o);
-		pin_a<BN / 4>(&pa[0][0]);
-		if (l == 0)
-			bar_arrive(&vempty[ps]);
-		fin(sc);
-	}
-	if (ps >= 0) {          /* the last turn: the last tile's O += P V */
-		take_turn();
-		bar_wait(&vfull[ps], pph);
-		rescale();
-		pin<D / 2>(o);
-		pin_a<BN / 4>(&pa[0][0]);
-		wg_fence();
-		pv();
-		wg_commit();
-		if (c != nact - 1)
-			pass_turn();
-		wg_wait<0>();
-		pin<D / 2>(o);
-		if (l == 0)
-			bar_arrive(&vempty[ps]);
-	}
-	/* O / l to the epilogue (O as it is when P was normalized), or O, m
-	 * and l to the split's partials */
-	if constexpr (!Psave::on)
-		sum_rows();
-	const int cb = 2 * (l % 4);
-	if constexpr (SPLIT) {
-		/* the partials, then the arrival: the last of the splits' warps
-		 * for these rows merges them all (merge) */
-		const int64_t nrows = (int64_t)(gridDim.x / part.nsplit / ntm) * Sq, row = (int64_t)z * Sq + r0;
-#pragma unroll
-		for (int h = 0; h < 2; h++) {
-			if (r0 + 8 * h >= Sq)
-				continue;
-			const int64_t at = split * nrows + row + 8 * h;
-			float2 *po = (float2 *)(part.o + at * D + cb);
-#pragma unroll
-			for (int j = 0; j < D / 8; j++)
-				po[4 * j] = make_float2(o[4 * j + 2 * h], o[4 * j + 2 * h + 1]);
-			if (l % 4 == 0)
-				part.ml[at] = make_float2(mrow[h], lsum[h]);
+			pin<D / 2>(o);
+			if (l == 0)
+				bar_arrive(&vempty[ps]);
 		}
-		if (r0 - l / 4 >= Sq)
-			return;         /* none of the warp's rows is one of q's: no partials, no count */
-		__threadfence();
-		__syncwarp();
-		unsigned *const count = part.arrivals + ((int64_t)b * NC + c) * 4 + w;
-		int last = 0;
-		if (l == 0)
-			last = atomicAdd(count, 1u) == (unsigned)part.nsplit - 1;
-		if (!__shfl_sync(~0u, last, 0))
+		/* O / l to the epilogue (O as it is when P was normalized), or O, m
+		 * and l to the split's partials */
+		if constexpr (!Psave::on)
+			sum_rows();
+		const int cb = 2 * (l % 4);
+		if constexpr (SPLIT) {
+			/* the partials, then the arrival: the last of the splits' warps
+			 * for these rows merges them all (merge) */
+			const int64_t nrows = (int64_t)(gridDim.x / part.nsplit / ntm) * Sq, row = (int64_t)z * Sq + r0;
+#pragma unroll
+			for (int h = 0; h < 2; h++) {
+				if (r0 + 8 * h >= Sq)
+					continue;
+				const int64_t at = split * nrows + row + 8 * h;
+				float2 *po = (float2 *)(part.o + at * D + cb);
+#pragma unroll
+				for (int j = 0; j < D / 8; j++)
+					po[4 * j] = make_float2(o[4 * j + 2 * h], o[4 * j + 2 * h + 1]);
+				if (l % 4 == 0)
+					part.ml[at] = make_float2(mrow[h], lsum[h]);
+			}
+			if (r0 - l / 4 >= Sq)
+				return;         /* none of the warp's rows is one of q's: no partials, no count */
+			__threadfence();
+			__syncwarp();
+			unsigned *const count = part.arrivals + ((int64_t)b * NC + c) * 4 + w;
+			int last = 0;
+			if (l == 0)
+				last = atomicAdd(count, 1u) == (unsigned)part.nsplit - 1;
+			if (!__shfl_sync(~0u, last, 0))
+				return;
+			if (l == 0)
+				*count = 0;     /* every split counted: ready for the next launch */
+			__threadfence();
+			merge<D>(part, nrows, z, Sq, r0 - l / 4, sl2, scale, out, rows);
 			return;
-		if (l == 0)
-			*count = 0;     /* every split counted: ready for the next launch */
-		__threadfence();
-		merge<D>(part, nrows, z, Sq, r0 - l / 4, sl2, scale, out, rows);
-		return;
-	}
-	/* O / l to Out, (m, l) to Rows */
-	const float inv[2] = {Psave::on ? 1.0f : 1.0f / lsum[0], Psave::on ? 1.0f : 1.0f / lsum[1]};
+		}
+		/* O / l to Out, (m, l) to Rows */
+		const float inv[2] = {Psave::on ? 1.0f : 1.0f / lsum[0], Psave::on ? 1.0f : 1.0f / lsum[1]};
 #pragma unroll
-	for (int j = 0; j < D / 8; j++) {
-		if (r0 < Sq)
-			out(z, r0, cb + 8 * j, o[4 * j] * inv[0], o[4 * j + 1] * inv[0]);
-		if (r0 + 8 < Sq)
-			out(z, r0 + 8, cb + 8 * j, o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]);
-	}
+		for (int j = 0; j < D / 8; j++) {
+			if (r0 < Sq)
+				out(z, r0, cb + 8 * j, o[4 * j] * inv[0], o[4 * j + 1] * inv[0]);
+			if (r0 + 8 < Sq)
+				out(z, r0 + 8, cb + 8 * j, o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]);
+		}
 #pragma unroll
-	for (int h = 0; h < 2; h++)
-		if (l % 4 == 0 && r0 + 8 * h < Sq)
-			rows(z, r0 + 8 * h, mrow[h] * scale, lsum[h]);
+		for (int h = 0; h < 2; h++)
+			if (l % 4 == 0 && r0 + 8 * h < Sq)
+				rows(z, r0 + 8 * h, mrow[h] * scale, lsum[h]);
+		if (!PERSIST)
+			break;
+	}
+	/* under PERSIST the last consumer passes the turn on after each
+	 * unit's last product, not knowing whether a unit follows: consumer 0
+	 * takes the one no unit took */
+	if (PERSIST && owed && c == 0 && nact > 1)
+		fgg::named_sync(1);
 #else
 	__trap();       /* built for another target: the launcher refuses first */
 #endif
@@ -939,13 +1029,17 @@ static void tmap(CUtensorMap *m, const void *p, int64_t rows, int D, int64_t n, 
 	fgrt_tmap(m, p, dt, dims, pitch, box);
 }
 
-/* Launches attention<T, D, NC, SPLIT> on ctx->stream: Z output matrices of
- * Sq rows; k and v hold zk and zv matrices of Sk rows.  SPLIT: the key
- * tiles in part.nsplit runs, a block each, merged by the last to arrive
- * (part.arrivals zero).  SE > 0: st is the staged score operand, of
- * SE-byte elements. */
-template <class T, int D, int NC, int BN_, bool SPLIT, int SE = 0, class Score, class Inner, class Tiles, class Out,
-	  class Rows, class Probs, class Psave>
+/* Launches attention<T, D, NC, SPLIT, PERSIST> on ctx->stream: Z output
+ * matrices of Sq rows; k and v hold zk and zv matrices of Sk rows.
+ * SPLIT: the key tiles in part.nsplit runs, a block each, merged by the
+ * last to arrive (part.arrivals zero).  PERSIST: a block a multiprocessor
+ * (at most), each taking query tiles (units) from a counter
+ * (part.arrivals[0] and [1], zero); the compiler's choice, where every
+ * unit has rows for all NC consumers and there are more units than
+ * multiprocessors.  SE > 0: st is the
+ * staged score operand, of SE-byte elements. */
+template <class T, int D, int NC, int BN_, bool SPLIT, bool PERSIST, int SE = 0, class Score, class Inner, class Tiles,
+	  class Out, class Rows, class Probs, class Psave>
 static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v, int Sq, int Sk, float scale,
 		   int Z, int zk, int zv, const Batch &bt, const Score &score, const Inner &inner, const Tiles &masked,
 		   const Out &out, const Rows &rows, const Probs &probs, const Psave &psave, const Part &part,
@@ -962,13 +1056,24 @@ static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v
 		const uint32_t box[3] = {ROW / SE, P::BM, 1};
 		fgrt_tmap(&ms, st.p, st.dt, dims, pitch, box);
 	}
+	static_assert(!(SPLIT && PERSIST), "a split launch is not persistent");
+	static_assert(!(PERSIST && Psave::on), "a launch that writes P is not persistent");
+	auto *kernel = attention<T, D, NC, BN_, SPLIT, PERSIST, SE, Score, Inner, Tiles, Out, Rows, Probs, Psave>;
 	static unsigned char ready[FGRT_DEVICES];
-	fgrt_func_attr((const void *)attention<T, D, NC, BN_, SPLIT, SE, Score, Inner, Tiles, Out, Rows, Probs, Psave>,
-		       cudaFuncAttributeMaxDynamicSharedMemorySize, P::SMEM, ready);
-	const int64_t grid = (int64_t)((Sq + P::BM - 1) / P::BM) * Z * (SPLIT ? part.nsplit : 1);
-	attention<T, D, NC, BN_, SPLIT, SE, Score, Inner, Tiles, Out, Rows, Probs, Psave>
-		<<<(unsigned)grid, P::THREADS, P::SMEM, ctx->stream>>>(mq, mk, mv, ms, st.nz, Sq, Sk, scale, bt, score,
-								       inner, masked, out, rows, probs, psave, part);
+	fgrt_func_attr((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, P::SMEM, ready);
+	const int64_t units = (int64_t)((Sq + P::BM - 1) / P::BM) * Z;
+	int64_t grid = units * (SPLIT ? part.nsplit : 1);
+	if constexpr (PERSIST) {
+		static int sms[FGRT_DEVICES];
+		int dev;
+		fgrt_cuda(cudaGetDevice(&dev), "cudaGetDevice");
+		if (!sms[dev])
+			fgrt_cuda(cudaDeviceGetAttribute(&sms[dev], cudaDevAttrMultiProcessorCount, dev),
+				  "cudaDeviceGetAttribute");
+		grid = units < sms[dev] ? units : sms[dev];
+	}
+	kernel<<<(unsigned)grid, P::THREADS, P::SMEM, ctx->stream>>>(mq, mk, mv, ms, st.nz, Sq, Sk, scale, bt, score, inner,
+								     masked, out, rows, probs, psave, part, (int)units);
 }
 
 } /* namespace fga */

@@ -663,7 +663,7 @@ static int staged_operand(const FgGraph *g, const FgGroup *gr, const FgAttn *a, 
 			const int64_t e = fg_dtype_size[g->nodes[id].dt];
 			if (!read || T->rank < 2 || T->d[T->rank - 1] != a->sk || T->d[T->rank - 2] != a->sq || e > 2 ||
 			    a->sk * e % 16 != 0 || bn * e % 128 != 0 ||
-			    1024 + bm * a->d * 2 + 2 * (2 * bn * a->d * 2 + bm * bn * e) + 8 * 9 > 227 * 1024)
+			    1024 + bm * a->d * 2 + 2 * (2 * bn * a->d * 2 + bm * bn * e) + 8 * 11 > 227 * 1024)
 				continue;
 			const int64_t nz = cu_numel(T) / (a->sq * a->sk);
 			if (nz != 1 && !(nz == Z && fg_shape_eq(T, S)))
@@ -677,7 +677,7 @@ static int staged_operand(const FgGraph *g, const FgGroup *gr, const FgAttn *a, 
 
 /* What the kernel of attention group gr does with a, decided once for the
  * report's note and the emitter: the mask's bounds (skips), the consumers,
- * the key tile, the staged operand, the split keys. */
+ * the key tile, the staged operand, the split keys, the persistent grid. */
 typedef struct AttnPlan {
 	ScoreFold fold;
 	int end;                /* score_end */
@@ -686,7 +686,25 @@ typedef struct AttnPlan {
 	int64_t bn;
 	int st, se;             /* staged_operand */
 	int64_t nsplit, kts;
+	int64_t units;          /* query tiles of all matrices: a block each, or */
+	int persist;            /* attn_persist: a block a multiprocessor, taking them in turn */
 } AttnPlan;
+
+/* Whether a's kernel runs persistent (fga::launch's PERSIST): a block a
+ * multiprocessor, each taking query tiles (units) one after another from
+ * a counter (ctx->counters), the producer bringing a unit's q and first
+ * key tiles while the consumers finish the unit before.  A block a unit spends 2.7 us of its start
+ * before its first S = Q K^T is done and 1.6 us from its last O += P V to
+ * its end, with the tensor cores idle: 17% of a block at 2,048 keys, 2.5%
+ * at 16,384 (H100, docs/performance.md v32), where cuDNN's kernel is
+ * persistent.  Where there are more units than multiprocessors, p is not
+ * written (its two passes), the keys not split, and every unit has rows
+ * for all consumers (the kernel's barriers count them once). */
+static int attn_persist(const FgAttn *a, const AttnPlan *p)
+{
+	const int64_t bm = 64 * p->nc, rest = a->sq % bm;
+	return p->nsplit == 1 && !a->p_written && p->units > SMS && (rest == 0 || rest > bm - 64);
+}
 
 static void attn_plan(FgArena *ar, const FgGraph *g, const FgGroup *gr, const FgAttn *a, AttnPlan *p)
 {
@@ -697,7 +715,10 @@ static void attn_plan(FgArena *ar, const FgGraph *g, const FgGroup *gr, const Fg
 	p->bn = attn_keys(a, &p->fold);
 	p->se = 0;
 	p->st = staged_operand(g, gr, a, p->nc, p->bn, p->skips, &p->se);
-	p->nsplit = attn_splits(a, p->nc, p->bn, cu_numel(&g->nodes[a->mm2].shape) / (a->sq * a->d), &p->kts);
+	const int64_t Z = cu_numel(&g->nodes[a->mm2].shape) / (a->sq * a->d);
+	p->nsplit = attn_splits(a, p->nc, p->bn, Z, &p->kts);
+	p->units = (a->sq + 64 * p->nc - 1) / (64 * p->nc) * Z;
+	p->persist = attn_persist(a, p);
 }
 
 /* The staged operand's tiles, in the note and the kernel's comment. */
@@ -734,7 +755,10 @@ const char *cu_attention_note(const FgPlan *plan, int gi)
 		      p.nsplit > 1 ? cu_fmt(ar, "; too few blocks to fill the GPU, so the keys are split into %lld runs of "
 					    "%lld tile%s, a block each, their partial softmaxes merged in order by the "
 					    "last block to finish (flash-decoding)", (long long)p.nsplit, (long long)p.kts,
-					    p.kts == 1 ? "" : "s") : "");
+					    p.kts == 1 ? "" : "s") :
+		      p.persist ? cu_fmt(ar, "; persistent: a block a multiprocessor takes the %lld query tiles in turn, "
+					 "a tile's q and first keys brought while the one before finishes", (long long)p.units) :
+				  "");
 }
 
 /* "{a, b, c}" of the first n of v, padded with zeros to fga::MAX_BATCH. */
@@ -807,6 +831,10 @@ void cu_emit_attention(Emit *E, Kern *k)
 		cu_path(E, k->gi, CU_PATH_ATTN_KEPT);
 	if (st >= 0)
 		cu_path(E, k->gi, CU_PATH_ATTN_STAGED);
+	if (pl.persist) {
+		cu_path(E, k->gi, CU_PATH_ATTN_PERSIST);
+		cu_use_counters(E, 2);  /* the next unit, and the blocks that found none */
+	}
 	const int64_t qtiles = (a.sq + 64 * nc - 1) / (64 * nc);      /* a block's query rows: 64 a consumer */
 	if (nsplit > 1) {
 		cu_path(E, k->gi, CU_PATH_ATTN_SPLIT);
@@ -816,7 +844,7 @@ void cu_emit_attention(Emit *E, Kern *k)
 	const char *fold = fold_phrase(E->a, f);
 	cu_emit_comment(E, k->gi, cu_fmt(E->a, "attention on the generated sm_90a flash kernel (fga::attention, head dim "
 				   "%lld, %lld query rows against %lld keys, %lld matrices%s): the scores (%s) and the "
-				   "probabilities (%s) %s; score ops in %s%s%s, the output's stores in %s%s%s%s%s",
+				   "probabilities (%s) %s; score ops in %s%s%s, the output's stores in %s%s%s%s%s%s",
 				   (long long)a.d, (long long)a.sq, (long long)a.sk, (long long)Z,
 				   cu_numel(kshape) < cu_numel(os) / a.sq * a.sk ? ", k and v shared across the batch" : "",
 				   k->plan->names[a.mm1], k->plan->names[a.p], a.p_written ? cu_fmt(E->a, "written by %s "
@@ -834,7 +862,10 @@ void cu_emit_attention(Emit *E, Kern *k)
 				   nsplit > 1 ? cu_fmt(E->a, "; the keys in %lld runs of %lld tile%s, a block each, their "
 						       "partials (scratch) merged in order by the last to arrive (ctx->counters)",
 						       (long long)nsplit,
-						       (long long)kts, kts == 1 ? "" : "s") : ""));
+						       (long long)kts, kts == 1 ? "" : "s") : "",
+				   pl.persist ? cu_fmt(E->a, "; persistent: a block a multiprocessor, each taking the %lld "
+						       "query tiles one after another from a counter (ctx->counters)",
+						       (long long)pl.units) : ""));
 	const char *tiles = tile_functor(E, k, pl.end, skips ? &pl.bounds : NULL, neg, cu_kname(k, "tiles"));
 	const char *rows = rows_functor(E, k, &a, cu_kname(k, "rows"));
 	const char *ssig = "int z_, int r_, int c_, float &v0, float &v1, const void *st_", *iname = cu_kname(k, "inner");
@@ -851,15 +882,15 @@ void cu_emit_attention(Emit *E, Kern *k)
 	int64_t ext[FG_MAX_RANK];
 	for (int i = 0; i < nb; i++)
 		ext[i] = os->d[i];
-	const int64_t blocks = qtiles * Z * nsplit;
+	const int64_t blocks = pl.persist ? SMS : qtiles * Z * nsplit;      /* persistent: more units than SMS */
 	const char *part = nsplit > 1 ? cu_fmt(k->a, "fga::Part{(float *)ctx->scratch, (float2 *)(ctx->scratch + %lld), "
 					       "%lld, %lld, ctx->counters}", (long long)obytes, (long long)nsplit, (long long)kts) :
-				 "fga::Part{}";
+				 pl.persist ? "fga::Part{nullptr, nullptr, 1, 0, ctx->counters}" : "fga::Part{}";
 	const char *scl = cu_literal(k->a, FG_DT_F32, scale), *outf = cu_fmt(k->a, "%s{%s}", oname, oargs);
 	cu_add_call(E, cu_kname(k, NULL), k->gi, blocks, 128 * (nc + 1),
-		    cu_fmt(E->a, "fga::launch<%s, %lld, %d, %lld, %s, %d>(ctx, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lld, "
+		    cu_fmt(E->a, "fga::launch<%s, %lld, %d, %lld, %s, %s, %d>(ctx, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lld, "
 			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s, %s, %s, %s, %s, %s%s);", tname, (long long)a.d, nc,
-			   (long long)bn, nsplit > 1 ? "true" : "false", pl.se, cu_tensor_param(k, a.q), cu_tensor_param(k, a.k),
+			   (long long)bn, nsplit > 1 ? "true" : "false", pl.persist ? "true" : "false", pl.se, cu_tensor_param(k, a.q), cu_tensor_param(k, a.k),
 			   cu_tensor_param(k, a.v), (long long)a.sq, (long long)a.sk, scl, (long long)Z,
 			   (long long)(cu_numel(kshape) / (a.sk * a.d)), (long long)(cu_numel(vshape) / (a.sk * a.d)), nb,
 			   int_list(k->a, ext, nb), int_list(k->a, ks, nb), int_list(k->a, vs, nb), sname, sargs, inner, tiles,

@@ -100,7 +100,8 @@
 	X(ATTN_SPLIT, "attention.split")        /* the keys split across blocks, then a combine */ \
 	X(ATTN_KEYS176, "attention.keys176")    /* key tiles of 176 (D = 128, bare scores) */ \
 	X(ATTN_KEPT, "attention.kept")          /* a mask's kept tiles without its compare */ \
-	X(ATTN_STAGED, "attention.staged")      /* a score operand's tiles by TMA beside K */
+	X(ATTN_STAGED, "attention.staged")      /* a score operand's tiles by TMA beside K */ \
+	X(ATTN_PERSIST, "attention.persistent") /* a block a multiprocessor, query tiles in turn */
 
 typedef enum CuPath {
 #define X(id, name) CU_PATH_##id,
