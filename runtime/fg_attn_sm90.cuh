@@ -95,15 +95,13 @@
  * Many blocks (PERSIST: more query tiles than multiprocessors) would each
  * pay a start (q and the first K tile in, the first product alone) and an
  * end (the last product, the stores) with the tensor cores idle: then the
- * launch is a block a multiprocessor, each taking query tiles (units)
- * one after another, its first by its index, the next from a counter
- * (part.arrivals[0], in order: each unit to the first block free, as the
- * hardware hands out blocks, so that units of fewer keys under a mask do
- * not leave some blocks more work than others).  The producer brings a
- * unit's q once every consumer's last S = Q K^T of the unit before is
- * done (qempty), with the unit's index and the next one's in shared
- * memory, and the K and V stages run on from unit to unit, as do the
- * consumers' turns; each unit's O, max and sum start from zero.
+ * launch is a block a multiprocessor, each taking every gridDim.x-th
+ * query tile (a unit) in turn (the compiler's choice where the units are
+ * alike and short: a fixed share suits only units of one cost).  The
+ * producer brings a unit's q once every consumer's last S = Q K^T of the
+ * unit before is done (qempty), and the K and V stages run on from unit
+ * to unit, as do the consumers' turns; each unit's O, max and sum start
+ * from zero.
  */
 #ifndef FG_ATTN_SM90_CUH
 #define FG_ATTN_SM90_CUH
@@ -159,7 +157,7 @@ template <int D, int NC, int BN_, int SE = 0> struct Plan {
 	static constexpr int ST_BYTES = BM * BN * SE;   /* a stage's tile of the staged operand */
 	static constexpr int smem(int st)
 	{
-		return 1024 + Q_BYTES + st * (2 * KV_BYTES + ST_BYTES) + 8 * (3 + 4 * st);
+		return 1024 + Q_BYTES + st * (2 * KV_BYTES + ST_BYTES) + 8 * (2 + 4 * st);
 	}
 	static constexpr int SMEM_MAX = 227 * 1024;    /* a block's dynamic shared memory on sm_90 */
 	static constexpr int fit(int st)
@@ -466,15 +464,14 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	uint8_t *sk = sq + P::Q_BYTES, *sv = sk + ST * P::KV_BYTES, *ss = sv + ST * P::KV_BYTES;
 	uint64_t *qfull = (uint64_t *)(ss + ST * P::ST_BYTES), *kfull = qfull + 1, *vfull = kfull + ST,
 		 *kempty = vfull + ST, *vempty = kempty + ST, *qempty = vempty + ST;
-	int *next = (int *)(qempty + 1);        /* PERSIST: units i and i + 1 of the block, at [i % 2], [(i + 1) % 2] */
 	const int wg = fgg::warpgroup(), t = threadIdx.x % 128;
 	const float sl2 = scale * LOG2E;        /* exp(scale s) = 2^(s sl2) */
 	/* the last query tiles first: under a causal mask they have the most
 	 * keys; a split's blocks side by side */
 	const int split = SPLIT ? blockIdx.x % part.nsplit : 0;
-	/* the block's unit (a query tile of one output matrix; under PERSIST
-	 * the first of those it takes): its matrix z, first row m0, last row
-	 * rlast */
+	/* the block's unit (a query tile of one output matrix), and under
+	 * PERSIST every gridDim.x-th after it: its matrix z, first row m0,
+	 * last row rlast */
 	int b = SPLIT ? blockIdx.x / part.nsplit : blockIdx.x;
 	const int ntm = (Sq + BM - 1) / BM;
 	int z, m0, rlast;
@@ -506,20 +503,20 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		fgg::regs_dec<24>();
 		if (t != 0)
 			return;
-		/* q's tile of each unit (under PERSIST, the next once the
-		 * consumers' last S = Q K^T of the unit before is done, qempty,
-		 * its index left in next[] by the first consumer thread; past the
-		 * last, q's barrier completed without a tile); K of a stage is
-		 * free once every consumer's S = Q K^T read it, V once their O +=
-		 * P V did: K runs a product ahead of V, and the stages run on from
-		 * one unit into the next.  With P written, a first pass of K alone
-		 * (the rows' max and sum) */
+		/* q's tile of each unit (under PERSIST the next once every
+		 * consumer's last S = Q K^T of the unit before is done, qempty);
+		 * K of a stage is free once every consumer's S = Q K^T read it, V
+		 * once their O += P V did: K runs a product ahead of V, and the
+		 * stages run on from one unit into the next.  With P written, a
+		 * first pass of K alone (the rows' max and sum) */
 		int ks = 0, kph = 0, vs = 0, vph = 0, i = 0;
-		if constexpr (PERSIST)
-			next[0] = b;
-		for (;;) {
+		do {
+			if (i > 0)
+				unit();
 			int kz, vz;
 			bt.of(z, kz, vz);
+			if constexpr (PERSIST)
+				bar_wait(qempty, (i & 1) ^ 1);
 			bar_expect(qfull, P::Q_BYTES);
 #pragma unroll
 			for (int j = 0; j < DB; j++)
@@ -532,13 +529,14 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 					bar_expect(&kfull[ks], P::KV_BYTES + P::ST_BYTES);
 #pragma unroll
 					for (int j = 0; j < DB; j++)
-						tma_load(sk + ks * P::KV_BYTES + j * BN * ROW, &mk, &kfull[ks], 64 * j, n * BN, kz);
+						tma_load(sk + ks * P::KV_BYTES + j * BN * ROW, &mk, &kfull[ks], 64 * j, n * BN,
+							 kz);
 					/* the staged operand's tile, released with K */
 					if constexpr (SE > 0) {
 #pragma unroll
 						for (int j = 0; j < BN * SE / ROW; j++)
-							tma_load(ss + ks * P::ST_BYTES + j * BM * ROW, &ms, &kfull[ks], n * BN + ROW / SE * j,
-								 m0, msz == 1 ? 0 : z);
+							tma_load(ss + ks * P::ST_BYTES + j * BM * ROW, &ms, &kfull[ks],
+								 n * BN + ROW / SE * j, m0, msz == 1 ? 0 : z);
 					}
 					if (++ks == ST)
 						ks = 0, kph ^= 1;
@@ -548,20 +546,14 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 					bar_expect(&vfull[vs], P::KV_BYTES);
 #pragma unroll
 					for (int j = 0; j < DB; j++)
-						tma_load(sv + vs * P::KV_BYTES + j * BN * ROW, &mv, &vfull[vs], 64 * j, n * BN, vz);
+						tma_load(sv + vs * P::KV_BYTES + j * BN * ROW, &mv, &vfull[vs], 64 * j, n * BN,
+							 vz);
 					if (++vs == ST)
 						vs = 0, vph ^= 1;
 				}
-			if (!PERSIST)
-				return;
-			bar_wait(qempty, i & 1);
-			asm volatile("ld.shared.u32 %0, [%1];" : "=r"(b) : "r"(fgg::smem_addr(next + (++i & 1))));
-			if (b >= units) {
-				bar_arrive(qfull);      /* no unit: the consumers leave */
-				return;
-			}
-			unit();
-		}
+			i++;
+		} while (PERSIST && (b += gridDim.x) < units);
+		return;
 	}
 	if (wg > nact)
 		return;         /* no rows */
@@ -576,9 +568,8 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	 * S = Q K^T of this one, back to back, then passes the turn; the
 	 * softmax of S runs while the others' turns keep the tensor cores
 	 * busy.  Consumer 0 takes the first turn without waiting; the last
-	 * passes no turn after its last (in a persistent launch it passes one
-	 * after each unit's last, the turns going round from one unit into
-	 * the next, and consumer 0 takes the one left at the end).  A lone
+	 * passes no turn after its last (its last unit's, in a persistent
+	 * launch, the turns going round from one unit into the next).  A lone
 	 * consumer takes them all. */
 	int turns = 0, ps = -1, pph = 0;
 	bool owed = false;      /* the last consumer passed consumer 0 a turn it has not taken (PERSIST) */
@@ -822,24 +813,10 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			kdone();
 	};
 	for (int i = 0;; i++) {
-		/* the unit (under PERSIST the one in next[], published with q's
-		 * tile, none past the last): O, each row's max and sum from zero.
-		 * The first thread takes the block's next unit from the counter
-		 * (gridDim.x past its value: the units in order, each to the
-		 * first block free, as the hardware hands out blocks, so that
-		 * units of fewer keys under a mask leave no block more work than
-		 * another); the last block to find none leaves the counters at
-		 * 0. */
-		bar_wait(qfull, i & 1);
-		unsigned taken = 0;
-		if constexpr (PERSIST) {
-			b = next[i & 1];
-			if (b >= units)
-				break;
+		/* the unit: O, each row's max and sum from zero */
+		if (i > 0)
 			unit();
-			if (c == 0 && t == 0)
-				taken = atomicAdd(&part.arrivals[0], 1u);
-		}
+		const bool more = PERSIST && b + gridDim.x < units;    /* a unit after this one */
 		r0 = m0 + c * 64 + w * 16 + l / 4;
 		rows_in = m0 + BM <= Sq;
 #pragma unroll
@@ -847,6 +824,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			o[j] = 0.0f;
 		mrow[0] = mrow[1] = -CUDART_INF_F, lsum[0] = lsum[1] = 0.0f;
 		ps = -1;
+		bar_wait(qfull, i & 1);
 		if constexpr (Psave::on) {
 			/* the first pass: S = Q K^T a turn, the rows' max and sum */
 			for (int n = n0; n < nkt; n++) {
@@ -924,15 +902,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 				bar_arrive(&vempty[ps]);
 			fin(sc);
 		}
-		/* every S = Q K^T of the unit done: q's buffer free for the next,
-		 * whose index the producer finds beside it */
-		if (PERSIST && c == 0 && t == 0) {
-			next[(i + 1) & 1] = (int)(gridDim.x + taken);
-			if ((int)(gridDim.x + taken) >= units && atomicAdd(&part.arrivals[1], 1u) == gridDim.x - 1) {
-				atomicExch(&part.arrivals[0], 0u);
-				atomicExch(&part.arrivals[1], 0u);
-			}
-		}
+		/* every S = Q K^T of the unit done: q's buffer free for the next */
 		if (PERSIST && l == 0)
 			bar_arrive(qempty);
 		if (ps >= 0) {          /* the last turn: the last tile's O += P V */
@@ -944,9 +914,9 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			wg_fence();
 			pv();
 			wg_commit();
-			if (c != nact - 1 || PERSIST)
+			if (c != nact - 1 || more)
 				pass_turn();
-			owed = PERSIST;
+			owed = more;
 			wg_wait<0>();
 			pin<D / 2>(o);
 			if (l == 0)
@@ -1002,12 +972,12 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		for (int h = 0; h < 2; h++)
 			if (l % 4 == 0 && r0 + 8 * h < Sq)
 				rows(z, r0 + 8 * h, mrow[h] * scale, lsum[h]);
-		if (!PERSIST)
+		if (!more)
 			break;
+		b += gridDim.x;
 	}
-	/* under PERSIST the last consumer passes the turn on after each
-	 * unit's last product, not knowing whether a unit follows: consumer 0
-	 * takes the one no unit took */
+	/* the units after the last one with key tiles (a mask that leaves
+	 * some no key) take no turn: consumer 0 takes the one passed to it */
 	if (PERSIST && owed && c == 0 && nact > 1)
 		fgg::named_sync(1);
 #else
@@ -1033,10 +1003,8 @@ static void tmap(CUtensorMap *m, const void *p, int64_t rows, int D, int64_t n, 
  * matrices of Sq rows; k and v hold zk and zv matrices of Sk rows.
  * SPLIT: the key tiles in part.nsplit runs, a block each, merged by the
  * last to arrive (part.arrivals zero).  PERSIST: a block a multiprocessor
- * (at most), each taking query tiles (units) from a counter
- * (part.arrivals[0] and [1], zero); the compiler's choice, where every
- * unit has rows for all NC consumers and there are more units than
- * multiprocessors.  SE > 0: st is the
+ * (at most), each taking every gridDim.x-th query tile (unit) in turn;
+ * the compiler's choice (attn_persist).  SE > 0: st is the
  * staged score operand, of SE-byte elements. */
 template <class T, int D, int NC, int BN_, bool SPLIT, bool PERSIST, int SE = 0, class Score, class Inner, class Tiles,
 	  class Out, class Rows, class Probs, class Psave>
@@ -1072,8 +1040,9 @@ static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v
 				  "cudaDeviceGetAttribute");
 		grid = units < sms[dev] ? units : sms[dev];
 	}
-	kernel<<<(unsigned)grid, P::THREADS, P::SMEM, ctx->stream>>>(mq, mk, mv, ms, st.nz, Sq, Sk, scale, bt, score, inner,
-								     masked, out, rows, probs, psave, part, (int)units);
+	kernel<<<(unsigned)grid, P::THREADS, P::SMEM, ctx->stream>>>(mq, mk, mv, ms, st.nz, Sq, Sk, scale, bt, score,
+								     inner, masked, out, rows, probs, psave, part,
+								     (int)units);
 }
 
 } /* namespace fga */

@@ -663,7 +663,7 @@ static int staged_operand(const FgGraph *g, const FgGroup *gr, const FgAttn *a, 
 			const int64_t e = fg_dtype_size[g->nodes[id].dt];
 			if (!read || T->rank < 2 || T->d[T->rank - 1] != a->sk || T->d[T->rank - 2] != a->sq || e > 2 ||
 			    a->sk * e % 16 != 0 || bn * e % 128 != 0 ||
-			    1024 + bm * a->d * 2 + 2 * (2 * bn * a->d * 2 + bm * bn * e) + 8 * 11 > 227 * 1024)
+			    1024 + bm * a->d * 2 + 2 * (2 * bn * a->d * 2 + bm * bn * e) + 8 * 10 > 227 * 1024)
 				continue;
 			const int64_t nz = cu_numel(T) / (a->sq * a->sk);
 			if (nz != 1 && !(nz == Z && fg_shape_eq(T, S)))
@@ -686,24 +686,29 @@ typedef struct AttnPlan {
 	int64_t bn;
 	int st, se;             /* staged_operand */
 	int64_t nsplit, kts;
-	int64_t units;          /* query tiles of all matrices: a block each, or */
-	int persist;            /* attn_persist: a block a multiprocessor, taking them in turn */
+	int64_t units;          /* query tiles of all matrices: a block each, unless */
+	int persist;            /* attn_persist: a block a multiprocessor takes them in turn */
 } AttnPlan;
 
 /* Whether a's kernel runs persistent (fga::launch's PERSIST): a block a
- * multiprocessor, each taking query tiles (units) one after another from
- * a counter (ctx->counters), the producer bringing a unit's q and first
- * key tiles while the consumers finish the unit before.  A block a unit spends 2.7 us of its start
+ * multiprocessor, each taking every 132nd query tile (unit) in turn, the
+ * producer bringing a unit's q and first key tiles while the consumers
+ * finish the unit before.  A block a unit spends 2.7 us of its start
  * before its first S = Q K^T is done and 1.6 us from its last O += P V to
  * its end, with the tensor cores idle: 17% of a block at 2,048 keys, 2.5%
  * at 16,384 (H100, docs/performance.md v32), where cuDNN's kernel is
- * persistent.  Where there are more units than multiprocessors, p is not
- * written (its two passes), the keys not split, and every unit has rows
- * for all consumers (the kernel's barriers count them once). */
+ * persistent.  Where there are more units than multiprocessors, each of
+ * at most 16 key tiles (persistent, 1,024 and 2,048 keys ran 4-9%
+ * faster; 4,096 level; 8,192 and 16,384 1% slower) and no mask that skips
+ * tiles (the fixed share of units left some blocks more keys than others:
+ * 2-17% slower from 4,096 causal keys); p not written (its two passes),
+ * the keys not split, and every unit with rows for all consumers (the
+ * kernel's barriers count them once). */
 static int attn_persist(const FgAttn *a, const AttnPlan *p)
 {
 	const int64_t bm = 64 * p->nc, rest = a->sq % bm;
-	return p->nsplit == 1 && !a->p_written && p->units > SMS && (rest == 0 || rest > bm - 64);
+	return p->nsplit == 1 && !a->p_written && !p->skips && p->units > SMS && (a->sk + p->bn - 1) / p->bn <= 16 &&
+	       (rest == 0 || rest > bm - 64);
 }
 
 static void attn_plan(FgArena *ar, const FgGraph *g, const FgGroup *gr, const FgAttn *a, AttnPlan *p)
@@ -831,10 +836,8 @@ void cu_emit_attention(Emit *E, Kern *k)
 		cu_path(E, k->gi, CU_PATH_ATTN_KEPT);
 	if (st >= 0)
 		cu_path(E, k->gi, CU_PATH_ATTN_STAGED);
-	if (pl.persist) {
+	if (pl.persist)
 		cu_path(E, k->gi, CU_PATH_ATTN_PERSIST);
-		cu_use_counters(E, 2);  /* the next unit, and the blocks that found none */
-	}
 	const int64_t qtiles = (a.sq + 64 * nc - 1) / (64 * nc);      /* a block's query rows: 64 a consumer */
 	if (nsplit > 1) {
 		cu_path(E, k->gi, CU_PATH_ATTN_SPLIT);
@@ -863,9 +866,8 @@ void cu_emit_attention(Emit *E, Kern *k)
 						       "partials (scratch) merged in order by the last to arrive (ctx->counters)",
 						       (long long)nsplit,
 						       (long long)kts, kts == 1 ? "" : "s") : "",
-				   pl.persist ? cu_fmt(E->a, "; persistent: a block a multiprocessor, each taking the %lld "
-						       "query tiles one after another from a counter (ctx->counters)",
-						       (long long)pl.units) : ""));
+				   pl.persist ? cu_fmt(E->a, "; persistent: a block a multiprocessor, each taking every "
+						       "gridDim.x-th of the %lld query tiles", (long long)pl.units) : ""));
 	const char *tiles = tile_functor(E, k, pl.end, skips ? &pl.bounds : NULL, neg, cu_kname(k, "tiles"));
 	const char *rows = rows_functor(E, k, &a, cu_kname(k, "rows"));
 	const char *ssig = "int z_, int r_, int c_, float &v0, float &v1, const void *st_", *iname = cu_kname(k, "inner");
@@ -885,13 +887,14 @@ void cu_emit_attention(Emit *E, Kern *k)
 	const int64_t blocks = pl.persist ? SMS : qtiles * Z * nsplit;      /* persistent: more units than SMS */
 	const char *part = nsplit > 1 ? cu_fmt(k->a, "fga::Part{(float *)ctx->scratch, (float2 *)(ctx->scratch + %lld), "
 					       "%lld, %lld, ctx->counters}", (long long)obytes, (long long)nsplit, (long long)kts) :
-				 pl.persist ? "fga::Part{nullptr, nullptr, 1, 0, ctx->counters}" : "fga::Part{}";
+				 "fga::Part{}";
 	const char *scl = cu_literal(k->a, FG_DT_F32, scale), *outf = cu_fmt(k->a, "%s{%s}", oname, oargs);
 	cu_add_call(E, cu_kname(k, NULL), k->gi, blocks, 128 * (nc + 1),
 		    cu_fmt(E->a, "fga::launch<%s, %lld, %d, %lld, %s, %s, %d>(ctx, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lld, "
 			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s, %s, %s, %s, %s, %s%s);", tname, (long long)a.d, nc,
-			   (long long)bn, nsplit > 1 ? "true" : "false", pl.persist ? "true" : "false", pl.se, cu_tensor_param(k, a.q), cu_tensor_param(k, a.k),
-			   cu_tensor_param(k, a.v), (long long)a.sq, (long long)a.sk, scl, (long long)Z,
+			   (long long)bn, nsplit > 1 ? "true" : "false", pl.persist ? "true" : "false", pl.se,
+			   cu_tensor_param(k, a.q), cu_tensor_param(k, a.k), cu_tensor_param(k, a.v), (long long)a.sq,
+			   (long long)a.sk, scl, (long long)Z,
 			   (long long)(cu_numel(kshape) / (a.sk * a.d)), (long long)(cu_numel(vshape) / (a.sk * a.d)), nb,
 			   int_list(k->a, ext, nb), int_list(k->a, ks, nb), int_list(k->a, vs, nb), sname, sargs, inner, tiles,
 			   outf, rows, probs, psave, part,
