@@ -4,7 +4,7 @@
  * probabilities never leaving the chip (the attention group,
  * compiler/cuda/attention.c; issue 16).
  *
- * fga::attention<T, D, NC, BN, SPLIT, Score, Inner, Tiles, Out, Rows, Probs, Psave>:
+ * fga::attention<T, D, NC, BN, SPLIT, PERSIST, SE, Score, Inner, Tiles, Out, Rows, Probs, Psave>:
  * q [Z, Sq, D], k [Zk, Sk, D], v [Zv, Sk, D] of T (f16 or bf16),
  * row-major; output matrix z reads k's matrix bt.k(z) and v's bt.v(z) (K
  * and V shared over query heads: GQA, MQA).  A block takes BM query rows
