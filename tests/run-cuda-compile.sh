@@ -7,8 +7,9 @@
 #      (-Xptxas -v) reports no kernel that spills registers to local memory,
 # so that code generation that does not compile, or that the register
 # estimate lets spill, fails CI.  A model past 2^31
-# elements checks the 64-bit index path the same way, and one model is
-# linked with the runtime (fgrt_lib.cu, fgrt_main.cu, npy.c, half.c, check.c).
+# elements checks the 64-bit index path the same way, one model is
+# linked with the runtime (fgrt_lib.cu, fgrt_main.cu, npy.c, half.c, check.c),
+# and one compiled against tools/attn_probe.py's probed runtime.
 #
 # Speed: nvcc spends most of a small file's time parsing the CUDA headers,
 # so the models are compiled as two translation units (each model in a
@@ -125,7 +126,16 @@ if [ -z "${why[runtime]:-}" ] && [ -e "$tmp/$link.cu" ] &&
 	why[runtime]="$link.cu does not link with the runtime"
 fi
 
-for name in "${names[@]}" runtime; do
+# 4. tools/attn_probe.py's copy of the runtime, its probes in the attention
+# kernel, still applies (its anchors found) and compiles.
+probe="attention-shapes"
+if ! python3 "$src/tools/attn_probe.py" runtime "$tmp/probe-rt" >"$tmp/probe.log" 2>&1 ||
+	! nvcc -gencode=arch=compute_90a,code=sm_90a -Werror all-warnings -I"$tmp/probe-rt" -c "$tmp/$probe.cu" \
+		-o "$tmp/probe.o" >>"$tmp/probe.log" 2>&1; then
+	why[probe]="tools/attn_probe.py's runtime does not compile $probe.cu"
+fi
+
+for name in "${names[@]}" runtime probe; do
 	if [ -n "${why[$name]:-}" ]; then
 		echo "FAIL $name: ${why[$name]}"
 		log=$tmp/$name.log

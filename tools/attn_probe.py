@@ -2,6 +2,8 @@
 """attn_probe.py - where an attention launch's time goes, block by block.
 
     tools/attn_probe.py build X.cu -o BIN    (here: nvcc, no GPU needed)
+    tools/attn_probe.py runtime DIR          (the probed runtime alone:
+                                              tests/run-cuda-compile.sh)
     FGA_PROBE=FILE BIN --bench 3 --no-graph  (on the GPU: FILE holds the
                                               last eager launch's records)
     tools/attn_probe.py read FILE            (the summary)
@@ -156,9 +158,13 @@ def main():
     b.add_argument("-o", required=True)
     r = sub.add_parser("read")
     r.add_argument("file")
+    d = sub.add_parser("runtime")
+    d.add_argument("dir")
     a = p.parse_args()
     if a.cmd == "build":
         build(a.cu, a.o)
+    elif a.cmd == "runtime":
+        patched_runtime(a.dir)
     else:
         read(a.file)
 
