@@ -1028,18 +1028,10 @@ static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v
 	static_assert(!(PERSIST && Psave::on), "a launch that writes P is not persistent");
 	auto *kernel = attention<T, D, NC, BN_, SPLIT, PERSIST, SE, Score, Inner, Tiles, Out, Rows, Probs, Psave>;
 	static unsigned char ready[FGRT_DEVICES];
-	fgrt_func_attr((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, P::SMEM, ready);
+	const int sms = fgrt_func_attr((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, P::SMEM,
+				       ready);
 	const int64_t units = (int64_t)((Sq + P::BM - 1) / P::BM) * Z;
-	int64_t grid = units * (SPLIT ? part.nsplit : 1);
-	if constexpr (PERSIST) {
-		static int sms[FGRT_DEVICES];
-		int dev;
-		fgrt_cuda(cudaGetDevice(&dev), "cudaGetDevice");
-		if (!sms[dev])
-			fgrt_cuda(cudaDeviceGetAttribute(&sms[dev], cudaDevAttrMultiProcessorCount, dev),
-				  "cudaDeviceGetAttribute");
-		grid = units < sms[dev] ? units : sms[dev];
-	}
+	const int64_t grid = PERSIST ? (units < sms ? units : sms) : units * (SPLIT ? part.nsplit : 1);
 	kernel<<<(unsigned)grid, P::THREADS, P::SMEM, ctx->stream>>>(mq, mk, mv, ms, st.nz, Sq, Sk, scale, bt, score,
 								     inner, masked, out, rows, probs, psave, part,
 								     (int)units);

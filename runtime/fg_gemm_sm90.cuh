@@ -464,22 +464,13 @@ static void launch(FgrtContext *ctx, const void *a, const void *b, int M, int N,
 		const uint32_t box[3] = {NB ? 64u : BK, NB ? BK : (uint32_t)BN, 1};
 		fgrt_tmap(&mb, b, dt, dims, pitch, box);
 	}
-	/* per device (a library's models may live on several): its
-	 * multiprocessors, once the kernel's shared memory is allowed there */
-	static int sms[64];
-	int dev;
-	fgrt_cuda(cudaGetDevice(&dev), "cudaGetDevice");
-	if (dev < 0 || dev >= 64)
-		fgrt_cuda(cudaErrorInvalidDevice, "the generated matmul on a device past the 64th");
-	if (!sms[dev]) {
-		int n;
-		fgrt_cuda(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute");
-		fgrt_cuda(cudaFuncSetAttribute(gemm<T, WM, BN, PP, MA, NB, Epi>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-					       C::SMEM), "cudaFuncSetAttribute");
-		sms[dev] = n;
-	}
+	/* per device (a library's models may live on several): the kernel's
+	 * shared memory allowed once, and its multiprocessors */
+	static unsigned char ready[FGRT_DEVICES];
+	const int sms = fgrt_func_attr((const void *)gemm<T, WM, BN, PP, MA, NB, Epi>,
+				       cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM, ready);
 	const int64_t tiles = (int64_t)((M + C::BMB - 1) / C::BMB) * ((N + BN - 1) / BN) * Z;
-	const int grid = tiles < sms[dev] ? (int)tiles : sms[dev];
+	const int grid = tiles < sms ? (int)tiles : sms;
 	gemm<T, WM, BN, PP, MA, NB, Epi><<<grid, THREADS, C::SMEM, ctx->stream>>>(ma, mb, M, N, K, Z, za, zb, epi);
 }
 

@@ -369,8 +369,9 @@ void fgrt_cuda(cudaError_t e, const char *call)
 		fgrt_fail("%s: %s (%s)", call, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
-void fgrt_func_attr(const void *fn, cudaFuncAttribute attr, int value, unsigned char *done)
+int fgrt_func_attr(const void *fn, cudaFuncAttribute attr, int value, unsigned char *done)
 {
+	static int sms[FGRT_DEVICES];
 	int dev;
 	fgrt_cuda(cudaGetDevice(&dev), "cudaGetDevice");
 	if (dev < 0 || dev >= FGRT_DEVICES)
@@ -379,6 +380,9 @@ void fgrt_func_attr(const void *fn, cudaFuncAttribute attr, int value, unsigned 
 		fgrt_cuda(cudaFuncSetAttribute(fn, attr, value), "cudaFuncSetAttribute");
 		done[dev] = 1;
 	}
+	if (!sms[dev])
+		fgrt_cuda(cudaDeviceGetAttribute(&sms[dev], cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute");
+	return sms[dev];
 }
 
 /* cuTensorMapEncodeTiled through the runtime's entry point, so that the

@@ -238,9 +238,10 @@ void fgrt_cuda(cudaError_t e, const char *call);
  * kernel and attribute, zero at first): a kernel that takes more than 48
  * KiB of shared memory, or a cluster past the portable 8, asks once per
  * device, not before every launch.  A device index past the array fails
- * as fgrt_cuda does. */
+ * as fgrt_cuda does.  Returns the device's multiprocessors (asked once per
+ * device), which a persistent kernel's grid takes. */
 enum { FGRT_DEVICES = 64 };
-void fgrt_func_attr(const void *fn, cudaFuncAttribute attr, int value, unsigned char *done);
+int fgrt_func_attr(const void *fn, cudaFuncAttribute attr, int value, unsigned char *done);
 void fgrt_tmap(void *map, const void *base, FgrtDtype dt, const uint64_t dims[3], const uint64_t pitch[2],
 	       const uint32_t box[3]);
 

@@ -39,23 +39,34 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NVCC = os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc")
 MAX = 16384     # consumer records
 
-# (anchor in runtime/fg_attn_sm90.cuh, text put after it)
+# The probes: (anchor in runtime/fg_attn_sm90.cuh, text put before it,
+# text put after it); each anchor must occur once.
 PATCHES = [
+    # the records, before the kernel
     ("template <class T, int D, int NC, int BN_, bool SPLIT, bool PERSIST, int SE, class Score, class Inner, class Tiles,\n",
-     None),     # checked only: the kernel this tool knows
-    ("\textern __shared__ uint8_t fg_smem[];\n",
+     "constexpr int PROBE_MAX = %d;\n__device__ unsigned long long probe_buf[PROBE_MAX * 8];\n\n" % MAX, ""),
+    # the start
+    ("\textern __shared__ uint8_t fg_smem[];\n", "",
      "\tunsigned long long pg0, pc0, pcq = 0, pcs = 0, pcl = 0;\n"
      "\tasm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(pg0));\n"
      "\tpc0 = clock64();\n"),
-    ("\t\tbar_wait(qfull, i & 1);\n",
-     "\t\tif (i == 0)\n\t\t\tpcq = clock64();\n"),
-    ("\t\t\tqk_turn(sc);\n\t\t\tsoft(sc, n * BN, nullptr);\n",
-     None),
-    ("\t\t/* O / l to the epilogue",
-     None),
-    ("\t__trap();       /* built for another target: the launcher refuses first */\n",
-     None),
-    ("inner, masked, out, rows, probs, psave, part,\n\t\t\t\t\t\t\t\t     (int)units);\n",
+    # q in, the first unit's
+    ("\t\tbar_wait(qfull, i & 1);\n", "", "\t\tif (i == 0)\n\t\t\tpcq = clock64();\n"),
+    # the first S done, the first unit's
+    ("\t\t\tsoft(sc, n * BN, nullptr);\n", "\t\t\tif (i == 0)\n\t\t\t\tpcs = clock64();\n", ""),
+    # the last O += P V done, the last unit's
+    ("\t\t/* O / l to the epilogue", "\t\tpcl = clock64();\n", ""),
+    # the end: the consumer's record
+    ("#else\n\t__trap();       /* built for another target: the launcher refuses first */\n",
+     "\tif (l == 0 && w == 0 && blockIdx.x * NC + c < PROBE_MAX) {\n"
+     "\t\tunsigned long long pge, pce = clock64();\n\t\tunsigned smid;\n"
+     "\t\tasm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(pge));\n"
+     "\t\tasm volatile(\"mov.u32 %0, %%smid;\" : \"=r\"(smid));\n"
+     "\t\tunsigned long long *pb = probe_buf + (blockIdx.x * NC + c) * 8;\n"
+     "\t\tpb[0] = smid, pb[1] = pg0, pb[2] = pge, pb[3] = pc0, pb[4] = pcq, pb[5] = pcs, pb[6] = pcl, pb[7] = pce;\n"
+     "\t}\n", ""),
+    # the launcher: the records to $FGA_PROBE after an eager launch
+    ("inner, masked, out, rows, probs, psave, part,\n\t\t\t\t\t\t\t\t     (int)units);\n", "",
      "\tcudaStreamCaptureStatus cs;\n"
      "\tif (getenv(\"FGA_PROBE\") && cudaStreamIsCapturing(ctx->stream, &cs) == cudaSuccess &&\n"
      "\t    cs == cudaStreamCaptureStatusNone) {\n"
@@ -77,27 +88,11 @@ def patched_runtime(dst):
     shutil.copytree(os.path.join(ROOT, "runtime"), dst)
     path = os.path.join(dst, "fg_attn_sm90.cuh")
     s = open(path).read()
-    for anchor, _ in PATCHES:
+    for anchor, before, after in PATCHES:
         if s.count(anchor) != 1:
             sys.exit("attn_probe.py: runtime/fg_attn_sm90.cuh has changed (%d of %r): update PATCHES"
                      % (s.count(anchor), anchor[:60]))
-    for anchor, text in PATCHES:
-        if text:
-            s = s.replace(anchor, anchor + text)
-    # before the kernel: the records; the first S, the last O += P V, the end
-    s = s.replace(PATCHES[0][0], "constexpr int PROBE_MAX = %d;\n__device__ unsigned long long probe_buf[PROBE_MAX * 8];\n\n"
-                  % MAX + PATCHES[0][0], 1)
-    s = s.replace(PATCHES[3][0], "\t\t\tqk_turn(sc);\n\t\t\tif (i == 0)\n\t\t\t\tpcs = clock64();\n"
-                  "\t\t\tsoft(sc, n * BN, nullptr);\n")
-    s = s.replace(PATCHES[4][0], "\t\tpcl = clock64();\n" + PATCHES[4][0])
-    s = s.replace("#else\n" + PATCHES[5][0],
-                  "\tif (l == 0 && w == 0 && blockIdx.x * NC + c < PROBE_MAX) {\n"
-                  "\t\tunsigned long long pge, pce = clock64();\n\t\tunsigned smid;\n"
-                  "\t\tasm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(pge));\n"
-                  "\t\tasm volatile(\"mov.u32 %0, %%smid;\" : \"=r\"(smid));\n"
-                  "\t\tunsigned long long *pb = probe_buf + (blockIdx.x * NC + c) * 8;\n"
-                  "\t\tpb[0] = smid, pb[1] = pg0, pb[2] = pge, pb[3] = pc0, pb[4] = pcq, pb[5] = pcs, pb[6] = pcl, pb[7] = pce;\n"
-                  "\t}\n#else\n" + PATCHES[5][0])
+        s = s.replace(anchor, before + anchor + after)
     open(path, "w").write(s)
 
 

@@ -622,15 +622,16 @@ static int64_t attn_keys(const FgAttn *a, const ScoreFold *f)
 	return a->d == 256 ? 64 : a->d == 128 && bare ? 176 : 128;
 }
 
-/* The runs of a's key tiles of bn keys, *kts tiles each (key_splits);
- * none when p is written (a run does not know its rows' max and sum). */
-static int64_t attn_splits(const FgAttn *a, int nc, int64_t bn, int64_t Z, int64_t *kts)
+/* The runs of a's key tiles of bn keys, *kts tiles each (key_splits), for
+ * a launch of `units` query tiles; none when p is written (a run does not
+ * know its rows' max and sum). */
+static int64_t attn_splits(const FgAttn *a, int64_t bn, int64_t units, int64_t *kts)
 {
 	if (a->p_written) {
 		*kts = (a->sk + bn - 1) / bn;
 		return 1;
 	}
-	return key_splits((a->sq + 64 * nc - 1) / (64 * nc) * Z, (a->sk + bn - 1) / bn, kts);
+	return key_splits(units, (a->sk + bn - 1) / bn, kts);
 }
 
 /* The score operand the kernel stages (fga::Staged), or -1: a read of
@@ -663,7 +664,7 @@ static int staged_operand(const FgGraph *g, const FgGroup *gr, const FgAttn *a, 
 			const int64_t e = fg_dtype_size[g->nodes[id].dt];
 			if (!read || T->rank < 2 || T->d[T->rank - 1] != a->sk || T->d[T->rank - 2] != a->sq || e > 2 ||
 			    a->sk * e % 16 != 0 || bn * e % 128 != 0 ||
-			    1024 + bm * a->d * 2 + 2 * (2 * bn * a->d * 2 + bm * bn * e) + 8 * 10 > 227 * 1024)
+			    1024 + bm * a->d * 2 + 2 * (2 * bn * a->d * 2 + bm * bn * e) + 8 * (2 + 4 * 2) > 227 * 1024)
 				continue;
 			const int64_t nz = cu_numel(T) / (a->sq * a->sk);
 			if (nz != 1 && !(nz == Z && fg_shape_eq(T, S)))
@@ -720,9 +721,8 @@ static void attn_plan(FgArena *ar, const FgGraph *g, const FgGroup *gr, const Fg
 	p->bn = attn_keys(a, &p->fold);
 	p->se = 0;
 	p->st = staged_operand(g, gr, a, p->nc, p->bn, p->skips, &p->se);
-	const int64_t Z = cu_numel(&g->nodes[a->mm2].shape) / (a->sq * a->d);
-	p->nsplit = attn_splits(a, p->nc, p->bn, Z, &p->kts);
-	p->units = (a->sq + 64 * p->nc - 1) / (64 * p->nc) * Z;
+	p->units = (a->sq + 64 * p->nc - 1) / (64 * p->nc) * (cu_numel(&g->nodes[a->mm2].shape) / (a->sq * a->d));
+	p->nsplit = attn_splits(a, p->bn, p->units, &p->kts);
 	p->persist = attn_persist(a, p);
 }
 
@@ -838,11 +838,10 @@ void cu_emit_attention(Emit *E, Kern *k)
 		cu_path(E, k->gi, CU_PATH_ATTN_STAGED);
 	if (pl.persist)
 		cu_path(E, k->gi, CU_PATH_ATTN_PERSIST);
-	const int64_t qtiles = (a.sq + 64 * nc - 1) / (64 * nc);      /* a block's query rows: 64 a consumer */
 	if (nsplit > 1) {
 		cu_path(E, k->gi, CU_PATH_ATTN_SPLIT);
 		cu_use_scratch(E, k->gi, obytes + nsplit * Z * a.sq * 8);
-		cu_use_counters(E, qtiles * Z * nc * 4);        /* fga::Part's arrivals: a counter a consumer warp */
+		cu_use_counters(E, pl.units * nc * 4);  /* fga::Part's arrivals: a counter a consumer warp */
 	}
 	const char *fold = fold_phrase(E->a, f);
 	cu_emit_comment(E, k->gi, cu_fmt(E->a, "attention on the generated sm_90a flash kernel (fga::attention, head dim "
@@ -884,7 +883,7 @@ void cu_emit_attention(Emit *E, Kern *k)
 	int64_t ext[FG_MAX_RANK];
 	for (int i = 0; i < nb; i++)
 		ext[i] = os->d[i];
-	const int64_t blocks = pl.persist ? SMS : qtiles * Z * nsplit;      /* persistent: more units than SMS */
+	const int64_t blocks = pl.persist ? SMS : pl.units * nsplit;  /* persistent: more units than SMS */
 	const char *part = nsplit > 1 ? cu_fmt(k->a, "fga::Part{(float *)ctx->scratch, (float2 *)(ctx->scratch + %lld), "
 					       "%lld, %lld, ctx->counters}", (long long)obytes, (long long)nsplit, (long long)kts) :
 				 "fga::Part{}";
