@@ -454,7 +454,7 @@ __global__ void __launch_bounds__(Plan<D, NC, BN_, SE>::THREADS, 1)
 attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
 	  const __grid_constant__ CUtensorMap mv, const __grid_constant__ CUtensorMap ms, int msz, int Sq, int Sk,
 	  float scale, Batch bt, Score score, Inner inner, Tiles masked, Out out, Rows rows, Probs probs, Psave psave,
-	  Part part, int units)
+	  Part part, int units, int lpt)
 {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	using P = Plan<D, NC, BN_, SE>;
@@ -471,12 +471,19 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	const int split = SPLIT ? blockIdx.x % part.nsplit : 0;
 	/* the block's unit (a query tile of one output matrix), and under
 	 * PERSIST every gridDim.x-th after it: its matrix z, first row m0,
-	 * last row rlast */
+	 * last row rlast.  The matrices one after another, but the last lpt
+	 * matrices' tiles taken together, the last of each first: blocks
+	 * start in order as multiprocessors come free, so that the grid ends
+	 * on its shortest units (a causal mask's first tiles) wherever those
+	 * units' costs differ */
 	int b = SPLIT ? blockIdx.x / part.nsplit : blockIdx.x;
-	const int ntm = (Sq + BM - 1) / BM;
+	const int ntm = (Sq + BM - 1) / BM, hd = units - lpt * ntm;
 	int z, m0, rlast;
 	auto unit = [&]() {
-		z = b / ntm, m0 = (ntm - 1 - b % ntm) * BM;
+		if (!PERSIST && !SPLIT && b >= hd)
+			z = hd / ntm + (b - hd) % lpt, m0 = (ntm - 1 - (b - hd) / lpt) * BM;
+		else
+			z = b / ntm, m0 = (ntm - 1 - b % ntm) * BM;
 		rlast = min(m0 + BM, Sq) - 1;
 	};
 	unit();
@@ -1004,13 +1011,15 @@ static void tmap(CUtensorMap *m, const void *p, int64_t rows, int D, int64_t n, 
  * SPLIT: the key tiles in part.nsplit runs, a block each, merged by the
  * last to arrive (part.arrivals zero).  PERSIST: a block a multiprocessor
  * (at most), each taking every gridDim.x-th query tile (unit) in turn;
- * the compiler's choice (attn_persist).  SE > 0: st is the
- * staged score operand, of SE-byte elements. */
+ * the compiler's choice (attn_persist).  lpt: the last lpt matrices'
+ * query tiles in one run, the last tile of each first (neither SPLIT nor
+ * PERSIST; 0: the matrices one after another).  SE > 0: st is the staged
+ * score operand, of SE-byte elements. */
 template <class T, int D, int NC, int BN_, bool SPLIT, bool PERSIST, int SE = 0, class Score, class Inner, class Tiles,
 	  class Out, class Rows, class Probs, class Psave>
 static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v, int Sq, int Sk, float scale,
 		   int Z, int zk, int zv, const Batch &bt, const Score &score, const Inner &inner, const Tiles &masked,
-		   const Out &out, const Rows &rows, const Probs &probs, const Psave &psave, const Part &part,
+		   const Out &out, const Rows &rows, const Probs &probs, const Psave &psave, const Part &part, int lpt,
 		   const Staged &st = Staged{})
 {
 	using P = Plan<D, NC, BN_, SE>;
@@ -1034,7 +1043,7 @@ static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v
 	const int64_t grid = PERSIST ? (units < sms ? units : sms) : units * (SPLIT ? part.nsplit : 1);
 	kernel<<<(unsigned)grid, P::THREADS, P::SMEM, ctx->stream>>>(mq, mk, mv, ms, st.nz, Sq, Sk, scale, bt, score,
 								     inner, masked, out, rows, probs, psave, part,
-								     (int)units);
+								     (int)units, lpt);
 }
 
 } /* namespace fga */
