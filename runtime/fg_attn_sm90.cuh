@@ -966,14 +966,28 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			merge<D>(part, nrows, z, Sq, r0 - l / 4, sl2, scale, out, rows);
 			return;
 		}
-		/* O / l to Out, (m, l) to Rows */
+		/* O / l to Out, (m, l) to Rows.  A quad holds 8 columns (16
+		 * bytes of 16-bit O) of its rows a key block; the quads of rows r
+		 * and r + 1 (lanes l and l ^ 4) trade a block each, so that one
+		 * store instruction writes 32 bytes of a row (a whole sector)
+		 * from 8 lanes where it wrote 16 bytes from 4: the quad of the
+		 * even row stores block j of both rows, the other block j + 1 */
 		const float inv[2] = {Psave::on ? 1.0f : 1.0f / lsum[0], Psave::on ? 1.0f : 1.0f / lsum[1]};
+		const int q = (l >> 2) & 1;     /* this quad's row is the odd one of the two */
 #pragma unroll
-		for (int j = 0; j < D / 8; j++) {
-			if (r0 < Sq)
-				out(z, r0, cb + 8 * j, o[4 * j] * inv[0], o[4 * j + 1] * inv[0]);
-			if (r0 + 8 < Sq)
-				out(z, r0 + 8, cb + 8 * j, o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]);
+		for (int h = 0; h < 2; h++) {
+			const int re = r0 - q + 8 * h;  /* the even row */
+#pragma unroll
+			for (int j = 0; j < D / 8; j += 2) {
+				const float a0 = o[4 * j + 2 * h] * inv[h], a1 = o[4 * j + 2 * h + 1] * inv[h];
+				const float b0 = o[4 * j + 4 + 2 * h] * inv[h], b1 = o[4 * j + 4 + 2 * h + 1] * inv[h];
+				const float g0 = __shfl_xor_sync(~0u, q ? a0 : b0, 4);
+				const float g1 = __shfl_xor_sync(~0u, q ? a1 : b1, 4);
+				if (re < Sq)
+					out(z, re, cb + 8 * (j + q), q ? g0 : a0, q ? g1 : a1);
+				if (re + 1 < Sq)
+					out(z, re + 1, cb + 8 * (j + q), q ? b0 : g0, q ? b1 : g1);
+			}
 		}
 #pragma unroll
 		for (int h = 0; h < 2; h++)
