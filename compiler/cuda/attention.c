@@ -718,21 +718,28 @@ static int attn_persist(const FgAttn *a, const AttnPlan *p)
  * causal mask a matrix's query tiles cost from 1 to all its key tiles,
  * the last the most; blocks start in order as multiprocessors come free,
  * so the matrices one after another leave the grid's last blocks with
- * the costliest tiles of the last matrix, the rest of the GPU idle (in a
- * model of 132 multiprocessors taking blocks in order, a block's start
- * and end 2 tiles' time: 23% over an even share at 1,024 keys, 13% at
- * 2,048, 7% at 4,096, 3% at 8,192 for 64 matrices).  The last matrices'
- * tiles taken together, every matrix's last tile first, then every
- * one's tile before it, end the grid on its cheapest tiles: with four
- * multiprocessors' turns of them (4 x 132 units), 3%, 2%, 0.7% and 0.2%
- * in the same model.  The matrices before them keep their order, each
- * one's keys in L2 while its tiles run. */
-static int64_t attn_lpt(const FgAttn *a, const AttnPlan *p)
+ * the costliest tiles of the last matrix, the rest of the GPU idle.  The
+ * last matrices' tiles taken together, every matrix's last tile first,
+ * then every one's tile before it, end the grid on its cheapest tiles.
+ * Two turns of 132 multiprocessors' units of them, their keys and values
+ * at most 24 MiB (while their tiles run, every one of those matrices'
+ * keys is read at once, where a matrix's keys in turn stay in L2): on
+ * an H100, 64 causal matrices ran 8.3% faster at 1,024 keys (33
+ * matrices together; 64 of them 4.8%), 7.2% at 2,048 (17; 33 of them
+ * 3.5%), 2.6% at 4,096 (9; 33 of them 3.2% slower), 2.5% at 8,192 (5;
+ * 9 of them 4.1%, 17 level) and 0.8% at 16,384 (3; 9 of them 3.9%
+ * slower; docs/performance.md v33).  The matrices before them keep
+ * their order.  0: none (one matrix by cost is its order as it is). */
+static int64_t attn_lpt(const FgGraph *g, const FgAttn *a, const AttnPlan *p)
 {
-	const int64_t ntm = (a->sq + 64 * p->nc - 1) / (64 * p->nc), z = p->units / ntm, lpt = (4 * SMS + ntm - 1) / ntm;
+	const int64_t ntm = (a->sq + 64 * p->nc - 1) / (64 * p->nc), z = p->units / ntm;
+	const int64_t kv = 2 * a->sk * a->d * fg_dtype_size[g->nodes[a->k].dt], fit = (24 << 20) / kv;
+	int64_t lpt = (2 * SMS + ntm - 1) / ntm;
 	if (!p->skips || p->persist || p->nsplit > 1 || ntm == 1)
 		return 0;
-	return lpt < z ? lpt : z;
+	lpt = lpt < fit ? lpt : fit;
+	lpt = lpt < z ? lpt : z;
+	return lpt > 1 ? lpt : 0;       /* the last matrix alone: its order as it is */
 }
 
 static void attn_plan(FgArena *ar, const FgGraph *g, const FgGroup *gr, const FgAttn *a, AttnPlan *p)
@@ -747,7 +754,7 @@ static void attn_plan(FgArena *ar, const FgGraph *g, const FgGroup *gr, const Fg
 	p->units = (a->sq + 64 * p->nc - 1) / (64 * p->nc) * (cu_numel(&g->nodes[a->mm2].shape) / (a->sq * a->d));
 	p->nsplit = attn_splits(a, p->bn, p->units, &p->kts);
 	p->persist = attn_persist(a, p);
-	p->lpt = attn_lpt(a, p);
+	p->lpt = attn_lpt(g, a, p);
 }
 
 /* The staged operand's tiles, in the note and the kernel's comment. */
