@@ -282,10 +282,26 @@ static Ix carried(Kern *k, const Ix *x, const int *path, int n)
 	return y;
 }
 
+/* Whether the pair at c, c + 1 (c even) stays side by side along path
+ * (o_path): every transpose keeps the last axis last, a reshape keeps the
+ * flat order, and the write's last dim is even, so that c + 1 does not
+ * wrap into the next row. */
+static int keeps_pair(const Kern *k, const int *path, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const FgNode *m = &k->g->nodes[path[i]];
+		if (m->op == FG_OP_TRANSPOSE && m->a.perm[m->shape.rank - 1] != m->shape.rank - 1)
+			return 0;
+	}
+	const FgShape *ws = &k->g->nodes[path[0]].shape;
+	return ws->d[ws->rank - 1] % 2 == 0;
+}
+
 /* The group's writes at the pair O[z][r][c], O[z][r][c + 1] (D is even):
- * one vector store of both where a write is o's elements as they are; a
- * write behind a transpose or reshape (heads merged back) stores each
- * element where the layout ops carry it. */
+ * one vector store of both where a write is o's elements as they are, or
+ * carried by transposes and reshapes that keep them side by side (heads
+ * merged back, [B, H, S, D] to [B, S, H D]); otherwise each element where
+ * the layout ops carry it. */
 static void out_stores(Kern *k, const FgAttn *a)
 {
 	const FgShape *os = &k->g->nodes[a->mm2].shape;
@@ -299,12 +315,12 @@ static void out_stores(Kern *k, const FgAttn *a)
 		if (!stores(a, W_OUT, k->gr->writes[w]))
 			continue;       /* NAME_rows or NAME_psave writes it */
 		int moves, n = o_path(k, dep, a->mm2, k->gr->writes[w], path, &moves);
-		if (!moves) {
-			Ix ys[2];
+		if (!moves || keeps_pair(k, path, n)) {
+			Ix ys[2], y = moves ? carried(k, &x, path, n) : x;
 			const char *conds[2] = {NULL, NULL};
 			k->acc[0] = "v0", k->acc[1] = "v1";
 			for (int l = 0; l < 2; l++)
-				ys[l] = cu_lane_of(k, &x, R - 1, 2, l);
+				ys[l] = cu_lane_of(k, &y, y.rank - 1, 2, l);
 			cu_store_lanes(k, k->gr->writes[w], ys, conds, NULL);
 			continue;
 		}
