@@ -170,6 +170,18 @@ if "$fgc" compile "$ca" -o "$tmp/ca1" && grep -q "fga::Part{}, 9);" "$tmp/ca1.cu
 else
   fail=$((fail + 1)); echo "FAIL the matrices whose query tiles run by cost (fga::launch's lpt)"
 fi
+# the attention output's pair of columns, carried through the heads'
+# merge (transformer_block: a transpose that keeps the head dim last, a
+# reshape), is one vector store; reshaped to rows of 3 before a transpose,
+# the pair at an even flat index straddles two rows: two stores
+ed=$tmp/oddrows.fg
+printf 'graph e {\n  input q : bf16[2, 3, 64]\n  input k : bf16[2, 5, 64]\n  input v : bf16[2, 5, 64]\n  o = matmul(softmax(matmul(q, transpose(k)) * 0.125), v)\n  y = reshape(transpose(reshape(o, shape=[2, 64, 3]), perm=[1, 0, 2]), shape=[64, 6])\n  output y\n}\n' >"$ed"
+if "$fgc" compile "$src/samples/transformer_block.fg" -o "$tmp/tb" && grep -q "fg_stv(t_c + (r \* 1024 + z \* 64 + c), FgVec<__nv_bfloat16, 2>" "$tmp/tb.cu" &&
+   "$fgc" compile "$ed" -o "$tmp/ed" && ! grep -q "fg_stv(t_y" "$tmp/ed.cu" && [ "$(grep -c "t_y\[.*\] = fg_to_bf16" "$tmp/ed.cu")" = 2 ]; then
+  pass=$((pass + 1)); echo "PASS the output's pair: one store through the heads' merge, two across rows of 3"
+else
+  fail=$((fail + 1)); echo "FAIL the output's pair of columns: one vector store or two"
+fi
 # --tf32: f32 operands go to cuBLASLt's tf32 path, and what they feed is
 # checked at tf32's precision (y: gate 7, RMSE at tf32 and fed by tanh; 5 without --tf32); 16-bit ones and the default keep f32;
 # the generated kernel takes the K-major product (u) under --gemm fgc only

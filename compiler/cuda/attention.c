@@ -283,18 +283,18 @@ static Ix carried(Kern *k, const Ix *x, const int *path, int n)
 }
 
 /* Whether the pair at c, c + 1 (c even) stays side by side along path
- * (o_path): every transpose keeps the last axis last, a reshape keeps the
- * flat order, and the write's last dim is even, so that c + 1 does not
- * wrap into the next row. */
+ * (o_path): every value on it has an even last dim, so that the pair, at
+ * an even flat index, never straddles two rows (a reshape keeps the flat
+ * order), and every transpose keeps the last axis last. */
 static int keeps_pair(const Kern *k, const int *path, int n)
 {
 	for (int i = 0; i < n; i++) {
 		const FgNode *m = &k->g->nodes[path[i]];
-		if (m->op == FG_OP_TRANSPOSE && m->a.perm[m->shape.rank - 1] != m->shape.rank - 1)
+		if (m->shape.d[m->shape.rank - 1] % 2 != 0 ||
+		    (m->op == FG_OP_TRANSPOSE && m->a.perm[m->shape.rank - 1] != m->shape.rank - 1))
 			return 0;
 	}
-	const FgShape *ws = &k->g->nodes[path[0]].shape;
-	return ws->d[ws->rank - 1] % 2 == 0;
+	return 1;
 }
 
 /* The group's writes at the pair O[z][r][c], O[z][r][c + 1] (D is even):
