@@ -703,6 +703,7 @@ typedef struct AttnPlan {
 	int64_t bn;
 	int st, se;             /* staged_operand */
 	int64_t nsplit, kts;
+	int64_t qtiles;         /* query tiles of a matrix: 64 rows a consumer */
 	int64_t units;          /* query tiles of all matrices: a block each, unless */
 	int persist;            /* attn_persist: a block a multiprocessor takes them in turn */
 	int64_t lpt;            /* attn_lpt: the last matrices whose tiles run by cost */
@@ -748,13 +749,12 @@ static int attn_persist(const FgAttn *a, const AttnPlan *p)
  * their order.  0: none (one matrix by cost is its order as it is). */
 static int64_t attn_lpt(const FgGraph *g, const FgAttn *a, const AttnPlan *p)
 {
-	const int64_t ntm = (a->sq + 64 * p->nc - 1) / (64 * p->nc), z = p->units / ntm;
-	const int64_t kv = 2 * a->sk * a->d * fg_dtype_size[g->nodes[a->k].dt], fit = (24 << 20) / kv;
-	int64_t lpt = (2 * SMS + ntm - 1) / ntm;
-	if (!p->skips || p->persist || p->nsplit > 1 || ntm == 1)
+	if (!p->skips || p->persist || p->nsplit > 1 || p->qtiles == 1)
 		return 0;
+	const int64_t kv = 2 * a->sk * a->d * fg_dtype_size[g->nodes[a->k].dt], fit = (24 << 20) / kv;
+	int64_t lpt = (2 * SMS + p->qtiles - 1) / p->qtiles;
 	lpt = lpt < fit ? lpt : fit;
-	lpt = lpt < z ? lpt : z;
+	lpt = lpt < p->units / p->qtiles ? lpt : p->units / p->qtiles;
 	return lpt > 1 ? lpt : 0;       /* the last matrix alone: its order as it is */
 }
 
@@ -767,7 +767,8 @@ static void attn_plan(FgArena *ar, const FgGraph *g, const FgGroup *gr, const Fg
 	p->bn = attn_keys(a, &p->fold);
 	p->se = 0;
 	p->st = staged_operand(g, gr, a, p->nc, p->bn, p->skips, &p->se);
-	p->units = (a->sq + 64 * p->nc - 1) / (64 * p->nc) * (cu_numel(&g->nodes[a->mm2].shape) / (a->sq * a->d));
+	p->qtiles = (a->sq + 64 * p->nc - 1) / (64 * p->nc);
+	p->units = p->qtiles * (cu_numel(&g->nodes[a->mm2].shape) / (a->sq * a->d));
 	p->nsplit = attn_splits(a, p->bn, p->units, &p->kts);
 	p->persist = attn_persist(a, p);
 	p->lpt = attn_lpt(g, a, p);
