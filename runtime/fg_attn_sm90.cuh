@@ -97,11 +97,16 @@
  * end (the last product, the stores) with the tensor cores idle: then the
  * launch is a block a multiprocessor, each taking every gridDim.x-th
  * query tile (a unit) in turn (the compiler's choice where the units are
- * alike and short: a fixed share suits only units of one cost).  The
- * producer brings a unit's q once every consumer's last S = Q K^T of the
- * unit before is done (qempty), and the K and V stages run on from unit
- * to unit, as do the consumers' turns; each unit's O, max and sum start
- * from zero.
+ * alike and short: a fixed share suits only units of one cost).  The K
+ * and V stages run on from unit to unit, as do the consumers' turns, and
+ * a consumer's last turn of a unit also issues S = Q K^T of the next
+ * unit's first tile beside the last O += P V: the tensor cores get a
+ * whole turn there, and the first tile's softmax and the unit's stores
+ * run beside the other consumers' turns, where a turn of each product
+ * alone left them idle at every unit's start and end.  So a consumer's
+ * q rows come on their own (qfull[c]), brought once its last S = Q K^T
+ * of the unit before is done (qempty[c]), after the next unit's first K
+ * tile; each unit's O, max and sum start from zero.
  */
 #ifndef FG_ATTN_SM90_CUH
 #define FG_ATTN_SM90_CUH
@@ -157,7 +162,7 @@ template <int D, int NC, int BN_, int SE = 0> struct Plan {
 	static constexpr int ST_BYTES = BM * BN * SE;   /* a stage's tile of the staged operand */
 	static constexpr int smem(int st)
 	{
-		return 1024 + Q_BYTES + st * (2 * KV_BYTES + ST_BYTES) + 8 * (2 + 4 * st);
+		return 1024 + Q_BYTES + st * (2 * KV_BYTES + ST_BYTES) + 8 * (2 * NC + 4 * st);
 	}
 	static constexpr int SMEM_MAX = 227 * 1024;    /* a block's dynamic shared memory on sm_90 */
 	static constexpr int fit(int st)
@@ -462,7 +467,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	extern __shared__ uint8_t fg_smem[];
 	uint8_t *sq = (uint8_t *)(((uintptr_t)fg_smem + 1023) & ~(uintptr_t)1023);
 	uint8_t *sk = sq + P::Q_BYTES, *sv = sk + ST * P::KV_BYTES, *ss = sv + ST * P::KV_BYTES;
-	uint64_t *qfull = (uint64_t *)(ss + ST * P::ST_BYTES), *kfull = qfull + 1, *vfull = kfull + ST,
+	uint64_t *qfull = (uint64_t *)(ss + ST * P::ST_BYTES), *kfull = qfull + NC, *vfull = kfull + ST,
 		 *kempty = vfull + ST, *vempty = kempty + ST, *qempty = vempty + ST;
 	const int wg = fgg::warpgroup(), t = threadIdx.x % 128;
 	const float sl2 = scale * LOG2E;        /* exp(scale s) = 2^(s sl2) */
@@ -495,14 +500,16 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	const int nall = (Sk + BN - 1) / BN, n0 = SPLIT ? split * part.kts : 0;
 	const int nkt = SPLIT ? min(nall, n0 + part.kts) : nall;
 	if (threadIdx.x == 0) {
-		bar_init(qfull, 1);
+		for (int c = 0; c < NC; c++) {
+			bar_init(&qfull[c], 1);
+			bar_init(&qempty[c], 4);        /* q's rows read by the consumer's every S = Q K^T of a unit */
+		}
 		for (int s = 0; s < ST; s++) {
 			bar_init(&kfull[s], 1);
 			bar_init(&vfull[s], 1);
 			bar_init(&kempty[s], 4 * nact);         /* lane 0 of each consumer warp */
 			bar_init(&vempty[s], 4 * nact);
 		}
-		bar_init(qempty, 4 * nact);             /* q's tile read by every S = Q K^T of a unit */
 		asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 	}
 	__syncthreads();
@@ -510,24 +517,38 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		fgg::regs_dec<24>();
 		if (t != 0)
 			return;
-		/* q's tile of each unit (under PERSIST the next once every
-		 * consumer's last S = Q K^T of the unit before is done, qempty);
-		 * K of a stage is free once every consumer's S = Q K^T read it, V
-		 * once their O += P V did: K runs a product ahead of V, and the
-		 * stages run on from one unit into the next.  With P written, a
-		 * first pass of K alone (the rows' max and sum) */
+		/* q's tile of the unit (under PERSIST each consumer's rows once
+		 * its last S = Q K^T of the unit before is done, qempty[c], and
+		 * after the unit's first K tile: the consumers' last turns of the
+		 * unit before take both); K of a stage is free once every
+		 * consumer's S = Q K^T read it, V once their O += P V did: K runs
+		 * a product ahead of V, and the stages run on from one unit into
+		 * the next.  With P written, a first pass of K alone (the rows'
+		 * max and sum) */
 		int ks = 0, kph = 0, vs = 0, vph = 0, i = 0;
+		auto load_q = [&]() {
+			if constexpr (PERSIST) {
+				for (int c = 0; c < NC; c++) {
+					bar_wait(&qempty[c], (i & 1) ^ 1);
+					bar_expect(&qfull[c], P::Q_BYTES / NC);
+#pragma unroll
+					for (int j = 0; j < DB; j++)
+						tma_load(sq + j * BM * ROW + c * 64 * ROW, &mq, &qfull[c], 64 * j, m0 + 64 * c, z);
+				}
+			} else {
+				bar_expect(qfull, P::Q_BYTES);
+#pragma unroll
+				for (int j = 0; j < DB; j++)
+					tma_load(sq + j * BM * ROW, &mq, qfull, 64 * j, m0, z);
+			}
+		};
 		do {
 			if (i > 0)
 				unit();
 			int kz, vz;
 			bt.of(z, kz, vz);
-			if constexpr (PERSIST)
-				bar_wait(qempty, (i & 1) ^ 1);
-			bar_expect(qfull, P::Q_BYTES);
-#pragma unroll
-			for (int j = 0; j < DB; j++)
-				tma_load(sq + j * BM * ROW, &mq, qfull, 64 * j, m0, z);
+			if (i == 0)
+				load_q();
 			for (int pass = Psave::on ? 0 : 1; pass < 2; pass++)
 				for (int n = n0; n < nkt; n++) {
 					if (masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
@@ -547,6 +568,8 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 					}
 					if (++ks == ST)
 						ks = 0, kph ^= 1;
+					if (PERSIST && i > 0 && n == n0)
+						load_q();       /* after the unit's first K tile */
 					if (pass == 0)
 						continue;
 					bar_wait(&vempty[vs], vph ^ 1);
@@ -795,13 +818,53 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		if (++vs == ST)
 			vs = 0, vph ^= 1;
 	};
-	/* Each row's sum l, over the four threads of its quad */
-	auto sum_rows = [&]() {
+	/* Each row's sum l (ls: lsum, or a unit's kept), over the four
+	 * threads of its quad */
+	auto sum_rows = [&](float *ls) {
 #pragma unroll
 		for (int h = 0; h < 2; h++) {
-			lsum[h] += __shfl_xor_sync(0xffffffff, lsum[h], 1);
-			lsum[h] += __shfl_xor_sync(0xffffffff, lsum[h], 2);
+			ls[h] += __shfl_xor_sync(0xffffffff, ls[h], 1);
+			ls[h] += __shfl_xor_sync(0xffffffff, ls[h], 2);
 		}
+	};
+	/* O / l to Out, (m, l) to Rows, for the thread's rows re0 and re0 + 8
+	 * of matrix ze, their max and sum me and le (summed here: a unit's
+	 * kept where the next unit's first tile has begun, PERSIST).  A quad
+	 * holds 8 columns (16 bytes of 16-bit O) of its rows a key block; the
+	 * quads of rows r and r + 1 (lanes l and l ^ 4) trade a block each, so
+	 * that one store instruction writes 32 bytes of a row (a whole sector)
+	 * from 8 lanes where it wrote 16 bytes from 4: the quad of the even
+	 * row stores block j of both rows, the other block j + 1 */
+	auto store_unit = [&](int ze, int re0, const float *me, float *le) {
+		if constexpr (!Psave::on)
+			sum_rows(le);
+		const float inv[2] = {Psave::on ? 1.0f : 1.0f / le[0], Psave::on ? 1.0f : 1.0f / le[1]};
+		const int cb = 2 * (l % 4), q = (l >> 2) & 1;   /* q: this quad's row is the odd one of the two */
+#pragma unroll
+		for (int h = 0; h < 2; h++) {
+			const int re = re0 - q + 8 * h;  /* the even row */
+#pragma unroll
+			for (int j = 0; j < D / 8; j += 2) {
+				const float a0 = o[4 * j + 2 * h] * inv[h], a1 = o[4 * j + 2 * h + 1] * inv[h];
+				const float b0 = o[4 * j + 4 + 2 * h] * inv[h], b1 = o[4 * j + 4 + 2 * h + 1] * inv[h];
+				const float g0 = __shfl_xor_sync(~0u, q ? a0 : b0, 4);
+				const float g1 = __shfl_xor_sync(~0u, q ? a1 : b1, 4);
+				if (re < Sq)
+					out(ze, re, cb + 8 * (j + q), q ? g0 : a0, q ? g1 : a1);
+				if (re + 1 < Sq)
+					out(ze, re + 1, cb + 8 * (j + q), q ? b0 : g0, q ? b1 : g1);
+			}
+		}
+#pragma unroll
+		for (int h = 0; h < 2; h++)
+			if (l % 4 == 0 && re0 + 8 * h < Sq)
+				rows(ze, re0 + 8 * h, me[h] * scale, le[h]);
+	};
+	/* Under PERSIST, q's rows free once the unit's last S = Q K^T (of
+	 * tile n) is done */
+	auto q_read = [&](int n) {
+		if (PERSIST && n == nkt - 1 && l == 0)
+			bar_arrive(&qempty[c]);
 	};
 	/* A turn of S = Q K^T alone, into sc, the K stage released (no
 	 * wgmma under a branch between a fence and its commit: ptxas would
@@ -819,99 +882,130 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		if constexpr (SE == 0)
 			kdone();
 	};
-	for (int i = 0;; i++) {
-		/* the unit: O, each row's max and sum from zero */
-		if (i > 0)
-			unit();
-		const bool more = PERSIST && b + gridDim.x < units;    /* a unit after this one */
+	/* A turn: S = Q K^T of tile n into sc, then O += P V of the previous
+	 * tile.  Two consumers commit them apart, O rescaled between: the
+	 * softmax of S starts once S is done, beside the product into O
+	 * (FlashAttention-3's overlap within a warpgroup), and the new P waits
+	 * for it.  Three (at 160 registers, where S, O and P live at once
+	 * would spill) wait for both: the other two's turns cover a softmax.
+	 * done() runs once O += P V is done, before P is packed. */
+	auto turn = [&](float *sc, int n, const auto &done) {
+		take_turn();
+		bar_wait(&kfull[s], ph);
+		bar_wait(&vfull[ps], pph);
+		pin<D / 2>(o);
+		pin<BN / 2>(sc);
+		pin_a<BN / 4>(&pa[0][0]);
+		wg_fence();
+		qk(sc, s);
+		if constexpr (NC == 2) {
+			wg_commit();
+			rescale();      /* beside S = Q K^T on the tensor cores */
+			pin<D / 2>(o);
+			wg_fence();
+		}
+		pv();
+		wg_commit();
+		pass_turn();
+		Ahead ahead;
+		stage_ahead(ahead);
+		if constexpr (NC == 2)
+			wg_wait<1>();
+		else
+			wg_wait<0>();
+		pin<BN / 2>(sc);
+		if constexpr (SE == 0)
+			kdone();
+		q_read(n);
+		soft(sc, n * BN, SE == 2 ? &ahead : nullptr);
+		wg_wait<0>();
+		pin<D / 2>(o);
+		pin_a<BN / 4>(&pa[0][0]);
+		if (l == 0)
+			bar_arrive(&vempty[ps]);
+		done();
+		fin(sc);
+	};
+	auto rows_of = [&]() {
 		r0 = m0 + c * 64 + w * 16 + l / 4;
 		rows_in = m0 + BM <= Sq;
-#pragma unroll
-		for (int j = 0; j < D / 2; j++)
-			o[j] = 0.0f;
-		mrow[0] = mrow[1] = -CUDART_INF_F, lsum[0] = lsum[1] = 0.0f;
-		ps = -1;
-		bar_wait(qfull, i & 1);
-		if constexpr (Psave::on) {
-			/* the first pass: S = Q K^T a turn, the rows' max and sum */
-			for (int n = n0; n < nkt; n++) {
-				if (masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
-					continue;
+	};
+	bool carried = false;   /* the unit's first tile taken in the unit before's last turn (PERSIST) */
+	for (int i = 0;; i++) {
+		const bool more = PERSIST && b + gridDim.x < units;    /* a unit after this one */
+		int n = n0;
+		if (!carried) {
+			/* the unit: O, each row's max and sum from zero */
+			if (i > 0)
+				unit();
+			rows_of();
+	#pragma unroll
+			for (int j = 0; j < D / 2; j++)
+				o[j] = 0.0f;
+			mrow[0] = mrow[1] = -CUDART_INF_F, lsum[0] = lsum[1] = 0.0f;
+			ps = -1;
+			bar_wait(&qfull[PERSIST ? c : 0], i & 1);
+			if constexpr (Psave::on) {
+				/* the first pass: S = Q K^T a turn, the rows' max and sum */
+				for (int n = n0; n < nkt; n++) {
+					if (masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
+						continue;
+					float sc[BN / 2];
+					qk_turn(sc);
+					score_ops(sc, n * BN, nullptr);
+	#pragma unroll
+					for (int h = 0; h < 2; h++) {
+						float mb;
+						online(sc, h, mb);
+	#pragma unroll
+						for (int j = 0; j < BN / 8; j++)
+							lsum[h] += fg_ex2(fmaf(sc[4 * j + 2 * h], sl2, -mb)) +
+								   fg_ex2(fmaf(sc[4 * j + 2 * h + 1], sl2, -mb));
+					}
+				}
+				sum_rows(lsum);
+				linv[0] = 1.0f / lsum[0], linv[1] = 1.0f / lsum[1];
+			}
+			while (n < nkt && masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
+				n++;            /* tiles not loaded */
+			if (n < nkt) {
+				/* the first tile's turn: S = Q K^T alone (peeled) */
 				float sc[BN / 2];
 				qk_turn(sc);
-				score_ops(sc, n * BN, nullptr);
-#pragma unroll
-				for (int h = 0; h < 2; h++) {
-					float mb;
-					online(sc, h, mb);
-#pragma unroll
-					for (int j = 0; j < BN / 8; j++)
-						lsum[h] += fg_ex2(fmaf(sc[4 * j + 2 * h], sl2, -mb)) +
-							   fg_ex2(fmaf(sc[4 * j + 2 * h + 1], sl2, -mb));
-				}
+				q_read(n);
+				soft(sc, n * BN, nullptr);
+				fin(sc);
 			}
-			sum_rows();
-			linv[0] = 1.0f / lsum[0], linv[1] = 1.0f / lsum[1];
-		}
-		int n = n0;
-		while (n < nkt && masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
-			n++;            /* tiles not loaded */
-		if (n < nkt) {
-			/* the first tile's turn: S = Q K^T alone (peeled) */
-			float sc[BN / 2];
-			qk_turn(sc);
-			soft(sc, n * BN, nullptr);
-			fin(sc);
 		}
 		for (n++; n < nkt; n++) {
-			const int k0 = n * BN;
-			if (masked(m0, rlast, k0, min(k0 + BN, Sk) - 1))
+			if (masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
 				continue;       /* not loaded */
-			/* a turn: S = Q K^T of this tile, then O += P V of the previous
-			 * one.  Two consumers commit them apart, O rescaled between: the
-			 * softmax of S starts once S is done, beside the product into O
-			 * (FlashAttention-3's overlap within a warpgroup), and the new P
-			 * waits for it.  Three (at 160 registers, where S, O and P live
-			 * at once would spill) wait for both: the other two's turns
-			 * cover a softmax */
 			float sc[BN / 2];
-			take_turn();
-			bar_wait(&kfull[s], ph);
-			bar_wait(&vfull[ps], pph);
-			pin<D / 2>(o);
-			pin<BN / 2>(sc);
-			pin_a<BN / 4>(&pa[0][0]);
-			wg_fence();
-			qk(sc, s);
-			if constexpr (NC == 2) {
-				wg_commit();
-				rescale();      /* beside S = Q K^T on the tensor cores */
-				pin<D / 2>(o);
-				wg_fence();
-			}
-			pv();
-			wg_commit();
-			pass_turn();
-			Ahead ahead;
-			stage_ahead(ahead);
-			if constexpr (NC == 2)
-				wg_wait<1>();
-			else
-				wg_wait<0>();
-			pin<BN / 2>(sc);
-			if constexpr (SE == 0)
-				kdone();
-			soft(sc, k0, SE == 2 ? &ahead : nullptr);
-			wg_wait<0>();
-			pin<D / 2>(o);
-			pin_a<BN / 4>(&pa[0][0]);
-			if (l == 0)
-				bar_arrive(&vempty[ps]);
-			fin(sc);
+			turn(sc, n, [] {});
 		}
-		/* every S = Q K^T of the unit done: q's buffer free for the next */
-		if (PERSIST && l == 0)
-			bar_arrive(qempty);
+		if (PERSIST && more && ps >= 0) {
+			/* the last turn with a unit after this one (PERSIST: every unit
+			 * has key tiles) takes the next unit's first tile: its S = Q K^T
+			 * with the last tile's O += P V, its softmax beside that
+			 * product, this unit's stores once it is done (its matrix,
+			 * rows, max and sum kept), then O from zero */
+			const int ze = z, re0 = r0;
+			float me[2] = {mrow[0], mrow[1]}, le[2] = {lsum[0], lsum[1]};
+			b += gridDim.x;
+			unit();
+			rows_of();
+			mrow[0] = mrow[1] = -CUDART_INF_F, lsum[0] = lsum[1] = 0.0f;
+			bar_wait(&qfull[c], (i + 1) & 1);
+			float sc[BN / 2];
+			turn(sc, n0, [&] {
+				store_unit(ze, re0, me, le);
+#pragma unroll
+				for (int j = 0; j < D / 2; j++)
+					o[j] = 0.0f;
+			});
+			carried = true;
+			continue;
+		}
 		if (ps >= 0) {          /* the last turn: the last tile's O += P V */
 			take_turn();
 			bar_wait(&vfull[ps], pph);
@@ -931,10 +1025,9 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		}
 		/* O / l to the epilogue (O as it is when P was normalized), or O, m
 		 * and l to the split's partials */
-		if constexpr (!Psave::on)
-			sum_rows();
-		const int cb = 2 * (l % 4);
 		if constexpr (SPLIT) {
+			sum_rows(lsum);
+			const int cb = 2 * (l % 4);
 			/* the partials, then the arrival: the last of the splits' warps
 			 * for these rows merges them all (merge) */
 			const int64_t nrows = (int64_t)(gridDim.x / part.nsplit / ntm) * Sq, row = (int64_t)z * Sq + r0;
@@ -966,36 +1059,11 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			merge<D>(part, nrows, z, Sq, r0 - l / 4, sl2, scale, out, rows);
 			return;
 		}
-		/* O / l to Out, (m, l) to Rows.  A quad holds 8 columns (16
-		 * bytes of 16-bit O) of its rows a key block; the quads of rows r
-		 * and r + 1 (lanes l and l ^ 4) trade a block each, so that one
-		 * store instruction writes 32 bytes of a row (a whole sector)
-		 * from 8 lanes where it wrote 16 bytes from 4: the quad of the
-		 * even row stores block j of both rows, the other block j + 1 */
-		const float inv[2] = {Psave::on ? 1.0f : 1.0f / lsum[0], Psave::on ? 1.0f : 1.0f / lsum[1]};
-		const int q = (l >> 2) & 1;     /* this quad's row is the odd one of the two */
-#pragma unroll
-		for (int h = 0; h < 2; h++) {
-			const int re = r0 - q + 8 * h;  /* the even row */
-#pragma unroll
-			for (int j = 0; j < D / 8; j += 2) {
-				const float a0 = o[4 * j + 2 * h] * inv[h], a1 = o[4 * j + 2 * h + 1] * inv[h];
-				const float b0 = o[4 * j + 4 + 2 * h] * inv[h], b1 = o[4 * j + 4 + 2 * h + 1] * inv[h];
-				const float g0 = __shfl_xor_sync(~0u, q ? a0 : b0, 4);
-				const float g1 = __shfl_xor_sync(~0u, q ? a1 : b1, 4);
-				if (re < Sq)
-					out(z, re, cb + 8 * (j + q), q ? g0 : a0, q ? g1 : a1);
-				if (re + 1 < Sq)
-					out(z, re + 1, cb + 8 * (j + q), q ? b0 : g0, q ? b1 : g1);
-			}
-		}
-#pragma unroll
-		for (int h = 0; h < 2; h++)
-			if (l % 4 == 0 && r0 + 8 * h < Sq)
-				rows(z, r0 + 8 * h, mrow[h] * scale, lsum[h]);
+		store_unit(z, r0, mrow, lsum);
 		if (!more)
 			break;
 		b += gridDim.x;
+		carried = false;
 	}
 	/* the units after the last one with key tiles (a mask that leaves
 	 * some no key) take no turn: consumer 0 takes the one passed to it */
@@ -1038,7 +1106,7 @@ static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v
 {
 	using P = Plan<D, NC, BN_, SE>;
 	CUtensorMap mq, mk, mv, ms = {};
-	tmap<T>(&mq, q, Sq, D, Z, P::BM);
+	tmap<T>(&mq, q, Sq, D, Z, PERSIST ? 64 : P::BM);      /* PERSIST: a consumer's rows a load */
 	tmap<T>(&mk, k, Sk, D, zk, P::BN);
 	tmap<T>(&mv, v, Sk, D, zv, P::BN);
 	if constexpr (SE > 0) {

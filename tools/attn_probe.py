@@ -51,9 +51,9 @@ PATCHES = [
      "\tasm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(pg0));\n"
      "\tpc0 = clock64();\n"),
     # q in, the first unit's
-    ("\t\tbar_wait(qfull, i & 1);\n", "", "\t\tif (i == 0)\n\t\t\tpcq = clock64();\n"),
+    ("\t\t\tbar_wait(&qfull[PERSIST ? c : 0], i & 1);\n", "", "\t\t\tif (i == 0)\n\t\t\t\tpcq = clock64();\n"),
     # the first S done, the first unit's
-    ("\t\t\tsoft(sc, n * BN, nullptr);\n", "\t\t\tif (i == 0)\n\t\t\t\tpcs = clock64();\n", ""),
+    ("\t\t\t\tsoft(sc, n * BN, nullptr);\n", "\t\t\t\tif (i == 0)\n\t\t\t\t\tpcs = clock64();\n", ""),
     # the last O += P V done, the last unit's
     ("\t\t/* O / l to the epilogue", "\t\tpcl = clock64();\n", ""),
     # the end: the consumer's record
