@@ -474,23 +474,32 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	/* the last query tiles first: under a causal mask they have the most
 	 * keys; a split's blocks side by side */
 	const int split = SPLIT ? blockIdx.x % part.nsplit : 0;
-	/* the block's unit (a query tile of one output matrix), and under
-	 * PERSIST every gridDim.x-th after it: its matrix z, first row m0,
-	 * last row rlast.  The matrices one after another, but the last lpt
-	 * matrices' tiles taken together, the last of each first: blocks
-	 * start in order as multiprocessors come free, so that the grid ends
-	 * on its shortest units (a causal mask's first tiles) wherever those
-	 * units' costs differ */
-	int b = SPLIT ? blockIdx.x / part.nsplit : blockIdx.x;
+	/* the block's unit b (a query tile of one output matrix), and under
+	 * PERSIST every gridDim.x-th after it (next_b): its matrix z, first
+	 * row m0, last row rlast.  The matrices one after another, but the
+	 * last lpt matrices' tiles taken together, the last of each first:
+	 * blocks start in order as multiprocessors come free, so that the
+	 * grid ends on its shortest units (a causal mask's first tiles)
+	 * wherever those units' costs differ.  PERSIST with lpt: the units
+	 * in pairs, a matrix's query tiles ntm - 1 - t and t one after the
+	 * other in a block, every gridDim.x-th pair: under a causal mask
+	 * every pair costs alike, and so does a block's fixed share */
+	const bool pairs = PERSIST && lpt;
+	int b = SPLIT ? blockIdx.x / part.nsplit : pairs ? 2 * blockIdx.x : blockIdx.x;
 	const int ntm = (Sq + BM - 1) / BM, hd = units - lpt * ntm;
 	int z, m0, rlast;
 	auto unit = [&]() {
-		if (!PERSIST && !SPLIT && b >= hd)
+		if (pairs) {
+			const int tp = b / 2 % (ntm / 2);
+			z = b / ntm, m0 = (b % 2 ? tp : ntm - 1 - tp) * BM;
+		} else if (!PERSIST && !SPLIT && b >= hd) {
 			z = hd / ntm + (b - hd) % lpt, m0 = (ntm - 1 - (b - hd) / lpt) * BM;
-		else
+		} else {
 			z = b / ntm, m0 = (ntm - 1 - b % ntm) * BM;
+		}
 		rlast = min(m0 + BM, Sq) - 1;
 	};
+	auto next_b = [&]() { return !pairs ? b + (int)gridDim.x : b % 2 ? b - 1 + 2 * (int)gridDim.x : b + 1; };
 	unit();
 	/* consumers with rows: those past the last row leave at once (every
 	 * unit of a persistent launch has rows for all NC: the compiler's
@@ -519,8 +528,8 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			return;
 		/* q's tile of the unit (under PERSIST each consumer's rows once
 		 * its last S = Q K^T of the unit before is done, qempty[c], and
-		 * after the unit's first K tile: the consumers' last turns of the
-		 * unit before take both); K of a stage is free once every
+		 * after the unit's first K tile, or at its end where it has none:
+		 * the consumers' last turns of the unit before take both); K of a stage is free once every
 		 * consumer's S = Q K^T read it, V once their O += P V did: K runs
 		 * a product ahead of V, and the stages run on from one unit into
 		 * the next.  With P written, a first pass of K alone (the rows'
@@ -547,7 +556,8 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 				unit();
 			int kz, vz;
 			bt.of(z, kz, vz);
-			if (i == 0)
+			bool qin = i == 0;
+			if (qin)
 				load_q();
 			for (int pass = Psave::on ? 0 : 1; pass < 2; pass++)
 				for (int n = n0; n < nkt; n++) {
@@ -568,8 +578,8 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 					}
 					if (++ks == ST)
 						ks = 0, kph ^= 1;
-					if (PERSIST && i > 0 && n == n0)
-						load_q();       /* after the unit's first K tile */
+					if (!qin)
+						load_q(), qin = true;   /* after the unit's first K tile */
 					if (pass == 0)
 						continue;
 					bar_wait(&vempty[vs], vph ^ 1);
@@ -581,8 +591,10 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 					if (++vs == ST)
 						vs = 0, vph ^= 1;
 				}
+			if (!qin)
+				load_q();
 			i++;
-		} while (PERSIST && (b += gridDim.x) < units);
+		} while (PERSIST && (b = next_b()) < units);
 		return;
 	}
 	if (wg > nact)
@@ -860,10 +872,18 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			if (l % 4 == 0 && re0 + 8 * h < Sq)
 				rows(ze, re0 + 8 * h, me[h] * scale, le[h]);
 	};
-	/* Under PERSIST, q's rows free once the unit's last S = Q K^T (of
-	 * tile n) is done */
+	/* The unit's first key tile that the mask does not skip (nkt: none),
+	 * and its last (nlast, under PERSIST: q's rows are free once its S =
+	 * Q K^T is done, q_read) */
+	auto first_tile = [&]() {
+		int n = n0;
+		while (n < nkt && masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
+			n++;
+		return n;
+	};
+	int nlast = nkt - 1;
 	auto q_read = [&](int n) {
-		if (PERSIST && n == nkt - 1 && l == 0)
+		if (PERSIST && n == nlast && l == 0)
 			bar_arrive(&qempty[c]);
 	};
 	/* A turn of S = Q K^T alone, into sc, the K stage released (no
@@ -929,22 +949,30 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	auto rows_of = [&]() {
 		r0 = m0 + c * 64 + w * 16 + l / 4;
 		rows_in = m0 + BM <= Sq;
+		if constexpr (PERSIST) {
+			nlast = nkt - 1;
+			while (nlast >= n0 && masked(m0, rlast, nlast * BN, min(nlast * BN + BN, Sk) - 1))
+				nlast--;
+		}
 	};
-	bool carried = false;   /* the unit's first tile taken in the unit before's last turn (PERSIST) */
+	bool carried = false;   /* the unit's first tile (nf) taken in the unit before's last turn (PERSIST) */
+	int nf = n0;
 	for (int i = 0;; i++) {
-		const bool more = PERSIST && b + gridDim.x < units;    /* a unit after this one */
-		int n = n0;
+		const bool more = PERSIST && next_b() < units;    /* a unit after this one */
+		int n = carried ? nf : n0;
 		if (!carried) {
 			/* the unit: O, each row's max and sum from zero */
 			if (i > 0)
 				unit();
 			rows_of();
-	#pragma unroll
+#pragma unroll
 			for (int j = 0; j < D / 2; j++)
 				o[j] = 0.0f;
 			mrow[0] = mrow[1] = -CUDART_INF_F, lsum[0] = lsum[1] = 0.0f;
 			ps = -1;
 			bar_wait(&qfull[PERSIST ? c : 0], i & 1);
+			if (PERSIST && nlast < n0 && l == 0)
+				bar_arrive(&qempty[c]);         /* no key tile: q's rows read by none */
 			if constexpr (Psave::on) {
 				/* the first pass: S = Q K^T a turn, the rows' max and sum */
 				for (int n = n0; n < nkt; n++) {
@@ -953,11 +981,11 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 					float sc[BN / 2];
 					qk_turn(sc);
 					score_ops(sc, n * BN, nullptr);
-	#pragma unroll
+#pragma unroll
 					for (int h = 0; h < 2; h++) {
 						float mb;
 						online(sc, h, mb);
-	#pragma unroll
+#pragma unroll
 						for (int j = 0; j < BN / 8; j++)
 							lsum[h] += fg_ex2(fmaf(sc[4 * j + 2 * h], sl2, -mb)) +
 								   fg_ex2(fmaf(sc[4 * j + 2 * h + 1], sl2, -mb));
@@ -966,8 +994,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 				sum_rows(lsum);
 				linv[0] = 1.0f / lsum[0], linv[1] = 1.0f / lsum[1];
 			}
-			while (n < nkt && masked(m0, rlast, n * BN, min(n * BN + BN, Sk) - 1))
-				n++;            /* tiles not loaded */
+			n = first_tile();       /* the tiles before it not loaded */
 			if (n < nkt) {
 				/* the first tile's turn: S = Q K^T alone (peeled) */
 				float sc[BN / 2];
@@ -983,21 +1010,28 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 			float sc[BN / 2];
 			turn(sc, n, [] {});
 		}
+		/* the last turn with a unit after this one that has key tiles
+		 * takes that unit's first tile: its S = Q K^T with the last
+		 * tile's O += P V, its softmax beside that product, this unit's
+		 * stores once it is done (its matrix, rows, max and sum kept),
+		 * then O from zero */
+		const int ze = z, re0 = r0;
+		nf = nkt;
 		if (PERSIST && more && ps >= 0) {
-			/* the last turn with a unit after this one (PERSIST: every unit
-			 * has key tiles) takes the next unit's first tile: its S = Q K^T
-			 * with the last tile's O += P V, its softmax beside that
-			 * product, this unit's stores once it is done (its matrix,
-			 * rows, max and sum kept), then O from zero */
-			const int ze = z, re0 = r0;
-			float me[2] = {mrow[0], mrow[1]}, le[2] = {lsum[0], lsum[1]};
-			b += gridDim.x;
+			const int bo = b;
+			b = next_b();
 			unit();
+			nf = first_tile();
+			if (nf == nkt)
+				b = bo, unit();         /* none: the last turn below */
+		}
+		if (nf < nkt) {
+			float me[2] = {mrow[0], mrow[1]}, le[2] = {lsum[0], lsum[1]};
 			rows_of();
 			mrow[0] = mrow[1] = -CUDART_INF_F, lsum[0] = lsum[1] = 0.0f;
 			bar_wait(&qfull[c], (i + 1) & 1);
 			float sc[BN / 2];
-			turn(sc, n0, [&] {
+			turn(sc, nf, [&] {
 				store_unit(ze, re0, me, le);
 #pragma unroll
 				for (int j = 0; j < D / 2; j++)
@@ -1062,7 +1096,7 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		store_unit(z, r0, mrow, lsum);
 		if (!more)
 			break;
-		b += gridDim.x;
+		b = next_b();
 		carried = false;
 	}
 	/* the units after the last one with key tiles (a mask that leaves
@@ -1095,7 +1129,9 @@ static void tmap(CUtensorMap *m, const void *p, int64_t rows, int D, int64_t n, 
  * (at most), each taking every gridDim.x-th query tile (unit) in turn;
  * the compiler's choice (attn_persist).  lpt: the last lpt matrices'
  * query tiles in one run, the last tile of each first (neither SPLIT nor
- * PERSIST; 0: the matrices one after another).  SE > 0: st is the staged
+ * PERSIST; 0: the matrices one after another); under PERSIST, nonzero:
+ * the units in pairs that cost alike under a causal mask, a block taking
+ * every gridDim.x-th pair (Sq an even count of query tiles).  SE > 0: st is the staged
  * score operand, of SE-byte elements. */
 template <class T, int D, int NC, int BN_, bool SPLIT, bool PERSIST, int SE = 0, class Score, class Inner, class Tiles,
 	  class Out, class Rows, class Probs, class Psave>
@@ -1122,7 +1158,8 @@ static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v
 	const int sms = fgrt_func_attr((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, P::SMEM,
 				       ready);
 	const int64_t units = (int64_t)((Sq + P::BM - 1) / P::BM) * Z;
-	const int64_t grid = PERSIST ? (units < sms ? units : sms) : units * (SPLIT ? part.nsplit : 1);
+	const int64_t shares = PERSIST && lpt ? units / 2 : units;      /* a block's: units, or pairs of them */
+	const int64_t grid = PERSIST ? (shares < sms ? shares : sms) : units * (SPLIT ? part.nsplit : 1);
 	kernel<<<(unsigned)grid, P::THREADS, P::SMEM, ctx->stream>>>(mq, mk, mv, ms, st.nz, Sq, Sk, scale, bt, score,
 								     inner, masked, out, rows, probs, psave, part,
 								     (int)units, lpt);

@@ -718,16 +718,19 @@ typedef struct AttnPlan {
  * at 16,384 (H100, docs/performance.md v32), where cuDNN's kernel is
  * persistent.  Where there are more units than multiprocessors, each of
  * at most 16 key tiles (persistent, 1,024 and 2,048 keys ran 4-9%
- * faster; 4,096 level; 8,192 and 16,384 1% slower) and no mask that skips
- * tiles (the fixed share of units left some blocks more keys than others:
- * 2-17% slower from 4,096 causal keys); p not written (its two passes),
- * the keys not split, and every unit with rows for all consumers (the
- * kernel's barriers count them once). */
+ * faster; 4,096 level; 8,192 and 16,384 1% slower); where a mask skips
+ * tiles, more pairs of units than multiprocessors, an even count of
+ * query tiles a matrix, taken in pairs that cost
+ * alike under a causal mask (attn_lpt: a fixed share of single units
+ * left some blocks more keys than others, 2-17% slower from 4,096 causal
+ * keys); p not written (its two passes), the keys not split, and every
+ * unit with rows for all consumers (the kernel's barriers count them
+ * once). */
 static int attn_persist(const FgAttn *a, const AttnPlan *p)
 {
 	const int64_t bm = 64 * p->nc, rest = a->sq % bm;
-	return p->nsplit == 1 && !a->p_written && !p->skips && p->units > SMS && (a->sk + p->bn - 1) / p->bn <= 16 &&
-	       (rest == 0 || rest > bm - 64);
+	return p->nsplit == 1 && !a->p_written && (!p->skips || p->qtiles % 2 == 0) && p->units > (p->skips ? 2 : 1) * SMS &&
+	       (a->sk + p->bn - 1) / p->bn <= 16 && (rest == 0 || rest > bm - 64);
 }
 
 /* The last matrices whose query tiles run together by cost (fga::launch's
@@ -746,10 +749,15 @@ static int attn_persist(const FgAttn *a, const AttnPlan *p)
  * 3.5%), 2.6% at 4,096 (9; 33 of them 3.2% slower), 2.5% at 8,192 (5;
  * 9 of them 4.1%, 17 level) and 0.8% at 16,384 (3; 9 of them 3.9%
  * slower; docs/performance.md v33).  The matrices before them keep
- * their order.  0: none (one matrix by cost is its order as it is). */
+ * their order.  0: none (one matrix by cost is its order as it is).
+ * Persistent, 1 where a mask skips tiles: the units in pairs, a matrix's
+ * query tiles t and qtiles - 1 - t, each pair in one block, so that under
+ * a causal mask every block's fixed share costs alike. */
 static int64_t attn_lpt(const FgGraph *g, const FgAttn *a, const AttnPlan *p)
 {
-	if (!p->skips || p->persist || p->nsplit > 1 || p->qtiles == 1)
+	if (p->persist)
+		return p->skips;
+	if (!p->skips || p->nsplit > 1 || p->qtiles == 1)
 		return 0;
 	const int64_t kv = 2 * a->sk * a->d * fg_dtype_size[g->nodes[a->k].dt], fit = (24 << 20) / kv;
 	int64_t lpt = (2 * SMS + p->qtiles - 1) / p->qtiles;
@@ -809,8 +817,9 @@ const char *cu_attention_note(const FgPlan *plan, int gi)
 					    "%lld tile%s, a block each, their partial softmaxes merged in order by the "
 					    "last block to finish (flash-decoding)", (long long)p.nsplit, (long long)p.kts,
 					    p.kts == 1 ? "" : "s") :
-		      p.persist ? cu_fmt(ar, "; persistent: a block a multiprocessor takes the %lld query tiles in turn, "
-					 "a tile's q and first keys brought while the one before finishes", (long long)p.units) :
+		      p.persist ? cu_fmt(ar, "; persistent: a block a multiprocessor takes the %lld query tiles in turn%s, "
+					 "each tile's first product issued beside the last of the one before", (long long)p.units,
+					 p.lpt ? " in pairs that cost alike (a matrix's tiles t and last - t)" : "") :
 		      p.lpt > 0 ? cu_fmt(ar, "; the last %lld matrices' query tiles run together, the costliest first, so "
 					 "that the grid ends on its cheapest", (long long)p.lpt) : "");
 }
@@ -915,7 +924,8 @@ void cu_emit_attention(Emit *E, Kern *k)
 						       (long long)nsplit,
 						       (long long)kts, kts == 1 ? "" : "s") : "",
 				   pl.persist ? cu_fmt(E->a, "; persistent: a block a multiprocessor, each taking every "
-						       "gridDim.x-th of the %lld query tiles", (long long)pl.units) :
+						       "gridDim.x-th %s of the %lld query tiles", pl.lpt ? "pair (a matrix's "
+						       "tiles t and last - t, alike in cost)" : "one", (long long)pl.units) :
 				   pl.lpt > 0 ? cu_fmt(E->a, "; the last %lld matrices' query tiles together, the costliest "
 						       "first", (long long)pl.lpt) : ""));
 	const char *tiles = tile_functor(E, k, pl.end, skips ? &pl.bounds : NULL, neg, cu_kname(k, "tiles"));
@@ -934,7 +944,7 @@ void cu_emit_attention(Emit *E, Kern *k)
 	int64_t ext[FG_MAX_RANK];
 	for (int i = 0; i < nb; i++)
 		ext[i] = os->d[i];
-	const int64_t blocks = pl.persist ? SMS : pl.units * nsplit;  /* persistent: more units than SMS */
+	const int64_t blocks = pl.persist ? SMS : pl.units * nsplit;  /* persistent: more units (pairs) than SMS */
 	const char *part = nsplit > 1 ? cu_fmt(k->a, "fga::Part{(float *)ctx->scratch, (float2 *)(ctx->scratch + %lld), "
 					       "%lld, %lld, ctx->counters}", (long long)obytes, (long long)nsplit, (long long)kts) :
 				 "fga::Part{}";
