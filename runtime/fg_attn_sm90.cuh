@@ -529,11 +529,11 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 		/* q's tile of the unit (under PERSIST each consumer's rows once
 		 * its last S = Q K^T of the unit before is done, qempty[c], and
 		 * after the unit's first K tile, or at its end where it has none:
-		 * the consumers' last turns of the unit before take both); K of a stage is free once every
-		 * consumer's S = Q K^T read it, V once their O += P V did: K runs
-		 * a product ahead of V, and the stages run on from one unit into
-		 * the next.  With P written, a first pass of K alone (the rows'
-		 * max and sum) */
+		 * the consumers' last turns of the unit before take both); K of a
+		 * stage is free once every consumer's S = Q K^T read it, V once
+		 * their O += P V did: K runs a product ahead of V, and the stages
+		 * run on from one unit into the next.  With P written, a first
+		 * pass of K alone (the rows' max and sum) */
 		int ks = 0, kph = 0, vs = 0, vph = 0, i = 0;
 		auto load_q = [&]() {
 			if constexpr (PERSIST) {
