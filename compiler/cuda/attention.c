@@ -719,18 +719,19 @@ typedef struct AttnPlan {
  * persistent.  Where there are more units than multiprocessors, each of
  * at most 16 key tiles (persistent, 1,024 and 2,048 keys ran 4-9%
  * faster; 4,096 level; 8,192 and 16,384 1% slower); where a mask skips
- * tiles, more pairs of units than multiprocessors, an even count of
- * query tiles a matrix, taken in pairs that cost
- * alike under a causal mask (attn_lpt: a fixed share of single units
- * left some blocks more keys than others, 2-17% slower from 4,096 causal
- * keys); p not written (its two passes), the keys not split, and every
- * unit with rows for all consumers (the kernel's barriers count them
- * once). */
+ * tiles, an even count of query tiles a matrix and more pairs of them
+ * than multiprocessors, taken in pairs that cost alike under a causal
+ * mask (attn_lpt; a fixed share of single units left some blocks more
+ * keys than others, 2-17% slower from 4,096 causal keys; in pairs,
+ * causal 1,024 keys ran 11.6% faster than a block a unit, 2,048 3.3%,
+ * docs/performance.md v34); p not written (its two passes), the keys not
+ * split, and every unit with rows for all consumers (the kernel's
+ * barriers count them once). */
 static int attn_persist(const FgAttn *a, const AttnPlan *p)
 {
 	const int64_t bm = 64 * p->nc, rest = a->sq % bm;
-	return p->nsplit == 1 && !a->p_written && (!p->skips || p->qtiles % 2 == 0) && p->units > (p->skips ? 2 : 1) * SMS &&
-	       (a->sk + p->bn - 1) / p->bn <= 16 && (rest == 0 || rest > bm - 64);
+	return p->nsplit == 1 && !a->p_written && (!p->skips || p->qtiles % 2 == 0) &&
+	       p->units > (p->skips ? 2 : 1) * SMS && (a->sk + p->bn - 1) / p->bn <= 16 && (rest == 0 || rest > bm - 64);
 }
 
 /* The last matrices whose query tiles run together by cost (fga::launch's
