@@ -68,13 +68,21 @@ constexpr int THREADS = 128 * (1 + CONSUMERS);
  * tile is WM rows and the consumers take turns, tile by tile, so one
  * runs its epilogue while the other's wgmma use the tensor cores.  The
  * shared-memory plan: STAGES buffers of A (BMB rows) and B (BN rows) of
- * ROW bytes, about 200 KB in all, then the barriers. */
+ * ROW bytes, then the barriers: as many buffers as 200 KB hold, at most
+ * 8, and at most 4 in ping-pong blocks of 128 accumulators a thread
+ * (128 x 128, 64 x 256).  On an H100 the 8192^3 matmul in ping-pong
+ * 128 x 128 tiles took 25% less time with 4 than with the 6 that 200 KB
+ * hold (8% with a bias, GELU and residual epilogue), its reads from DRAM
+ * 2.0 GB instead of 3.8 (ncu), and in 64 x 256 tiles 13-21% less than
+ * with 5; with 3 both starved, and cooperative blocks ran alike with 3
+ * and 4 (docs/performance.md v35). */
 template <int WM, int BN, int PP> struct Tile {
 	static_assert(WM * BN <= 128 * 128 && WM % 64 == 0 && BN % 64 == 0, "128 accumulators a thread at most");
 	static constexpr int BMB = PP ? WM : 2 * WM;
 	static constexpr int A_BYTES = BMB * ROW;
 	static constexpr int B_BYTES = BN * ROW;
-	static constexpr int STAGES = 200 * 1024 / (A_BYTES + B_BYTES) > 8 ? 8 : 200 * 1024 / (A_BYTES + B_BYTES);
+	static constexpr int FIT = 200 * 1024 / (A_BYTES + B_BYTES), MOST = PP && WM * BN > 64 * 128 ? 4 : 8;
+	static constexpr int STAGES = FIT < MOST ? FIT : MOST;
 	static constexpr int SMEM = 1024 + STAGES * (A_BYTES + B_BYTES) + 2 * STAGES * 8;
 };
 
