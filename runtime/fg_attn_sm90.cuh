@@ -237,6 +237,18 @@ struct Part {
 	unsigned *arrivals;
 };
 
+/* The order in which a launch's blocks take its units (query tiles), the
+ * compiler's choice (attn_lpt, AttnPlan's pairs).  lpt, neither SPLIT
+ * nor PERSIST: the last lpt matrices' units in one run, the last
+ * (costliest under a causal mask) tile of each first; 0, the matrices
+ * one after another.  pairs, PERSIST only: the units in pairs that cost
+ * alike under a causal mask, a matrix's query tiles t and last - t, a
+ * block taking every gridDim.x-th pair (an even count of query tiles). */
+struct Order {
+	int lpt;
+	bool pairs;
+};
+
 /* Where output matrix z reads k and v: the output's batch dims (ext, C
  * order), and per dim the stride of k's and v's matrices (0 where they
  * broadcast). */
@@ -459,7 +471,7 @@ __global__ void __launch_bounds__(Plan<D, NC, BN_, SE>::THREADS, 1)
 attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
 	  const __grid_constant__ CUtensorMap mv, const __grid_constant__ CUtensorMap ms, int msz, int Sq, int Sk,
 	  float scale, Batch bt, Score score, Inner inner, Tiles masked, Out out, Rows rows, Probs probs, Psave psave,
-	  Part part, int units, int lpt)
+	  Part part, int units, Order ord)
 {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	using P = Plan<D, NC, BN_, SE>;
@@ -480,11 +492,12 @@ attention(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtens
 	 * last lpt matrices' tiles taken together, the last of each first:
 	 * blocks start in order as multiprocessors come free, so that the
 	 * grid ends on its shortest units (a causal mask's first tiles)
-	 * wherever those units' costs differ.  PERSIST with lpt: the units
-	 * in pairs, a matrix's query tiles ntm - 1 - t and t one after the
-	 * other in a block, every gridDim.x-th pair: under a causal mask
-	 * every pair costs alike, and so does a block's fixed share */
-	const bool pairs = PERSIST && lpt;
+	 * wherever those units' costs differ.  In pairs: a matrix's query
+	 * tiles ntm - 1 - t and t one after the other in a block, every
+	 * gridDim.x-th pair: under a causal mask every pair costs alike, and
+	 * so does a block's fixed share */
+	const bool pairs = PERSIST && ord.pairs;
+	const int lpt = ord.lpt;
 	int b = SPLIT ? blockIdx.x / part.nsplit : pairs ? 2 * blockIdx.x : blockIdx.x;
 	const int ntm = (Sq + BM - 1) / BM, hd = units - lpt * ntm;
 	int z, m0, rlast;
@@ -1127,17 +1140,14 @@ static void tmap(CUtensorMap *m, const void *p, int64_t rows, int D, int64_t n, 
  * SPLIT: the key tiles in part.nsplit runs, a block each, merged by the
  * last to arrive (part.arrivals zero).  PERSIST: a block a multiprocessor
  * (at most), each taking every gridDim.x-th query tile (unit) in turn;
- * the compiler's choice (attn_persist).  lpt: the last lpt matrices'
- * query tiles in one run, the last tile of each first (neither SPLIT nor
- * PERSIST; 0: the matrices one after another); under PERSIST, nonzero:
- * the units in pairs that cost alike under a causal mask, a block taking
- * every gridDim.x-th pair (Sq an even count of query tiles).  SE > 0: st is the staged
- * score operand, of SE-byte elements. */
+ * the compiler's choice (attn_persist).  ord: the order in which the
+ * blocks take the units (Order).  SE > 0: st is the staged score
+ * operand, of SE-byte elements. */
 template <class T, int D, int NC, int BN_, bool SPLIT, bool PERSIST, int SE = 0, class Score, class Inner, class Tiles,
 	  class Out, class Rows, class Probs, class Psave>
 static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v, int Sq, int Sk, float scale,
 		   int Z, int zk, int zv, const Batch &bt, const Score &score, const Inner &inner, const Tiles &masked,
-		   const Out &out, const Rows &rows, const Probs &probs, const Psave &psave, const Part &part, int lpt,
+		   const Out &out, const Rows &rows, const Probs &probs, const Psave &psave, const Part &part, const Order &ord,
 		   const Staged &st = Staged{})
 {
 	using P = Plan<D, NC, BN_, SE>;
@@ -1158,11 +1168,11 @@ static void launch(FgrtContext *ctx, const void *q, const void *k, const void *v
 	const int sms = fgrt_func_attr((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, P::SMEM,
 				       ready);
 	const int64_t units = (int64_t)((Sq + P::BM - 1) / P::BM) * Z;
-	const int64_t shares = PERSIST && lpt ? units / 2 : units;      /* a block's: units, or pairs of them */
+	const int64_t shares = PERSIST && ord.pairs ? units / 2 : units;        /* a block's: units, or pairs of them */
 	const int64_t grid = PERSIST ? (shares < sms ? shares : sms) : units * (SPLIT ? part.nsplit : 1);
 	kernel<<<(unsigned)grid, P::THREADS, P::SMEM, ctx->stream>>>(mq, mk, mv, ms, st.nz, Sq, Sk, scale, bt, score,
 								     inner, masked, out, rows, probs, psave, part,
-								     (int)units, lpt);
+								     (int)units, ord);
 }
 
 } /* namespace fga */

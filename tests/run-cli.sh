@@ -158,23 +158,23 @@ fi
 # values (32,768 keys: 16 MiB) leave room in 24 MiB for no other (one
 # matrix by cost is its order as it is); the same graph without its mask
 # takes none.  64 matrices at 1,024 rows (512 units, 8 key tiles each)
-# run persistent, their units in pairs (lpt 1)
+# run persistent, their units in pairs (fga::Order's pairs)
 ca=$tmp/causal.fg cp=$tmp/plainattn.fg
 printf 'graph c {\n  input q : bf16[64, 4096, 128]\n  input k : bf16[64, 4096, 128]\n  input v : bf16[64, 4096, 128]\n  m = iota(shape=[4096, 4096], axis=1) <= iota(shape=[4096, 4096], axis=0)\n  o = matmul(softmax(where(m, matmul(q, transpose(k)) * 0.088, -inf)), v)\n  output o\n}\n' >"$ca"
 sed 's/where(m, \(matmul(q, transpose(k)) \* 0.088\), -inf)/\1/' "$ca" >"$cp"
-if "$fgc" compile "$ca" -o "$tmp/ca1" && grep -q "fga::Part{}, 9);" "$tmp/ca1.cu" &&
+if "$fgc" compile "$ca" -o "$tmp/ca1" && grep -q "fga::Part{}, fga::Order{9, false});" "$tmp/ca1.cu" &&
    grep -q "the last 9 matrices' query tiles together, the costliest first" "$tmp/ca1.cu" &&
    sed 's/4096/1024/g; s/\[64, /[32, /g' "$ca" >"$tmp/ca2.fg" && "$fgc" compile "$tmp/ca2.fg" -o "$tmp/ca2" &&
-   grep -q "fga::launch<__nv_bfloat16, 128, 2, 128, false, false, 0>(.*fga::Part{}, 32);" "$tmp/ca2.cu" &&
+   grep -q "fga::launch<__nv_bfloat16, 128, 2, 128, false, false, 0>(.*fga::Part{}, fga::Order{32, false});" "$tmp/ca2.cu" &&
    sed 's/4096/1024/g' "$ca" >"$tmp/ca4.fg" && "$fgc" compile "$tmp/ca4.fg" -o "$tmp/ca4" &&
-   grep -q "fga::launch<__nv_bfloat16, 128, 2, 128, false, true, 0>(.*fga::Part{}, 1);" "$tmp/ca4.cu" &&
+   grep -q "fga::launch<__nv_bfloat16, 128, 2, 128, false, true, 0>(.*fga::Part{}, fga::Order{0, true});" "$tmp/ca4.cu" &&
    grep -q "each taking every gridDim.x-th pair (a matrix's tiles t and last - t" "$tmp/ca4.cu" &&
    sed 's/4096/1024/g; s/k : bf16\[64, 1024/k : bf16[64, 32768/; s/v : bf16\[64, 1024/v : bf16[64, 32768/; s/shape=\[1024, 1024\]/shape=[1024, 32768]/g' "$ca" >"$tmp/ca3.fg" &&
-   "$fgc" compile "$tmp/ca3.fg" -o "$tmp/ca3" && grep -q "fga::Part{}, 0);" "$tmp/ca3.cu" &&
-   "$fgc" compile "$cp" -o "$tmp/cp1" && grep -q "fga::Part{}, 0);" "$tmp/cp1.cu" && ! grep -q "costliest" "$tmp/cp1.cu"; then
+   "$fgc" compile "$tmp/ca3.fg" -o "$tmp/ca3" && grep -q "fga::Part{}, fga::Order{0, false});" "$tmp/ca3.cu" &&
+   "$fgc" compile "$cp" -o "$tmp/cp1" && grep -q "fga::Part{}, fga::Order{0, false});" "$tmp/cp1.cu" && ! grep -q "costliest" "$tmp/cp1.cu"; then
   pass=$((pass + 1)); echo "PASS a causal launch's last 9 of 64 matrices run by cost (32 of 32 at 1,024 rows, none with 32,768 keys, 64 at 1,024 persistent in pairs), a plain one's none"
 else
-  fail=$((fail + 1)); echo "FAIL the matrices whose query tiles run by cost (fga::launch's lpt)"
+  fail=$((fail + 1)); echo "FAIL the matrices whose query tiles run by cost (fga::Order)"
 fi
 # the attention output's pair of columns, carried through the heads'
 # merge (transformer_block: a transpose that keeps the head dim last, a

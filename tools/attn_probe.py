@@ -66,7 +66,7 @@ PATCHES = [
      "\t\tpb[0] = smid, pb[1] = pg0, pb[2] = pge, pb[3] = pc0, pb[4] = pcq, pb[5] = pcs, pb[6] = pcl, pb[7] = pce;\n"
      "\t}\n", ""),
     # the launcher: the records to $FGA_PROBE after an eager launch
-    ("inner, masked, out, rows, probs, psave, part,\n\t\t\t\t\t\t\t\t     (int)units, lpt);\n", "",
+    ("inner, masked, out, rows, probs, psave, part,\n\t\t\t\t\t\t\t\t     (int)units, ord);\n", "",
      "\tcudaStreamCaptureStatus cs;\n"
      "\tif (getenv(\"FGA_PROBE\") && cudaStreamIsCapturing(ctx->stream, &cs) == cudaSuccess &&\n"
      "\t    cs == cudaStreamCaptureStatusNone) {\n"

@@ -706,6 +706,7 @@ typedef struct AttnPlan {
 	int64_t qtiles;         /* query tiles of a matrix: 64 rows a consumer */
 	int64_t units;          /* query tiles of all matrices: a block each, unless */
 	int persist;            /* attn_persist: a block a multiprocessor takes them in turn */
+	int pairs;              /* persistent where a mask skips tiles: in pairs of like cost */
 	int64_t lpt;            /* attn_lpt: the last matrices whose tiles run by cost */
 } AttnPlan;
 
@@ -718,10 +719,12 @@ typedef struct AttnPlan {
  * at 16,384 (H100, docs/performance.md v32), where cuDNN's kernel is
  * persistent.  Where there are more units than multiprocessors, each of
  * at most 16 key tiles (persistent, 1,024 and 2,048 keys ran 4-9%
- * faster; 4,096 level; 8,192 and 16,384 1% slower); where a mask skips
- * tiles, an even count of query tiles a matrix and more pairs of them
- * than multiprocessors, taken in pairs that cost alike under a causal
- * mask (attn_lpt; a fixed share of single units left some blocks more
+ * faster; 4,096 level; 8,192 and 16,384 1% slower; again with v34's
+ * turns, 4,096 and 8,192 keys gained under 2% where they gained and the
+ * bias and causal rows lost 1-4%, v35); where a mask skips tiles, an
+ * even count of query tiles a matrix and more pairs of them than
+ * multiprocessors, taken in pairs that cost alike under a causal mask
+ * (AttnPlan's pairs; a fixed share of single units left some blocks more
  * keys than others, 2-17% slower from 4,096 causal keys; in pairs,
  * causal 1,024 keys ran 11.6% faster than a block a unit, 2,048 3.3%,
  * docs/performance.md v34); p not written (its two passes), the keys not
@@ -734,7 +737,7 @@ static int attn_persist(const FgAttn *a, const AttnPlan *p)
 	       p->units > (p->skips ? 2 : 1) * SMS && (a->sk + p->bn - 1) / p->bn <= 16 && (rest == 0 || rest > bm - 64);
 }
 
-/* The last matrices whose query tiles run together by cost (fga::launch's
+/* The last matrices whose query tiles run together by cost (fga::Order's
  * lpt), where a mask skips tiles and a block takes a unit.  Under a
  * causal mask a matrix's query tiles cost from 1 to all its key tiles,
  * the last the most; blocks start in order as multiprocessors come free,
@@ -750,15 +753,11 @@ static int attn_persist(const FgAttn *a, const AttnPlan *p)
  * 3.5%), 2.6% at 4,096 (9; 33 of them 3.2% slower), 2.5% at 8,192 (5;
  * 9 of them 4.1%, 17 level) and 0.8% at 16,384 (3; 9 of them 3.9%
  * slower; docs/performance.md v33).  The matrices before them keep
- * their order.  0: none (one matrix by cost is its order as it is).
- * Persistent, 1 where a mask skips tiles: the units in pairs, a matrix's
- * query tiles t and qtiles - 1 - t, each pair in one block, so that under
- * a causal mask every block's fixed share costs alike. */
+ * their order.  0: none (one matrix by cost is its order as it is; a
+ * persistent launch's units go in pairs instead, AttnPlan's pairs). */
 static int64_t attn_lpt(const FgGraph *g, const FgAttn *a, const AttnPlan *p)
 {
-	if (p->persist)
-		return p->skips;
-	if (!p->skips || p->nsplit > 1 || p->qtiles == 1)
+	if (!p->skips || p->persist || p->nsplit > 1 || p->qtiles == 1)
 		return 0;
 	const int64_t kv = 2 * a->sk * a->d * fg_dtype_size[g->nodes[a->k].dt], fit = (24 << 20) / kv;
 	int64_t lpt = (2 * SMS + p->qtiles - 1) / p->qtiles;
@@ -780,6 +779,7 @@ static void attn_plan(FgArena *ar, const FgGraph *g, const FgGroup *gr, const Fg
 	p->units = p->qtiles * (cu_numel(&g->nodes[a->mm2].shape) / (a->sq * a->d));
 	p->nsplit = attn_splits(a, p->bn, p->units, &p->kts);
 	p->persist = attn_persist(a, p);
+	p->pairs = p->persist && p->skips;      /* attn_persist: a matrix's query tiles t and last - t */
 	p->lpt = attn_lpt(g, a, p);
 }
 
@@ -820,7 +820,7 @@ const char *cu_attention_note(const FgPlan *plan, int gi)
 					    p.kts == 1 ? "" : "s") :
 		      p.persist ? cu_fmt(ar, "; persistent: a block a multiprocessor takes the %lld query tiles in turn%s, "
 					 "each tile's first product issued beside the last of the one before", (long long)p.units,
-					 p.lpt ? " in pairs that cost alike (a matrix's tiles t and last - t)" : "") :
+					 p.pairs ? " in pairs that cost alike (a matrix's tiles t and last - t)" : "") :
 		      p.lpt > 0 ? cu_fmt(ar, "; the last %lld matrices' query tiles run together, the costliest first, so "
 					 "that the grid ends on its cheapest", (long long)p.lpt) : "");
 }
@@ -925,7 +925,7 @@ void cu_emit_attention(Emit *E, Kern *k)
 						       (long long)nsplit,
 						       (long long)kts, kts == 1 ? "" : "s") : "",
 				   pl.persist ? cu_fmt(E->a, "; persistent: a block a multiprocessor, each taking every "
-						       "gridDim.x-th %s of the %lld query tiles", pl.lpt ? "pair (a matrix's "
+						       "gridDim.x-th %s of the %lld query tiles", pl.pairs ? "pair (a matrix's "
 						       "tiles t and last - t, alike in cost)" : "one", (long long)pl.units) :
 				   pl.lpt > 0 ? cu_fmt(E->a, "; the last %lld matrices' query tiles together, the costliest "
 						       "first", (long long)pl.lpt) : ""));
@@ -952,13 +952,14 @@ void cu_emit_attention(Emit *E, Kern *k)
 	const char *scl = cu_literal(k->a, FG_DT_F32, scale), *outf = cu_fmt(k->a, "%s{%s}", oname, oargs);
 	cu_add_call(E, cu_kname(k, NULL), k->gi, blocks, 128 * (nc + 1),
 		    cu_fmt(E->a, "fga::launch<%s, %lld, %d, %lld, %s, %s, %d>(ctx, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lld, "
-			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s, %s, %s, %s, %s, %s, %lld%s);", tname, (long long)a.d, nc,
+			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s, %s, %s, %s, %s, %s, fga::Order{%lld, %s}%s);", tname,
+			   (long long)a.d, nc,
 			   (long long)bn, nsplit > 1 ? "true" : "false", pl.persist ? "true" : "false", pl.se,
 			   cu_tensor_param(k, a.q), cu_tensor_param(k, a.k), cu_tensor_param(k, a.v), (long long)a.sq,
 			   (long long)a.sk, scl, (long long)Z,
 			   (long long)(cu_numel(kshape) / (a.sk * a.d)), (long long)(cu_numel(vshape) / (a.sk * a.d)), nb,
 			   int_list(k->a, ext, nb), int_list(k->a, ks, nb), int_list(k->a, vs, nb), sname, sargs, inner, tiles,
-			   outf, rows, probs, psave, part, (long long)pl.lpt,
+			   outf, rows, probs, psave, part, (long long)pl.lpt, pl.pairs ? "true" : "false",
 			   st >= 0 ? cu_fmt(k->a, ", fga::Staged{%s, %s, %lld}", cu_tensor_param(k, st),
 					    fg_dtype_info[k->g->nodes[st].dt].rt,
 					    (long long)(cu_numel(cu_shape_of(k, st)) / (a.sq * a.sk))) : ""));
