@@ -953,8 +953,7 @@ void cu_emit_attention(Emit *E, Kern *k)
 	cu_add_call(E, cu_kname(k, NULL), k->gi, blocks, 128 * (nc + 1),
 		    cu_fmt(E->a, "fga::launch<%s, %lld, %d, %lld, %s, %s, %d>(ctx, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lld, "
 			   "fga::Batch{%d, %s, %s, %s}, %s{%s}, %s, %s, %s, %s, %s, %s, %s, fga::Order{%lld, %s}%s);", tname,
-			   (long long)a.d, nc,
-			   (long long)bn, nsplit > 1 ? "true" : "false", pl.persist ? "true" : "false", pl.se,
+			   (long long)a.d, nc, (long long)bn, nsplit > 1 ? "true" : "false", pl.persist ? "true" : "false", pl.se,
 			   cu_tensor_param(k, a.q), cu_tensor_param(k, a.k), cu_tensor_param(k, a.v), (long long)a.sq,
 			   (long long)a.sk, scl, (long long)Z,
 			   (long long)(cu_numel(kshape) / (a.sk * a.d)), (long long)(cu_numel(vshape) / (a.sk * a.d)), nb,
