@@ -10,6 +10,7 @@ process, timed by peers.py's harness (cold and sustained, SM clock read).
     python3 bench/attention.py --decode [--decode-bh 8,16,32,64]
                                [--decode-keys 4096,16384,32768,131072] ...
     python3 bench/attention.py --all      issue 16's whole table, one process
+    python3 bench/attention.py --all --build-only   its libraries only (no GPU)
 
 Each case is a graph written here from primitives, bf16 [BH, S, D]:
     o = matmul(softmax(score(matmul(q, transpose(k)) * D^-1/2)), v)
@@ -44,7 +45,10 @@ one process and writes them all to OUT/attention.md and
 OUT/attention.json (docs/performance.md's table).  Each row goes to the
 JSON as it comes; --resume keeps the rows already there (but failed ones)
 and runs only the others, so that a table longer than one device call
-takes the same command again.
+takes the same command again.  Libraries are kept in --work and built
+again only when fgc, the runtime or the graph changed (peers.compile_lib,
+by content): --build-only builds them on a machine without a GPU, to be
+carried to one.
 """
 import argparse
 import json
@@ -100,7 +104,8 @@ def sdpa_mask(mod, s, inputs):
 
 
 def build(args, cases):
-    """Per case: (fg path, lib path, None) or (fg path, None, fgc's error)."""
+    """Per case: (fg path, lib path, None) or (fg path, None, fgc's error);
+    a library built from the same bytes is kept (peers.compile_lib)."""
     import concurrent.futures
 
     def one(c):
@@ -109,11 +114,8 @@ def build(args, cases):
         src = os.path.join(args.work, stem + ".fg")
         with open(src, "w") as f:
             f.write(graph(bh, sq, sk, d, mod))
-        lib = os.path.join(args.work, stem, "lib%s.so" % stem)
-        os.makedirs(os.path.dirname(lib), exist_ok=True)
-        p = subprocess.run([args.fgc, "compile", src, "--lib", "-o", lib], stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True)
-        return (src, lib, None) if p.returncode == 0 else (src, None, p.stdout.strip()[-600:])
+        lib = peers.compile_lib(args.fgc, src, os.path.join(args.work, stem, "lib%s.so" % stem))
+        return (src, None, str(lib)[-600:]) if isinstance(lib, Exception) else (src, lib, None)
     with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
         return dict(zip(cases, pool.map(one, cases)))
 
@@ -284,6 +286,9 @@ def main():
                    help="the whole table in one process: the prefill rows, the score mods and the decode steps")
     p.add_argument("--decode-bh", default="8,16,32,64")
     p.add_argument("--decode-keys", default="4096,16384,32768,131072")
+    p.add_argument("--build-only", action="store_true",
+                   help="build the cases' libraries in --work and stop (no GPU needed; a later run on the GPU\n"
+                        "machine with the same --work, fgc and runtime keeps them)")
     peers.timing_options(p, runs=10, rounds=3, sustain=0.3, warmup=3)
     args = peers.timing_checked(p.parse_args())
     os.makedirs(args.out, exist_ok=True)
@@ -307,6 +312,12 @@ def main():
     todo = [c for c in cases if case_name(c) not in done]
     peers.log("%d cases to run (%d kept)" % (len(todo), len(kept)))
     libs = build(args, todo)
+    if args.build_only:
+        failed = [(case_name(c), err) for c, (_, _, err) in libs.items() if err]
+        for name, err in failed:
+            peers.log("%s: fgc failed: %s" % (name, err))
+        peers.log("%d of %d libraries built in %s" % (len(libs) - len(failed), len(libs), args.work))
+        sys.exit(1 if failed else 0)
     clock, nvml = peers.Clock("cuda"), peers.Nvml("cuda")
     copy_bw = peers.copy_bandwidth("cuda", clock) if any(c[4] == "decode" for c in todo) else None
     env = {"date": time.strftime("%Y-%m-%d %H:%M"), "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,

@@ -42,6 +42,7 @@ its epilogue within 3% of cuBLAS's plain matmul) stated as met or missed,
 timed and per clock.
 """
 import argparse
+import concurrent.futures
 import csv
 import json
 import os
@@ -229,20 +230,16 @@ def bench_kernels(args):
 
 def build_sample_libs(args):
     """Per (sample, variant), its library (fgc compile --lib with the
-    variant's --gemm), all built at once; or the error."""
-    procs = {}
-    for name in args.samples:
-        source = os.path.join(ROOT, "samples", name + ".fg")
-        for key, flags, _ in SAMPLE_LIBS:
-            lib = os.path.join(args.work, "lib", "%s.%s" % (name, key), "lib%s.so" % name)
-            os.makedirs(os.path.dirname(lib), exist_ok=True)
-            procs[name, key] = (lib, subprocess.Popen([args.fgc, "compile", source, "--lib", "-o", lib] + flags,
-                                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    libs = {}
-    for k, (lib, proc) in procs.items():
-        out, _ = proc.communicate()
-        libs[k] = lib if proc.returncode == 0 else RuntimeError(out.strip()[-1000:] or "fgc failed")
-    return libs
+    variant's --gemm), all built at once; or the error (peers.compile_lib:
+    a library built from the same bytes is kept)."""
+    jobs = [(name, key, flags) for name in args.samples for key, flags, _ in SAMPLE_LIBS]
+
+    def one(job):
+        name, key, flags = job
+        lib = os.path.join(args.work, "lib", "%s.%s" % (name, key), "lib%s.so" % name)
+        return peers.compile_lib(args.fgc, os.path.join(ROOT, "samples", name + ".fg"), lib, flags)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        return {(name, key): lib for (name, key, _), lib in zip(jobs, pool.map(one, jobs))}
 
 
 def bench_samples(args, clock):

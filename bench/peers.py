@@ -39,6 +39,7 @@ import argparse
 import concurrent.futures
 import ctypes
 import glob
+import hashlib
 import importlib.util
 import json
 import math
@@ -321,23 +322,48 @@ def case(name, args):
             ["--" + f for f in cflags])
 
 
+def lib_key(fgc, source, flags):
+    """The digest of what a library is built from: fgc, the runtime's files
+    (FGC_RUNTIME or runtime/), the graph's source and the flags."""
+    rt = os.environ.get("FGC_RUNTIME") or os.path.join(ROOT, "runtime")
+    h = hashlib.sha256()
+    for path in [fgc, source] + sorted(glob.glob(os.path.join(rt, "*"))):
+        h.update(os.path.basename(path).encode() + b"\0")
+        with open(path, "rb") as f:
+            h.update(f.read())
+    h.update("\0".join(flags).encode())
+    return h.hexdigest()
+
+
+def compile_lib(fgc, source, lib, flags=()):
+    """`fgc compile SOURCE --lib -o LIB FLAGS`, unless LIB was built from the
+    same bytes (lib_key, kept in LIB.key): by content, not by time, so that
+    libraries built on one machine and carried to another with the tree are
+    not built again there.  LIB, or a RuntimeError with fgc's last words."""
+    flags = list(flags)
+    key, stamp = lib_key(fgc, source, flags), lib + ".key"
+    if os.path.exists(lib) and os.path.exists(stamp):
+        with open(stamp) as f:
+            if f.read().strip() == key:
+                return lib
+    os.makedirs(os.path.dirname(lib), exist_ok=True)
+    p = subprocess.run([fgc, "compile", source, "--lib", "-o", lib] + flags,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        return RuntimeError(p.stdout.strip()[-2000:] or "fgc failed")
+    with open(stamp, "w") as f:
+        f.write(key + "\n")
+    return lib
+
+
 def build_libs(args, names, jobs=None):
     """`fgc compile --lib` of every case (test dims with --small), `jobs` at
     a time (default: all at once); per name, the library's path, or the
-    error.  A library newer than fgc, the case's source and the runtime's
-    files is kept: a run going on with --resume does not build it again."""
-    runtime = glob.glob(os.path.join(os.environ.get("FGC_RUNTIME") or os.path.join(ROOT, "runtime"), "*"))
-    newest = max(os.path.getmtime(p) for p in [args.fgc] + runtime)     # what every library is built from
-
+    error (compile_lib: a library built from the same bytes is kept)."""
     def one(name):
         source, dims, stem, cflags = case(name, args)
         lib = os.path.join(args.work, "lib", stem, "lib%s.so" % os.path.basename(source)[:-3])
-        os.makedirs(os.path.dirname(lib), exist_ok=True)
-        if os.path.exists(lib) and os.path.getmtime(lib) > max(newest, os.path.getmtime(source)):
-            return lib
-        p = subprocess.run([args.fgc, "compile", source, "--lib", "-o", lib] + dims + cflags,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        return lib if p.returncode == 0 else RuntimeError(p.stdout.strip()[-2000:] or "fgc failed")
+        return compile_lib(args.fgc, source, lib, dims + cflags)
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs or max(1, len(names))) as pool:
         return dict(zip(names, pool.map(one, names)))
 

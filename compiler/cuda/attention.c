@@ -638,16 +638,23 @@ static int64_t attn_keys(const FgAttn *a, const ScoreFold *f)
 	return a->d == 256 ? 64 : a->d == 128 && bare ? 176 : 128;
 }
 
+/* a's key tiles of bn keys, the last one a residue where bn does not
+ * divide Sk */
+static int64_t key_tiles(const FgAttn *a, int64_t bn)
+{
+	return (a->sk + bn - 1) / bn;
+}
+
 /* The runs of a's key tiles of bn keys, *kts tiles each (key_splits), for
  * a launch of `units` query tiles; none when p is written (a run does not
  * know its rows' max and sum). */
 static int64_t attn_splits(const FgAttn *a, int64_t bn, int64_t units, int64_t *kts)
 {
 	if (a->p_written) {
-		*kts = (a->sk + bn - 1) / bn;
+		*kts = key_tiles(a, bn);
 		return 1;
 	}
-	return key_splits(units, (a->sk + bn - 1) / bn, kts);
+	return key_splits(units, key_tiles(a, bn), kts);
 }
 
 /* The score operand the kernel stages (fga::Staged), or -1: a read of
@@ -734,7 +741,7 @@ static int attn_persist(const FgAttn *a, const AttnPlan *p)
 {
 	const int64_t bm = 64 * p->nc, rest = a->sq % bm;
 	return p->nsplit == 1 && !a->p_written && (!p->skips || p->qtiles % 2 == 0) &&
-	       p->units > (p->skips ? 2 : 1) * SMS && (a->sk + p->bn - 1) / p->bn <= 16 && (rest == 0 || rest > bm - 64);
+	       p->units > (p->skips ? 2 : 1) * SMS && key_tiles(a, p->bn) <= 16 && (rest == 0 || rest > bm - 64);
 }
 
 /* The last matrices whose query tiles run together by cost (fga::Order's

@@ -2,7 +2,7 @@
 """gpu_torch.py - compiled models as libraries inside PyTorch, on a GPU
 (tests/run-lib.sh checks the libraries without one).
 
-    python3 tests/lib/gpu_torch.py --fgc FGC [--work DIR] [--samples a,b] [--seed S] [--reuse]
+    python3 tests/lib/gpu_torch.py --fgc FGC [--work DIR] [--samples a,b] [--seed S]
 
 For every samples/*.fg at its `# test-dims:` sizes: `fgc compile --lib` and
 `fgc emit-torch`, then, with the module's make_inputs(seed) on the GPU:
@@ -17,10 +17,10 @@ For every samples/*.fg at its `# test-dims:` sizes: `fgc compile --lib` and
      every call equals its seed's single-threaded result bit for bit;
   5. a wrong dtype, shape, device or a non-contiguous tensor is refused
      with an error that names the tensor.
-One PASS/FAIL line per check; exit status 1 when any failed.  --reuse
-keeps a library already in --work (DIR/NAME/libNAME.so, built beforehand
-with the same fgc on a machine without a GPU, where nvcc's minutes cost no
-device time).
+One PASS/FAIL line per check; exit status 1 when any failed.  A library
+already in --work (DIR/NAME/libNAME.so) built from the same fgc, runtime
+and source is kept (peers.compile_lib): built beforehand on a machine
+without a GPU, where nvcc's minutes cost no device time, and carried.
 """
 import argparse
 import os
@@ -35,7 +35,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import fgc  # noqa: E402
-from peers import check_all, fgc_results, load_module, test_dims  # noqa: E402
+from peers import check_all, compile_lib, fgc_results, load_module, test_dims  # noqa: E402
 
 failures = []
 
@@ -67,9 +67,9 @@ def sample(name, args):
     dims = test_dims(source)
     work = os.path.join(args.work, name)
     os.makedirs(work, exist_ok=True)
-    lib = os.path.join(work, "lib%s.so" % name)
-    if not (args.reuse and os.path.exists(lib)):
-        subprocess.run([args.fgc, "compile", source, "--lib", "-o", lib] + dims, check=True)
+    lib = compile_lib(args.fgc, source, os.path.join(work, "lib%s.so" % name), dims)
+    if isinstance(lib, Exception):
+        raise lib
     subprocess.run([args.fgc, "emit-torch", source, "-o", os.path.join(work, name + ".py")] + dims, check=True)
     mod = load_module(os.path.join(work, name + ".py"))
     model = fgc.load(lib)
@@ -172,7 +172,6 @@ def main():
     p.add_argument("--work", default="/tmp/fgc-gpu-torch")
     p.add_argument("--samples", default="")
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--reuse", action="store_true", help="keep a library already built in --work")
     args = p.parse_args()
     names = args.samples.split(",") if args.samples else sorted(
         f[:-3] for f in os.listdir(os.path.join(ROOT, "samples")) if f.endswith(".fg"))
