@@ -629,9 +629,13 @@ static int attn_consumers(const FgGraph *g, const FgGroup *gr, const FgAttn *a)
  * no score op (f: a scale and identities only) and O is all it writes
  * (FlashAttention-3's tile: fewer turns a row, each longer; 2.7-3.9%
  * faster than 128 at 4k and 8k keys on the H200, docs/performance.md v16;
- * 3.7-5.6% in the harness, v23); else 128: at 176, a
- * mask, a bias, a log-sum-exp or p written spilled registers in
- * tests/gpu's attention graphs, and a causal mask ran at half the speed. */
+ * 3.7-5.6% in the harness, v23); else 128.  At 176 (nvcc 13), a
+ * sliding window and a log-sum-exp spill registers (tests/gpu's and
+ * bench/attention.py's graphs); a bias would not be staged (176 keys of
+ * 2 bytes are not whole 128-byte blocks); a softcap ran slower (v30);
+ * and a causal mask, without spills, ran 3-11% slower than at 128 from
+ * 1,024 to 16,384 keys (H100, docs/performance.md v36; v16: at half the
+ * speed, when it spilled). */
 static int64_t attn_keys(const FgAttn *a, const ScoreFold *f)
 {
 	const int bare = f->ops == 0 && !a->nprobs && !a->p_written && a->lse_y < 0;
