@@ -327,7 +327,7 @@ def lib_key(fgc, source, flags):
     (FGC_RUNTIME or runtime/), the graph's source and the flags."""
     rt = os.environ.get("FGC_RUNTIME") or os.path.join(ROOT, "runtime")
     h = hashlib.sha256()
-    for path in [fgc, source] + sorted(glob.glob(os.path.join(rt, "*"))):
+    for path in [fgc, source] + sorted(p for p in glob.glob(os.path.join(rt, "*")) if os.path.isfile(p)):
         h.update(os.path.basename(path).encode() + b"\0")
         with open(path, "rb") as f:
             h.update(f.read())
