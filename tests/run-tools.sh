@@ -7,7 +7,8 @@
 # one; cuobjdump's kernel heading too) and its rewrite of a CUDA 13
 # cubin header into the one CUDA 11.8's nvdisasm reads.  Each check
 # asserts a value the code under test could get wrong; the listings below
-# are hand-written in nvdisasm's and cuobjdump's formats.
+# are hand-written in nvdisasm's and cuobjdump's formats.  Then
+# bench/peers.py's compile_lib, with a stand-in fgc.
 set -u
 src=$2
 pass=0 fail=0
@@ -79,5 +80,66 @@ for line in bad:
     print(line)
 PY
 verdict "sass.py" "$log"
+
+# bench/peers.py's compile_lib: a library is built again exactly when what
+# it is built from changed (fgc, the runtime's files, the source, the
+# flags), and a failed build is never taken for the one before.  A stand-in
+# fgc counts its calls; PyTorch is bench/torchshim's stand-in.
+py=${PYTHON:-/usr/bin/python3}
+if "$py" -c 'import numpy' 2>/dev/null; then
+	PYTHONPATH="$src/bench/torchshim:$src/bench" "$py" - >"$log" 2>&1 <<'PY'
+import os, shutil, stat, tempfile
+import peers
+bad = []
+def want(what, got, expected):
+    if got != expected:
+        bad.append("%s: got %r, expected %r" % (what, got, expected))
+d = tempfile.mkdtemp()
+fgc, src, rt = os.path.join(d, "fgc"), os.path.join(d, "m.fg"), os.path.join(d, "rt")
+os.mkdir(rt)
+with open(fgc, "w") as f:      # fgc compile SRC --lib -o LIB FLAGS...
+    f.write('#!/bin/sh\necho "$@" >> "%s/calls"\n'
+            'if grep -q bad "$2"; then echo "$2:1:1: error: bad graph"; exit 1; fi\n'
+            'echo "built from $(cat "$2") $*" > "$5"\n' % d)
+os.chmod(fgc, stat.S_IRWXU)
+def put(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+def calls():
+    return len(open(os.path.join(d, "calls")).read().splitlines()) if os.path.exists(os.path.join(d, "calls")) else 0
+put(src, "graph a")
+put(os.path.join(rt, "fg.cuh"), "one")
+os.environ["FGC_RUNTIME"] = rt
+lib = os.path.join(d, "w", "libm.so")
+want("first build", (peers.compile_lib(fgc, src, lib, ["-D", "N=4"]), calls()), (lib, 1))
+want("same bytes: kept", (peers.compile_lib(fgc, src, lib, ["-D", "N=4"]), calls()), (lib, 1))
+peers.compile_lib(fgc, src, lib, ["-D", "N=5"])
+want("other flags: built", calls(), 2)
+put(src, "graph b")
+peers.compile_lib(fgc, src, lib, ["-D", "N=5"])
+want("source changed: built", (calls(), open(lib).read().split()[3]), (3, "b"))
+put(os.path.join(rt, "fg.cuh"), "two")
+peers.compile_lib(fgc, src, lib, ["-D", "N=5"])
+want("runtime changed: built", calls(), 4)
+with open(fgc, "a") as f:
+    f.write("# another fgc\n")
+peers.compile_lib(fgc, src, lib, ["-D", "N=5"])
+want("fgc changed: built", calls(), 5)
+os.remove(lib)
+peers.compile_lib(fgc, src, lib, ["-D", "N=5"])
+want("library gone: built", (calls(), os.path.exists(lib)), (6, True))
+put(src, "graph bad")
+for i in range(2):      # the library of "graph b" and its key stay, but are never returned
+    r = peers.compile_lib(fgc, src, lib, ["-D", "N=5"])
+    want("failed build %d" % i, (type(r).__name__, "error: bad graph" in str(r), calls()), ("RuntimeError", True, 7 + i))
+shutil.rmtree(d)
+for line in bad:
+    print(line)
+PY
+	verdict "bench/peers.py compile_lib" "$log"
+else
+	echo "FAIL bench/peers.py compile_lib: $py cannot import numpy (Debian: apt-get install python3-numpy)"
+	fail=$((fail + 1))
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
