@@ -608,8 +608,8 @@ static int64_t key_splits(int64_t blocks, int64_t nkt, int64_t *kts)
  * softmax's exp and a log-sum-exp's (at the three's 160 registers a
  * thread, tests/gpu/attention-mods.fg's bias, softcap and mask spilled 4
  * bytes, and attention-saved.fg's saved p with a causal mask and dropout
- * 56), and two at 128 (240 registers).  A block has 64 query rows a
- * consumer, and a producer warpgroup. */
+ * 56), and two at 128 (240 registers); attn_plan may take two for three.
+ * A block has 64 query rows a consumer, and a producer warpgroup. */
 static int attn_consumers(const FgGraph *g, const FgGroup *gr, const FgAttn *a)
 {
 	if (a->d != 64 || a->p_written)
@@ -777,13 +777,11 @@ static int64_t attn_lpt(const FgGraph *g, const FgAttn *a, const AttnPlan *p)
 	return lpt > 1 ? lpt : 0;       /* the last matrix alone: its order as it is */
 }
 
-static void attn_plan(FgArena *ar, const FgGraph *g, const FgGroup *gr, const FgAttn *a, AttnPlan *p)
+/* The launch of p's kernel at nc consumers: the staged operand, the
+ * units, the split keys, the persistent grid and the order. */
+static void attn_launch(const FgGraph *g, const FgGroup *gr, const FgAttn *a, int nc, AttnPlan *p)
 {
-	score_fold(g, a, &p->fold);
-	p->end = score_end(g, a, &p->fold);
-	p->skips = mask_bounds(ar, g, a, p->end, &p->bounds, &p->neg);
-	p->nc = attn_consumers(g, gr, a);
-	p->bn = attn_keys(a, &p->fold);
+	p->nc = nc;
 	p->se = 0;
 	p->st = staged_operand(g, gr, a, p->nc, p->bn, p->skips, &p->se);
 	p->qtiles = (a->sq + 64 * p->nc - 1) / (64 * p->nc);
@@ -792,6 +790,27 @@ static void attn_plan(FgArena *ar, const FgGraph *g, const FgGroup *gr, const Fg
 	p->persist = attn_persist(a, p);
 	p->pairs = p->persist && p->skips;      /* attn_persist: a matrix's query tiles t and last - t */
 	p->lpt = attn_lpt(g, a, p);
+}
+
+/* The plan; three consumers (attn_consumers) give way to two where two
+ * make a persistent launch and three cannot (three's last unit leaves a
+ * consumer without rows, attn_persist): at head dim 64 on an H100, 64
+ * matrices of 1,024 keys took 7% less time plain and 17% causal (in
+ * pairs), of 2,048 keys 4% and 4%; at 4,096, where neither is
+ * persistent, two took 14-17% longer (docs/performance.md v36). */
+static void attn_plan(FgArena *ar, const FgGraph *g, const FgGroup *gr, const FgAttn *a, AttnPlan *p)
+{
+	score_fold(g, a, &p->fold);
+	p->end = score_end(g, a, &p->fold);
+	p->skips = mask_bounds(ar, g, a, p->end, &p->bounds, &p->neg);
+	p->bn = attn_keys(a, &p->fold);
+	attn_launch(g, gr, a, attn_consumers(g, gr, a), p);
+	if (p->nc == 3 && !p->persist) {
+		AttnPlan two = *p;
+		attn_launch(g, gr, a, 2, &two);
+		if (two.persist)
+			*p = two;
+	}
 }
 
 /* The staged operand's tiles, in the note and the kernel's comment. */
