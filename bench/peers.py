@@ -347,6 +347,8 @@ def compile_lib(fgc, source, lib, flags=()):
             if f.read().strip() == key:
                 return lib
     os.makedirs(os.path.dirname(lib), exist_ok=True)
+    if os.path.exists(stamp):
+        os.remove(stamp)        # the old key never vouches for a library built since
     p = subprocess.run([fgc, "compile", source, "--lib", "-o", lib] + flags,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if p.returncode != 0:

@@ -83,8 +83,9 @@ verdict "sass.py" "$log"
 
 # bench/peers.py's compile_lib: a library is built again exactly when what
 # it is built from changed (fgc, the runtime's files, the source, the
-# flags), and a failed build is never taken for the one before.  A stand-in
-# fgc counts its calls; PyTorch is bench/torchshim's stand-in.
+# flags), and a failed or cut-off build is never taken for the one
+# before.  A stand-in fgc counts its calls; PyTorch is bench/torchshim's
+# stand-in.
 py=${PYTHON:-/usr/bin/python3}
 if "$py" -c 'import numpy' 2>/dev/null; then
 	PYTHONPATH="$src/bench/torchshim:$src/bench" "$py" - >"$log" 2>&1 <<'PY'
@@ -100,7 +101,8 @@ os.mkdir(rt)
 with open(fgc, "w") as f:      # fgc compile SRC --lib -o LIB FLAGS...
     f.write('#!/bin/sh\necho "$@" >> "%s/calls"\n'
             'if grep -q bad "$2"; then echo "$2:1:1: error: bad graph"; exit 1; fi\n'
-            'echo "built from $(cat "$2") $*" > "$5"\n' % d)
+            'echo "built from $(cat "$2") $*" > "$5"\n'
+            'if grep -q cut "$2"; then exit 1; fi\n' % d)      # a build cut off once it wrote
 os.chmod(fgc, stat.S_IRWXU)
 def put(path, text):
     with open(path, "w") as f:
@@ -132,6 +134,13 @@ put(src, "graph bad")
 for i in range(2):      # the library of "graph b" and its key stay, but are never returned
     r = peers.compile_lib(fgc, src, lib, ["-D", "N=5"])
     want("failed build %d" % i, (type(r).__name__, "error: bad graph" in str(r), calls()), ("RuntimeError", True, 7 + i))
+put(src, "graph b")
+peers.compile_lib(fgc, src, lib, ["-D", "N=5"])
+put(src, "graph cut")
+peers.compile_lib(fgc, src, lib, ["-D", "N=5"])
+put(src, "graph b")     # the library on disk is the cut build's: built again, not taken on the old key
+peers.compile_lib(fgc, src, lib, ["-D", "N=5"])
+want("after a cut build", (calls(), open(lib).read().split()[3]), (11, "b"))
 shutil.rmtree(d)
 for line in bad:
     print(line)
