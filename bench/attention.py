@@ -2,7 +2,8 @@
 """
 attention.py - fgc's attention kernel against PyTorch's SDPA (cuDNN and
 flash backends) and torch.compile of the same primitive graph, in one
-process, timed by peers.py's harness (cold and sustained, SM clock read).
+process, timed by peers.py's harness (cold and sustained, SM clock and
+board power read).
 
     python3 bench/attention.py [--fgc build/fgc] [--out out/attention] [--work DIR]
                                [--seqs 1024,2048,4096,8192,16384] [--dims 64,128]
@@ -196,6 +197,7 @@ def bench_case(args, case, built, clock, nvml):
             row["%s_%s_tflops" % (regime, name)] = flops / times[name] / 1e9
             row["%s_%s_gbs" % (regime, name)] = kv_bytes / times[name] / 1e6
             row["%s_%s_mhz" % (regime, name)] = clocks[name]["mhz"]
+            row["%s_%s_watts" % (regime, name)] = clocks[name]["watts"]
     return row
 
 
@@ -251,8 +253,8 @@ def table(rows, regime):
     key, unit = ("gbs", "GB/s") if dec else ("tflops", "TFLOP/s")
     head = ("| case | " + " | ".join("%s %s" % (p, unit) for p in PEERS) +
             (" | fgc us | fgc % of copy" if dec else "") +
-            " | fgc / cuDNN | SM MHz fgc / cuDNN | agree (RMSE vs f32) |")
-    lines = [head, "|" + "---|" * (len(PEERS) + (6 if dec else 4))]
+            " | fgc / cuDNN | SM MHz fgc / cuDNN | W fgc / cuDNN | agree (RMSE vs f32) |")
+    lines = [head, "|" + "---|" * (len(PEERS) + (7 if dec else 5))]
     for r in rows:
         cells = []
         for p in PEERS:
@@ -264,8 +266,11 @@ def table(rows, regime):
             g, copy = r.get("%s_fgc_gbs" % regime), r.get("copy_gbs")
             cells += ["%.1f" % (f * 1e3) if f else "-", "%.0f%%" % (100 * g / copy) if g and copy else "-"]
         ratio = "%.2fx" % (c / f) if f and c else "-"
-        mhz = "%s / %s" % (r.get("%s_fgc_mhz" % regime, "-"), r.get("%s_cudnn_mhz" % regime, "-"))
-        lines.append("| %s | %s | %s | %s | %s |" % (r["case"], " | ".join(cells), ratio, mhz, verdicts(r)))
+        mhz, watts = ("%s / %s" % tuple(fmt % r[k] if r.get(k) else "-" for k in
+                                        ("%s_fgc_%s" % (regime, q), "%s_cudnn_%s" % (regime, q)))
+                      for q, fmt in (("mhz", "%.0f"), ("watts", "%.0f")))
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (r["case"], " | ".join(cells), ratio, mhz, watts,
+                                                          verdicts(r)))
     return "\n".join(lines)
 
 

@@ -21,9 +21,11 @@ For each samples/NAME.fg at its default sizes:
      two regimes: cold (each call after an idle gap of --gap seconds, from
      an idle GPU to the call's end; the three take turns call by call) and
      sustained (back to back for at least --sustain seconds, the time per
-     call; the three take turns, R rounds each); the SM clock and the
-     clock-event (throttle) reasons are read through NVML after each cold
-     call and all along each sustained run;
+     call; the three take turns, R rounds each, in reverse order every
+     other round, so that none always follows the same one); the SM
+     clock, the board's power draw and the clock-event (throttle) reasons
+     are read through NVML after each cold call and all along each
+     sustained run;
   4. floor = max(BYTES / copy bandwidth, FLOPS / bf16 matmul rate), both
      ceilings measured at the start of this run (a 512 MiB device-to-device
      copy counting bytes read plus written; an 8192^3 bf16 torch.matmul).
@@ -120,8 +122,11 @@ def time_interleaved(clock, fns, runs, warmup):
 
 
 class Nvml:
-    """The SM clock and the clock-event (throttle) reasons of the GPU, from
-    NVML (libnvidia-ml, the driver's); None readings where it is missing."""
+    """The SM clock, the board's power draw and the clock-event (throttle)
+    reasons of the GPU, from NVML (libnvidia-ml, the driver's); None
+    readings where it is missing.  Under the power cap (reason
+    sw-power-cap) a kernel's clock is what the cap leaves it: the watts
+    say whether two kernels at unlike clocks both drew the cap."""
 
     REASONS = {0x1: "idle", 0x2: "app-clocks", 0x4: "sw-power-cap", 0x8: "hw-slowdown", 0x10: "sync-boost",
                0x20: "sw-thermal", 0x40: "hw-thermal", 0x80: "hw-power-brake", 0x100: "display-clocks"}
@@ -143,13 +148,15 @@ class Nvml:
             self.lib = None
 
     def sample(self):
-        """(SM clock in MHz, reason bits), or (None, 0)."""
+        """(SM clock in MHz, reason bits, board power in W), or (None, 0,
+        None)."""
         if not self.lib:
-            return None, 0
-        mhz, reasons = ctypes.c_uint(), ctypes.c_ulonglong()
+            return None, 0, None
+        mhz, reasons, mw = ctypes.c_uint(), ctypes.c_ulonglong(), ctypes.c_uint()
         self.lib.nvmlDeviceGetClockInfo(self.handle, 1, ctypes.byref(mhz))   # NVML_CLOCK_SM
         self.reasons_fn(self.handle, ctypes.byref(reasons))
-        return mhz.value, reasons.value
+        watts = mw.value / 1e3 if self.lib.nvmlDeviceGetPowerUsage(self.handle, ctypes.byref(mw)) == 0 else None
+        return mhz.value, reasons.value, watts
 
     def watch(self):
         """A context in which a thread samples every 2 ms; .samples after."""
@@ -174,15 +181,18 @@ class Nvml:
 
     @classmethod
     def summary(cls, samples):
-        """{"mhz": median SM clock, "mhz_min", "mhz_max", "reasons": the names
-        seen} of (mhz, bits) samples."""
-        mhz = [m for m, _ in samples if m]
+        """{"mhz": median SM clock, "mhz_min", "mhz_max", "watts": median
+        power, "watts_max", "reasons": the names seen} of (mhz, bits,
+        watts) samples."""
+        mhz = [m for m, _, _ in samples if m]
+        watts = [w for _, _, w in samples if w]
         bits = 0
-        for _, b in samples:
+        for _, b, _ in samples:
             bits |= b
         names = [name for bit, name in sorted(cls.REASONS.items()) if bits & bit and bit != 0x1]
         return {"mhz": statistics.median(mhz) if mhz else None, "mhz_min": min(mhz) if mhz else None,
-                "mhz_max": max(mhz) if mhz else None, "reasons": names}
+                "mhz_max": max(mhz) if mhz else None, "watts": statistics.median(watts) if watts else None,
+                "watts_max": max(watts) if watts else None, "reasons": names}
 
 
 def time_cold(clock, nvml, fns, runs, gap):
@@ -205,11 +215,14 @@ def time_sustained(clock, nvml, fns, rounds, seconds, estimate):
     """Sustained: per fn, the time per call of back-to-back calls for at
     least `seconds` (CUDA events around the whole run, n calls sized from
     the cold time `estimate`), the median of `rounds` such runs, the fns
-    taking turns run by run.  With the SM clock sampled all along."""
+    taking turns run by run, in reverse order every other round (a run
+    inherits the heat and clock its predecessor left).  With the SM clock
+    and the power sampled all along."""
     per = {k: [] for k in fns}
     samples = {k: [] for k in fns}
-    for _ in range(rounds):
-        for k, fn in fns.items():
+    for r in range(rounds):
+        for k in (list(fns) if r % 2 == 0 else list(fns)[::-1]):
+            fn = fns[k]
             n = max(10, int(math.ceil(seconds * 1e3 / max(estimate[k], 1e-3))))
             fn()
             clock.sync()

@@ -8,7 +8,8 @@
 # cubin header into the one CUDA 11.8's nvdisasm reads.  Each check
 # asserts a value the code under test could get wrong; the listings below
 # are hand-written in nvdisasm's and cuobjdump's formats.  Then
-# bench/peers.py's compile_lib, with a stand-in fgc.
+# bench/peers.py's compile_lib, with a stand-in fgc, and its sustained
+# timing's turns and clock and power summary, with a stand-in NVML.
 set -u
 src=$2
 pass=0 fail=0
@@ -146,6 +147,43 @@ for line in bad:
     print(line)
 PY
 	verdict "bench/peers.py compile_lib" "$log"
+	# the sustained regime's turns (reversed every other round) and the
+	# summary of NVML's samples (clock, power; a missing reading left out)
+	PYTHONPATH="$src/bench/torchshim:$src/bench" "$py" - >"$log" 2>&1 <<'PY'
+import peers
+bad = []
+def want(what, got, expected):
+    if got != expected:
+        bad.append("%s: got %r, expected %r" % (what, got, expected))
+class FakeNvml:
+    def __init__(self):
+        self.readings = iter([(1980, 0x4, 690.5), (1500, 0x1, None), (None, 0, 700.0)] * 100)
+    def sample(self):
+        return next(self.readings)
+    def watch(self):
+        nvml = self
+        class Watch:
+            def __enter__(self):
+                self.samples = [nvml.sample()]
+                return self
+            def __exit__(self, *exc):
+                pass
+        return Watch()
+order = []
+fns = {k: (lambda k=k: order.append(k)) for k in ("a", "b", "c")}
+per, clocks = peers.time_sustained(peers.Clock("cpu"), FakeNvml(), fns, 3, 0.0, {k: 1.0 for k in fns})
+runs = [order[i] for i in range(0, len(order), 11)]      # a run: one call ahead, then n = 10
+want("calls a run", len(order), 9 * 11)
+want("turns", runs, list("abccbaabc"))
+want("every run timed", sorted(per), list("abc"))
+s = peers.Nvml.summary([(1980, 0x4, 690.5), (1500, 0x1, None), (None, 0, 700.0), (1700, 0x20, 600.0)])
+want("summary", s, {"mhz": 1700, "mhz_min": 1500, "mhz_max": 1980, "watts": 690.5, "watts_max": 700.0,
+                    "reasons": ["sw-power-cap", "sw-thermal"]})
+want("nothing read", peers.Nvml.summary([peers.Nvml("cpu").sample()])["watts"], None)
+for line in bad:
+    print(line)
+PY
+	verdict "bench/peers.py sustained turns and NVML summary" "$log"
 else
 	echo "FAIL bench/peers.py compile_lib: $py cannot import numpy (Debian: apt-get install python3-numpy)"
 	fail=$((fail + 1))
