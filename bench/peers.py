@@ -529,6 +529,7 @@ COLUMNS = [
     ("R_fgc_pct_of_floor", "fgc % of floor", "%.0f%%"),
     ("R_fgc_speedup_vs_compile", "fgc speedup vs compile", "%.2fx"),
     ("clocks", "SM MHz eager / compile / fgc", "%s"),
+    ("watts", "W eager / compile / fgc", "%s"),
     ("reasons", "clock events", "%s"),
     ("checks", "agree with the f64 reference (eager / compile / fgc)", "%s"),
 ]
@@ -538,10 +539,11 @@ def cell(row, regime, key, fmt):
     key = key.replace("R_", regime + "_")
     if key == "checks":
         return " / ".join(row.get(k, "-") for k in ("eager_check", "compile_check", "fgc_check"))
-    if key in ("clocks", "reasons"):
+    if key in ("clocks", "watts", "reasons"):
         c = [row.get("%s_%s_clock" % (regime, k)) for k in ("eager", "compile", "fgc")]
-        if key == "clocks":
-            return " / ".join("%.0f" % x["mhz"] if x and x["mhz"] else "-" for x in c)
+        if key != "reasons":
+            q = "mhz" if key == "clocks" else "watts"
+            return " / ".join("%.0f" % x[q] if x and x.get(q) else "-" for x in c)
         seen = sorted({r for x in c if x for r in x["reasons"]})
         return ", ".join(seen) or "none"
     if key.endswith("fgc_pct_of_floor") and row.get("floor_kind") == "launch":
