@@ -248,13 +248,15 @@ def table(rows, regime):
     """The rows of one regime, all prefill or all decode, as a markdown
     table: each peer's TFLOP/s, or for decode rows the GB/s of K and V it
     read, with fgc's time and share of the copy bandwidth measured in the
-    row's process."""
+    row's process; then fgc / cuDNN in time and a cycle (each rate over
+    its median SM clock: under the power cap the one that spends more
+    energy a cycle runs at the lower clock), and the clocks and watts."""
     dec = bool(rows) and rows[0]["mod"] == "decode"
     key, unit = ("gbs", "GB/s") if dec else ("tflops", "TFLOP/s")
     head = ("| case | " + " | ".join("%s %s" % (p, unit) for p in PEERS) +
             (" | fgc us | fgc % of copy" if dec else "") +
-            " | fgc / cuDNN | SM MHz fgc / cuDNN | W fgc / cuDNN | agree (RMSE vs f32) |")
-    lines = [head, "|" + "---|" * (len(PEERS) + (7 if dec else 5))]
+            " | fgc / cuDNN | a cycle | SM MHz fgc / cuDNN | W fgc / cuDNN | agree (RMSE vs f32) |")
+    lines = [head, "|" + "---|" * (len(PEERS) + (8 if dec else 6))]
     for r in rows:
         cells = []
         for p in PEERS:
@@ -266,11 +268,13 @@ def table(rows, regime):
             g, copy = r.get("%s_fgc_gbs" % regime), r.get("copy_gbs")
             cells += ["%.1f" % (f * 1e3) if f else "-", "%.0f%%" % (100 * g / copy) if g and copy else "-"]
         ratio = "%.2fx" % (c / f) if f and c else "-"
+        fm, cm = r.get("%s_fgc_mhz" % regime), r.get("%s_cudnn_mhz" % regime)
+        cycle = "%.2fx" % (c * cm / (f * fm)) if f and c and fm and cm else "-"
         mhz, watts = ("%s / %s" % tuple(fmt % r[k] if r.get(k) else "-" for k in
                                         ("%s_fgc_%s" % (regime, q), "%s_cudnn_%s" % (regime, q)))
                       for q, fmt in (("mhz", "%.0f"), ("watts", "%.0f")))
-        lines.append("| %s | %s | %s | %s | %s | %s |" % (r["case"], " | ".join(cells), ratio, mhz, watts,
-                                                          verdicts(r)))
+        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (r["case"], " | ".join(cells), ratio, cycle, mhz,
+                                                               watts, verdicts(r)))
     return "\n".join(lines)
 
 
