@@ -16,6 +16,14 @@
  *   gemm_sm90 --profile [M N K]    the same variants, each launched twice,
  *                                  the second in a profiler range: for
  *                                  ncu --profile-from-start off
+ *   gemm_sm90 --sustain S [M N K]  the same variants, each alone for S
+ *                                  seconds of back-to-back launches, three
+ *                                  rounds in turn (the second in reverse),
+ *                                  NVML's SM clock and board power read as
+ *                                  launches end: time, clock, watts and
+ *                                  work a joule; under the power cap the
+ *                                  kernel spending less energy a cycle
+ *                                  keeps the higher clock
  *
  * The sweep: both schedules, tile widths 64, 128 and 256; A stored [M,K]
  * or [K,M], B [K,N] or [N,K]; bf16 and f16, and f32 multiplied as tf32
@@ -31,6 +39,7 @@
  * Linked with runtime/fgrt_lib.cu, half.c and
  * check.c, like gemm_epilogue.cu.
  */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +48,8 @@
 #include <cublasLt.h>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
+
+#include <chrono>
 
 #include "fg_gemm_sm90.cuh"
 #include "fgrt_lib.h"
@@ -277,9 +288,91 @@ static const char *const VARIANT_NAMES[] = {
  * turn, after a warm-up: the medians are compared. */
 enum { ROUNDS = 7, VARIANTS = sizeof VARIANT_NAMES / sizeof VARIANT_NAMES[0] };
 
-/* bf16 D[M,N] = A[M,K] B[K,N]: each variant timed (profile: launched
- * twice, the second between cudaProfilerStart and Stop, for ncu). */
-static int bench(FgrtContext *ctx, int M, int N, int K, int profile)
+/* The driver's NVML, opened at run time (the binary needs no
+ * libnvidia-ml to link): the SM clock in MHz and the board's power in W
+ * of the current CUDA device, found by its PCI bus id. */
+struct Nvml {
+	void *dev = NULL;
+	int (*clock)(void *, int, unsigned *) = NULL;
+	int (*power)(void *, unsigned *) = NULL;
+
+	bool open()
+	{
+		void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+		if (!lib)
+			return false;
+		auto init = (int (*)(void))dlsym(lib, "nvmlInit_v2");
+		auto by_bus = (int (*)(const char *, void **))dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2");
+		clock = (int (*)(void *, int, unsigned *))dlsym(lib, "nvmlDeviceGetClockInfo");
+		power = (int (*)(void *, unsigned *))dlsym(lib, "nvmlDeviceGetPowerUsage");
+		char bus[32];
+		int d;
+		return init && by_bus && clock && power && init() == 0 && cudaGetDevice(&d) == cudaSuccess &&
+		       cudaDeviceGetPCIBusId(bus, sizeof bus, d) == cudaSuccess && by_bus(bus, &dev) == 0;
+	}
+	/* MHz and W now; 0 where a reading fails */
+	void read(float &mhz, float &watts) const
+	{
+		unsigned m = 0, mw = 0;
+		mhz = clock(dev, 1 /* NVML_CLOCK_SM */, &m) == 0 ? (float)m : 0.0f;
+		watts = power(dev, &mw) == 0 ? mw / 1e3f : 0.0f;
+	}
+};
+
+static float median_of(float *x, int n)
+{
+	qsort(x, n, sizeof(float), cmp_float);
+	return n ? x[n / 2] : 0.0f;
+}
+
+/* One sustained run: enqueue() back to back for `seconds` (at least 10
+ * launches), at most four in flight, NVML read as each one ends; the time
+ * per launch (CUDA events around the run), the median clock and watts. */
+enum { MAX_READS = 1 << 16 };
+template <class F>
+static void sustain(FgrtContext *ctx, const Nvml &nvml, double seconds, F enqueue, float &ms, float &mhz,
+		    float &watts)
+{
+	static float clocks[MAX_READS], power[MAX_READS];
+	cudaEvent_t e0, e1, ring[4];
+	CK(cudaEventCreate(&e0));
+	CK(cudaEventCreate(&e1));
+	for (int i = 0; i < 4; i++)
+		CK(cudaEventCreateWithFlags(&ring[i], cudaEventDisableTiming));
+	const auto t0 = std::chrono::steady_clock::now();
+	int n = 0, reads = 0;
+	CK(cudaEventRecord(e0, ctx->stream));
+	while (n < 10 || std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds) {
+		enqueue();
+		CK(cudaEventRecord(ring[n % 4], ctx->stream));
+		n++;
+		if (n >= 4) {   /* the launch of four ago has ended, and ring[n % 4] is reused next */
+			CK(cudaEventSynchronize(ring[n % 4]));
+			if (reads < MAX_READS) {
+				nvml.read(clocks[reads], power[reads]);
+				reads++;
+			}
+		}
+	}
+	CK(cudaEventRecord(e1, ctx->stream));
+	CK(cudaGetLastError());
+	CK(cudaEventSynchronize(e1));
+	CK(cudaEventElapsedTime(&ms, e0, e1));
+	ms /= n;
+	mhz = median_of(clocks, reads);
+	watts = median_of(power, reads);
+	CK(cudaEventDestroy(e0));
+	CK(cudaEventDestroy(e1));
+	for (int i = 0; i < 4; i++)
+		CK(cudaEventDestroy(ring[i]));
+}
+
+enum Mode { TIME, PROFILE, SUSTAIN };
+
+/* bf16 D[M,N] = A[M,K] B[K,N]: each variant timed (PROFILE: launched
+ * twice, the second between cudaProfilerStart and Stop, for ncu;
+ * SUSTAIN: each alone for `seconds`, with its clock and power). */
+static int bench(FgrtContext *ctx, int M, int N, int K, Mode mode, double seconds)
 {
 	__nv_bfloat16 *a, *b, *d, *bias, *res;
 	CK(cudaMalloc(&a, (int64_t)M * K * 2));
@@ -312,7 +405,34 @@ static int bench(FgrtContext *ctx, int M, int N, int K, int profile)
 		default: launch_own<64, 256, 1>(ctx, a, b, M, N, K, ep); break;
 		}
 	};
-	if (profile) {
+	if (mode == SUSTAIN) {
+		Nvml nvml;
+		if (!nvml.open()) {
+			fprintf(stderr, "gemm_sm90: --sustain: NVML (libnvidia-ml.so.1) cannot read this device\n");
+			return 2;
+		}
+		enum { SR = 3 };
+		float ms[VARIANTS][SR], mhz[VARIANTS][SR], watts[VARIANTS][SR];
+		for (int v = 0; v < VARIANTS; v++)
+			time_of(ctx, [&] { launch(v); });
+		for (int r = 0; r < SR; r++)
+			for (int i = 0; i < VARIANTS; i++) {
+				const int v = r % 2 ? VARIANTS - 1 - i : i;
+				sustain(ctx, nvml, seconds, [&] { launch(v); }, ms[v][r], mhz[v][r], watts[v][r]);
+			}
+		printf("sustained bf16 M %d N %d K %d, A[M,K] B[K,N], each variant alone for %.2f s, medians of %d "
+		       "rounds:\n", M, N, K, seconds, SR);
+		float c0 = 0;
+		for (int v = 0; v < VARIANTS; v++) {
+			const float t = median_of(ms[v], SR), f = median_of(mhz[v], SR), w = median_of(watts[v], SR);
+			const float tflops = flop / t / 1e9;
+			if (v == 0)
+				c0 = t * f;
+			printf("  %-44s %.3f ms  %4.0f TFLOP/s  %4.0f MHz  %3.0f W  %.3f TFLOP/J  %5.1f%% of cuBLASLt "
+			       "plain a cycle\n", VARIANT_NAMES[v], t, tflops, f, w, w > 0 ? tflops / w : 0.0f,
+			       t * f > 0 ? 100 * c0 / (t * f) : 0.0f);
+		}
+	} else if (mode == PROFILE) {
 		/* ncu --profile-from-start off: the second launch of each */
 		for (int v = 0; v < VARIANTS; v++) {
 			launch(v);
@@ -349,12 +469,22 @@ static int bench(FgrtContext *ctx, int M, int N, int K, int profile)
 
 static int run_main(int argc, char **argv)
 {
-	int quick = 0, profile = 0, mnk[3] = {0, 0, 0};
+	int quick = 0, mnk[3] = {0, 0, 0};
+	Mode mode = TIME;
+	double seconds = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick")) {
 			quick = 1;
-		} else if (!strcmp(argv[i], "--bench") || !strcmp(argv[i], "--profile")) {
-			profile = argv[i][2] == 'p';
+		} else if (!strcmp(argv[i], "--bench") || !strcmp(argv[i], "--profile") || !strcmp(argv[i], "--sustain")) {
+			mode = argv[i][2] == 'p' ? PROFILE : argv[i][2] == 's' ? SUSTAIN : TIME;
+			if (mode == SUSTAIN) {
+				char *end = NULL;
+				seconds = i + 1 < argc ? strtod(argv[++i], &end) : 0;
+				if (!end || *end || !(seconds > 0 && seconds <= 60)) {
+					fprintf(stderr, "gemm_sm90: --sustain S: seconds in (0, 60]\n");
+					return 2;
+				}
+			}
 			for (int j = 0; j < 3; j++)
 				mnk[j] = i + 1 < argc && argv[i + 1][0] != '-' ? atoi(argv[++i]) : 8192;
 			if (mnk[0] < 1 || mnk[1] < 2 || mnk[2] < 1 || mnk[1] % 8 || mnk[2] % 8) {
@@ -362,7 +492,7 @@ static int run_main(int argc, char **argv)
 				return 2;
 			}
 		} else {
-			fprintf(stderr, "usage: %s [--quick] [--bench|--profile [M N K]]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--quick] [--bench|--profile|--sustain S [M N K]]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -381,7 +511,7 @@ static int run_main(int argc, char **argv)
 	CK(cudaMalloc(&ctx.workspace, ctx.workspace_bytes));
 	ctx.gemm = slots;
 	if (mnk[0])
-		return bench(&ctx, mnk[0], mnk[1], mnk[2], profile);
+		return bench(&ctx, mnk[0], mnk[1], mnk[2], mode, seconds);
 	int bad = 0;
 	bad += sweep<__nv_bfloat16, 64, 256, 0, 0, 1>(&ctx, quick, "bf16 cooperative 2x64x256 A[M,K] B[K,N]");
 	bad += sweep<__nv_bfloat16, 64, 256, 0, 0, 0>(&ctx, quick, "bf16 cooperative 2x64x256 A[M,K] B[N,K]");
