@@ -270,11 +270,11 @@ def table(rows, regime):
         ratio = "%.2fx" % (c / f) if f and c else "-"
         fm, cm = r.get("%s_fgc_mhz" % regime), r.get("%s_cudnn_mhz" % regime)
         cycle = "%.2fx" % (c * cm / (f * fm)) if f and c and fm and cm else "-"
-        mhz, watts = ("%s / %s" % tuple(fmt % r[k] if r.get(k) else "-" for k in
-                                        ("%s_fgc_%s" % (regime, q), "%s_cudnn_%s" % (regime, q)))
-                      for q, fmt in (("mhz", "%.0f"), ("watts", "%.0f")))
-        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (r["case"], " | ".join(cells), ratio, cycle, mhz,
-                                                               watts, verdicts(r)))
+        both = [" / ".join("%.0f" % r[k] if r.get(k) else "-" for k in ("%s_fgc_%s" % (regime, q),
+                                                                         "%s_cudnn_%s" % (regime, q)))
+                for q in ("mhz", "watts")]
+        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (r["case"], " | ".join(cells), ratio, cycle, *both,
+                                                               verdicts(r)))
     return "\n".join(lines)
 
 

@@ -453,8 +453,7 @@ static int bench(FgrtContext *ctx, int M, int N, int K, Mode mode, double second
 				t[v][r] = time_of(ctx, [&] { launch(v); });
 		printf("bench bf16 M %d N %d K %d, A[M,K] B[K,N], medians of %d rounds:\n", M, N, K, ROUNDS);
 		for (int v = 0; v < VARIANTS; v++) {
-			qsort(t[v], ROUNDS, sizeof(float), cmp_float);
-			med[v] = t[v][ROUNDS / 2];
+			med[v] = median_of(t[v], ROUNDS);
 			printf("  %-44s %.3f ms  %4.0f TFLOP/s  %5.1f%% of cuBLASLt plain\n", VARIANT_NAMES[v],
 			       med[v], flop / med[v] / 1e9, 100 * med[0] / med[v]);
 		}
