@@ -424,7 +424,7 @@ static int bench(FgrtContext *ctx, int M, int N, int K, Mode mode, double second
 		       "rounds:\n", M, N, K, seconds, SR);
 		/* work a joule against cuBLASLt plain's: at the power cap a
 		 * variant's time follows it (performance.md v38), where the median
-		 * clock, moved by the limiter faster than NVML reads it, does not */
+		 * of NVML's clock readings does not */
 		float j0 = 0;
 		for (int v = 0; v < VARIANTS; v++) {
 			const float t = median_of(ms[v], SR), f = median_of(mhz[v], SR), w = median_of(watts[v], SR);
