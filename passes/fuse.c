@@ -131,7 +131,6 @@ static int new_group(Fuser *f, int root)
 		b.kind = row_axes(in, n->a.red.axes) ? FG_GROUP_ROWREDUCE : FG_GROUP_REDUCE;
 		b.space = *in;  /* a reduction iterates over its input */
 		b.red_axes = n->a.red.axes;
-		b.full = all_axes(in, n->a.red.axes);
 		break;
 	}
 	default:
@@ -173,7 +172,6 @@ static void join(Fuser *f, int gi, int p)
 		} else {
 			/* An epilogue on the reduced shape. */
 			b->kind = row_axes(in, n->a.red.axes) ? FG_GROUP_ROWREDUCE : FG_GROUP_REDUCE;
-			b->full = all_axes(in, n->a.red.axes);
 			b->space = *in;
 			b->root = p;
 		}

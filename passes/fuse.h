@@ -16,7 +16,6 @@ typedef struct BGroup {         /* a group while it is being built */
 				   input shape for row reductions) */
 	FgShape space;
 	uint32_t red_axes;
-	int full;               /* a reduction over all axes: two launches */
 	FG_VEC(int) nodes;      /* members, in decreasing id order */
 	int dead;               /* merged away or split */
 } BGroup;

@@ -308,7 +308,7 @@ static void finish_group(Fuser *f, FgGroup *out, const BGroup *b, int gi)
 	for (int k = 0; k < writes.n; k++)
 		out->bytes_written = fg_bytes_add(out->bytes_written, fg_value_bytes(g, writes.v[k]));
 	out->cost.bytes = fg_bytes_add(out->bytes_read, out->bytes_written);
-	out->cost.launches = b->full ? 2 : 1;
+	out->cost.launches = 1;
 	if (b->kind == FG_GROUP_SCAN) {
 		/* in parts: a launch for the parts' totals, reading it all */
 		FgScanShape sc;
@@ -758,9 +758,7 @@ FgCost fuse_unfused_cost(const Fuser *f)
 			if (!dup && g->nodes[n->in[k]].op != FG_OP_CONST)
 				op.bytes = fg_bytes_add(op.bytes, fg_value_bytes(g, n->in[k]));
 		}
-		/* A reduction over all axes takes two kernels, as fused. */
-		op.launches = fg_op_info[n->op].cls == FG_CLASS_REDUCE && all_axes(&g->nodes[n->in[0]].shape, n->a.red.axes)
-			      ? 2 : 1;
+		op.launches = 1;
 		fg_kind_flops(g, i, &f->opt, &op.flops_tc, &op.flops_cc);
 		fg_cost_estimate(&f->opt, &op);
 		c.bytes = fg_bytes_add(c.bytes, op.bytes);

@@ -320,6 +320,23 @@ FG_DEV T fg_ldg_byte(const T *p)
 }
 FG_DEV __nv_fp8_e4m3 fg_ldg(const __nv_fp8_e4m3 *p) { return fg_ldg_byte(p); }
 FG_DEV __nv_fp8_e5m2 fg_ldg(const __nv_fp8_e5m2 *p) { return fg_ldg_byte(p); }
+/* An accumulator (4 or 8 bytes: a float, a double, an FgArg) through L2
+ * alone (ld.global.cg): a partial another block of this launch wrote and
+ * fenced before counting its arrival (a split reduction's last block). */
+template <typename T>
+FG_DEV T fg_ldcg(const T *p)
+{
+	static_assert(sizeof(T) == 4 || sizeof(T) == 8, "fg_ldcg: an accumulator of 4 or 8 bytes");
+	T v;
+	if constexpr (sizeof(T) == 8) {
+		const unsigned long long u = __ldcg((const unsigned long long *)p);
+		memcpy(&v, &u, sizeof v);
+	} else {
+		const unsigned u = __ldcg((const unsigned *)p);
+		memcpy(&v, &u, sizeof v);
+	}
+	return v;
+}
 
 /* A computed value as the element its dtype stores: rounded once. */
 FG_DEV float fg_to_f32(float v) { return v; }

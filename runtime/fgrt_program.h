@@ -29,9 +29,10 @@
  * 0xff bytes before the first replay.  The counters are the exception:
  * the runtime zeroes them once, when it allocates them, and every kernel
  * that counts on them (blocks arriving, the last of them finishing the
- * work: fga::attention's split keys) leaves them at 0 when it ends, so
- * that a run finds them at 0 without a memset of its own.  Like the
- * arena, they are the model's: one run at a time.
+ * work: fga::attention's split keys, a split column or full reduction)
+ * leaves them at 0 when it ends, so that a run finds them at 0 without a
+ * memset of its own.  Like the arena, they are the model's: one run at a
+ * time.
  */
 #ifndef FGRT_PROGRAM_H
 #define FGRT_PROGRAM_H

@@ -70,8 +70,8 @@
 	X(ROW_STREAM_CLUSTER, "rowreduce.stream.cluster") /* a cluster a row, each block a part */ \
 	X(RED_COLS, "reduce.cols")              /* a thread a result element */         \
 	X(RED_SPLIT1, "reduce.split")           /* blocks over result columns, one slab */ \
-	X(RED_SLABS, "reduce.split.slabs")      /* ... slabs into scratch, then a combine */ \
-	X(RED_ALL, "reduce.all")                /* partials, then one block */          \
+	X(RED_SLABS, "reduce.split.slabs")      /* ... slabs into scratch, the last block combines */ \
+	X(RED_ALL, "reduce.all")                /* partials, the last block combines */ \
 	X(SCAN_BLOCK, "scan.block")             /* a block a row, tile by tile with a carry */ \
 	X(SCAN_PARTS, "scan.parts")             /* a block a part of a row: totals, then the scan */ \
 	X(TOPK_REGISTERS, "topk.registers")     /* a block a row, held in registers, k rounds */ \

@@ -2,9 +2,10 @@
  * reduce.c - a reduction group over other axes (columns, middle axes, all
  * of them): a thread per result element looping over the reduced ones
  * when they are few, blocks that split the reduced elements into slabs
- * with a second kernel combining the slabs' partials in order when they
- * are many, and two launches (partials, then one block) for a reduction
- * over all axes.  Deterministic: the same partials every run.  Sibling
+ * when they are many, and blocks that each reduce a share for a
+ * reduction over all axes: one launch each, the last block to arrive
+ * combining the partials in order (scratch; ctx->counters count the
+ * arrivals).  Deterministic: the same partials every run.  Sibling
  * reductions of one space over the same axes (dgamma's and dbeta's
  * column sums of one dy) run in one kernel: each element read once,
  * every reduction accumulated, a partial buffer and a combination each.
@@ -26,14 +27,16 @@ static const char *red_name(Kern *k, const char *base, int i)
 }
 
 /* A parameter per reduction of k: its partials, `per` accumulators each,
- * one after the other in scratch (8 bytes an accumulator at most); const
- * for the kernel that reads them. */
-static Param *partial_params(Kern *k, int64_t per, int in)
+ * one after the other in scratch (8 bytes an accumulator at most), then
+ * the arrival counters (ctx->counters): the kernel writes the partials
+ * and its last block reads them. */
+static Param *partial_params(Kern *k, int64_t per)
 {
 	Param *p = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof *p);
+	p[k->reds.n] = (Param){"unsigned *__restrict__ counters", "ctx->counters"};
 	for (int i = 0; i < k->reds.n; i++) {
 		const char *acct = cu_acc_type(k, &k->g->nodes[k->reds.v[i].id]);
-		p[i].decl = cu_fmt(k->a, "%s%s *__restrict__ %s", in ? "const " : "", acct, red_name(k, "partial", i));
+		p[i].decl = cu_fmt(k->a, "%s *__restrict__ %s", acct, red_name(k, "partial", i));
 		p[i].arg = i ? cu_fmt(k->a, "(%s *)((char *)ctx->scratch + %lld)", acct, (long long)(i * per * 8))
 			     : cu_fmt(k->a, "(%s *)ctx->scratch", acct);
 	}
@@ -57,111 +60,167 @@ static void finish_reds(Kern *k, int first, const unsigned char *dep, const Ix *
 	cu_store_reduced(k, first, dep, at, cond);
 }
 
-/* Other axes, many reduced elements: a block covers SPLIT_COLS elements of
- * the result with SPLIT_ROWS threads each (neighbouring threads read
- * neighbouring elements, coalesced), and the reduced elements split into
- * `nsplit` slabs, one per block, so that enough blocks run.  Each block
- * combines its threads in order; with several slabs a second kernel
- * combines the slabs' partials (scratch) in order and runs the epilogue.
- * Deterministic: the same partials every run. */
+/* A block's partials counted on counters[slot] (ctx->counters, which the
+ * runtime zeroes once) after a fence: every block but the last of the
+ * `arrivals` leaves; the last leaves the counter at 0 for the next launch
+ * and goes on to read the others' partials (fg_ldcg: through L2). */
+static void arrive_last(Kern *k, const char *slot, int64_t arrivals)
+{
+	const char *last = cu_fresh(k, 0, "last");
+	cu_kline(k, 0, NULL, "__shared__ bool %s;", last);
+	cu_kline(k, 0, NULL, "__threadfence();        /* the block's partials, before its count */");
+	cu_kline(k, 0, NULL, "__syncthreads();");
+	cu_kline(k, 0, NULL, "if (threadIdx.x == 0)");
+	cu_kline(k, 0, NULL, "\t%s = atomicAdd(counters + %s, 1u) == %lldu;", last, slot, (long long)arrivals - 1);
+	cu_kline(k, 0, NULL, "__syncthreads();");
+	cu_kline(k, 0, NULL, "if (!%s)", last);
+	cu_kline(k, 0, NULL, "\treturn;");
+	cu_kline(k, 0, NULL, "if (threadIdx.x == 0)");
+	cu_kline(k, 0, NULL, "\tcounters[%s] = 0;  /* every block counted: ready for the next launch */", slot);
+	cu_kline(k, 0, NULL, "__threadfence();");
+}
+
+/* The slabs' partials of a split reduction combined, in order, by the
+ * last block of each column group to arrive (its counter in
+ * ctx->counters, which the runtime zeroes once and this block leaves at
+ * 0 for the next launch), then the epilogue: one launch where a second
+ * kernel combined them before, the same sums every run. */
+static void combine_slabs(Kern *k, const RedInfo *ri, int first, const unsigned char *dep, int64_t nbx, int cols,
+			  int64_t nsplit)
+{
+	arrive_last(k, cu_fmt(k->a, "blockIdx.x %% %lld", (long long)nbx), nsplit);
+	cu_kopen(k);       /* 1: an element of the column group */
+	const char *c = cu_fresh(k, 1, "c"), *oc = cu_fresh(k, 1, "oc");
+	cu_kline(k, 1, oc, "const %s %s = (%s)(blockIdx.x %% %lld) * %d + %s;", k->idx, oc, k->idx, (long long)nbx, cols, c);
+	cu_kopen(k);       /* 2: one of the result's */
+	Ix kc = cu_ix_from_lin(k, &ri->kept, oc, 2, oc);
+	Ix at = cu_result_ix(k, ri, first, &kc, oc, 2);
+	for (int i = 0; i < k->reds.n; i++) {
+		Red *rd = &k->reds.v[i];
+		const FgNode *n = &k->g->nodes[rd->id];
+		const char *partial = red_name(k, "partial", i);
+		rd->acc = cu_fresh(k, 2, cu_fmt(k->a, "acc_%s", cu_name(k, rd->id)));
+		cu_kline(k, 2, NULL, "%s %s = fg_ldcg(%s + %s);", cu_acc_type(k, n), rd->acc, partial, oc);
+		cu_kline(k, 2, NULL, "#pragma unroll 16     /* the loads in flight together */");
+		cu_kline(k, 2, NULL, "for (int s = 1; s < %lld; s++)", (long long)nsplit);
+		cu_kline(k, 2, NULL, "\t%s", cu_red_combine(k, n, rd->acc, cu_fmt(k->a, "fg_ldcg(%s + s * %lld + %s)", partial,
+										 (long long)ri->nkept, oc)));
+	}
+	finish_reds(k, first, dep, &at, 2, ri->nred, NULL);
+	cu_kclose(k, cu_fmt(k->a, "if (%s < %lld)", oc, (long long)ri->nkept));
+	cu_kclose(k, cu_fmt(k->a, "for (int %s = threadIdx.x; %s < %d; %s += %d)", c, c, cols, c, SPLIT_COLS * SPLIT_ROWS));
+}
+
+/* Other axes, many reduced elements: a block covers SPLIT_COLS x vw
+ * elements of the result with SPLIT_ROWS threads each (neighbouring
+ * threads read neighbouring elements, coalesced; vw lanes a thread where
+ * the space's innermost dim is kept, so that a warp reads 16 bytes a
+ * thread of a row), and the reduced elements split into `nsplit` slabs,
+ * one per block, so that enough blocks run.  Each block combines its
+ * threads in order; with several slabs the last block of each column
+ * group combines the slabs' partials (scratch) in order and runs the
+ * epilogue (combine_slabs).  Deterministic: the same partials every run. */
 static void emit_reduce_split(Emit *E, Kern *k, const RedInfo *ri, int first, const unsigned char *dep)
 {
 	int nr = k->reds.n;
-	int64_t nbx = (ri->nkept + SPLIT_COLS - 1) / SPLIT_COLS;
-	int64_t nsplit = (SPLIT_BLOCKS + nbx - 1) / nbx;
+	int vd = cu_innermost(&ri->S);
+	int vw = vd >= 0 && !(ri->axes >> vd & 1) ? cu_lane_width(k, ri->S.d[vd], 0) : 1;
+	int cols = SPLIT_COLS * vw;
+	int64_t nbx = (ri->nkept + cols - 1) / cols;
+	/* the slabs of one lane's blocks: a block of vw lanes reads vw times
+	 * the bytes a row (colmean f32 on an H100: 512 blocks of float4 lanes
+	 * 3% faster than 2048, docs/performance.md v39) */
+	int64_t nsplit = (SPLIT_BLOCKS / vw + nbx - 1) / nbx;
 	if (nsplit > ri->nred / SPLIT_MIN)
 		nsplit = ri->nred / SPLIT_MIN;
 	if (nsplit < 1)
 		nsplit = 1;
 	int64_t chunk = (ri->nred + nsplit - 1) / nsplit;
 	nsplit = (ri->nred + chunk - 1) / chunk;
-	const char *pname = cu_kname(k, nsplit > 1 ? "partial" : NULL);
-	Param *part_out = partial_params(k, nsplit * ri->nkept, 0);
-	Param *part_in = partial_params(k, nsplit * ri->nkept, 1);
+	Param *partials = partial_params(k, nsplit * ri->nkept);
 	if (nsplit > 1)
 		cu_use_scratch(E, k->gi, nr * nsplit * ri->nkept * 8);
 
 	for (int i = 0; i < nr; i++)
 		cu_kline(k, 0, NULL, "__shared__ %s %s[%d][%d];", cu_acc_type(k, &k->g->nodes[k->reds.v[i].id]),
-			 red_name(k, "part", i), SPLIT_ROWS, SPLIT_COLS + 1);
+			 red_name(k, "part", i), SPLIT_ROWS, cols + 1);
 	cu_kline(k, 0, NULL, "const int tx = threadIdx.x %% %d, ty = threadIdx.x / %d;", SPLIT_COLS, SPLIT_COLS);
-	cu_kline(k, 0, NULL, "const %s o = (%s)(blockIdx.x %% %lld) * %d + tx;", k->idx, k->idx, (long long)nbx, SPLIT_COLS);
+	cu_kline(k, 0, NULL, "const %s o = (%s)(blockIdx.x %% %lld) * %d + tx%s;", k->idx, k->idx, (long long)nbx, cols,
+		 vw > 1 ? cu_fmt(k->a, " * %d", vw) : "");
 	cu_kline(k, 0, NULL, "const %s r0 = (%s)(blockIdx.x / %lld) * %lld;", k->idx, k->idx, (long long)nbx,
 	      (long long)chunk);
-	cu_declare_reds(k, 0, 0, NULL);
-	cu_kopen(k);       /* 1: this thread's element of the result */
+	/* an accumulator a reduction a lane */
+	const char **acc = fg_arena_array(k->a, (size_t)nr * vw + 1, sizeof *acc);
+	for (int l = 0; l < vw; l++) {
+		cu_declare_reds(k, 0, 0, NULL);
+		for (int i = 0; i < nr; i++)
+			acc[i * vw + l] = k->reds.v[i].acc;
+	}
+	cu_kopen(k);       /* 1: this thread's elements of the result */
 	Ix kc = cu_ix_from_lin(k, &ri->kept, "o", 1, "o");
 	cu_kopen(k);       /* 2: its share of the slab */
 	Ix rc = cu_ix_from_lin(k, &ri->red, "r", 2, "r");
 	Ix x = cu_merge_ix(ri, &kc, &rc, NULL, 0);
-	cu_accumulate(k, &x, 0, NULL);
-	cu_store_space(k, ri, first, dep, &x, 1, NULL);
+	Ix xs[MAX_LANES];
+	for (int l = 0; l < vw; l++) {
+		xs[l] = vw > 1 ? cu_lane_of(k, &x, vd, vw, l) : x;
+		for (int i = 0; i < nr; i++)
+			k->reds.v[i].acc = acc[i * vw + l];
+		cu_accumulate(k, &xs[l], 0, NULL);
+	}
+	cu_store_space(k, ri, first, dep, xs, vw, NULL);
 	cu_kclose(k, cu_fmt(k->a, "for (%s r = r0 + ty; r < %s; r += %d)", k->idx,
 		      nsplit > 1 ? cu_fmt(k->a, "min(r0 + %lld, (%s)%lld)", (long long)chunk, k->idx, (long long)ri->nred)
 				 : cu_fmt(k->a, "%lld", (long long)ri->nred), SPLIT_ROWS));
 	cu_kclose(k, cu_fmt(k->a, "if (o < %lld)", (long long)ri->nkept));
 	for (int i = 0; i < nr; i++)
-		cu_kline(k, 0, NULL, "%s[ty][tx] = %s;", red_name(k, "part", i), k->reds.v[i].acc);
+		for (int l = 0; l < vw; l++)
+			cu_kline(k, 0, NULL, "%s[ty][tx%s] = %s;", red_name(k, "part", i),
+				 vw > 1 ? cu_fmt(k->a, " * %d + %d", vw, l) : "", acc[i * vw + l]);
 	cu_kline(k, 0, NULL, "__syncthreads();");
-	cu_kopen(k);       /* 1: the block's combinations, in order */
-	for (int i = 0; i < nr; i++) {
-		Red *rd = &k->reds.v[i];
-		const char *part = red_name(k, "part", i);
-		cu_kline(k, 1, NULL, "%s = %s[0][tx];", rd->acc, part);
-		cu_kline(k, 1, NULL, "for (int q = 1; q < %d; q++)", SPLIT_ROWS);
-		cu_kline(k, 1, NULL, "	%s", cu_red_combine(k, &k->g->nodes[rd->id], rd->acc,
-							  cu_fmt(k->a, "%s[q][tx]", part)));
-		if (nsplit > 1)
-			cu_kline(k, 1, NULL, "%s[(blockIdx.x / %lld) * %lld + o] = %s;", red_name(k, "partial", i),
-				 (long long)nbx, (long long)ri->nkept, rd->acc);
-	}
-	if (nsplit == 1) {
-		Ix kc2 = cu_ix_from_lin(k, &ri->kept, "o", 1, "o");
-		Ix at = cu_result_ix(k, ri, first, &kc2, "o", 1);
-		finish_reds(k, first, dep, &at, 1, ri->nred, NULL);
+	cu_kopen(k);       /* 1: the block's combinations, in order, a lane at a time */
+	for (int l = 0; l < vw; l++) {
+		const char *ol = "o";
+		if (l) {
+			ol = cu_fresh(k, 1, "ol");
+			cu_kline(k, 1, ol, "const %s %s = o + %d;", k->idx, ol, l);
+		}
+		for (int i = 0; i < nr; i++) {
+			Red *rd = &k->reds.v[i];
+			const char *part = red_name(k, "part", i);
+			const char *col = vw > 1 ? cu_fmt(k->a, "tx * %d + %d", vw, l) : "tx";
+			rd->acc = acc[i * vw + l];
+			cu_kline(k, 1, NULL, "%s = %s[0][%s];", rd->acc, part, col);
+			cu_kline(k, 1, NULL, "for (int q = 1; q < %d; q++)", SPLIT_ROWS);
+			cu_kline(k, 1, NULL, "	%s", cu_red_combine(k, &k->g->nodes[rd->id], rd->acc,
+								  cu_fmt(k->a, "%s[q][%s]", part, col)));
+			if (nsplit > 1)
+				cu_kline(k, 1, NULL, "%s[(blockIdx.x / %lld) * %lld + %s] = %s;", red_name(k, "partial", i),
+					 (long long)nbx, (long long)ri->nkept, ol, rd->acc);
+		}
+		if (nsplit == 1) {
+			Ix kc2 = cu_ix_from_lin(k, &ri->kept, ol, 1, ol);
+			Ix at = cu_result_ix(k, ri, first, &kc2, ol, 1);
+			finish_reds(k, first, dep, &at, 1, ri->nred, NULL);
+		}
 	}
 	cu_kclose(k, cu_fmt(k->a, "if (ty == 0 && o < %lld)", (long long)ri->nkept));
+	if (nsplit > 1)
+		combine_slabs(k, ri, first, dep, nbx, cols, nsplit);
 	if (k->failed)
 		return;
-	const char *how = cu_fmt(E->a, "reduce %s over axes %s to %lld elements; blocks of %d x %d threads",
+	const char *how = cu_fmt(E->a, "reduce %s over axes %s to %lld elements; blocks of %d x %d threads%s",
 			      cu_shape_str(E->a, FG_DT_F32, &ri->S) + 3, fg_axes_list(E->a, ri->axes), (long long)ri->nkept,
-			      SPLIT_COLS, SPLIT_ROWS);
-	int any_s = cu_writes_space(k, first, dep);
+			      SPLIT_COLS, SPLIT_ROWS, vw > 1 ? cu_fmt(E->a, ", %d elements a thread", vw) : "");
 	cu_path(E, k->gi, nsplit > 1 ? CU_PATH_RED_SLABS : CU_PATH_RED_SPLIT1);
-	cu_emit_comment(E, k->gi, nsplit > 1 ? cu_fmt(E->a, "%s, the reduced axes in %lld slabs: partials into scratch", how,
+	cu_emit_comment(E, k->gi, nsplit > 1 ? cu_fmt(E->a, "%s, the reduced axes in %lld slabs: partials into scratch, "
+							  "combined in order by the last block of each column group", how,
 					       (long long)nsplit) : how);
-	const char *args = cu_emit_kernel(k, pname, SPLIT_COLS * SPLIT_ROWS, nsplit > 1 ? part_out : NULL,
-				       nsplit > 1 ? nr : 0, nsplit > 1 ? any_s : 1);
-	cu_add_launch(E, pname, k->gi, nbx * nsplit, SPLIT_COLS * SPLIT_ROWS, args);
-	if (nsplit == 1)
-		return;
-
-	/* the slabs' partials, in order, then the epilogue: a fresh kernel */
-	Kern k2;
-	cu_kern_init(&k2, E, k->gi);
-	cu_collect_reds(&k2);
-	cu_kopen(&k2);
-	Ix kc2 = cu_ix_from_lin(&k2, &ri->kept, "o", 1, "o");
-	Ix at2 = cu_result_ix(&k2, ri, first, &kc2, "o", 1);
-	for (int i = 0; i < nr; i++) {
-		Red *r2 = &k2.reds.v[i];
-		const FgNode *n = &k2.g->nodes[r2->id];
-		const char *partial = red_name(&k2, "partial", i);
-		r2->acc = cu_fresh(&k2, 1, cu_fmt(k2.a, "acc_%s", cu_name(&k2, r2->id)));
-		cu_kline(&k2, 1, NULL, "%s %s = %s[o];", cu_acc_type(&k2, n), r2->acc, partial);
-		cu_kline(&k2, 1, NULL, "for (int s = 1; s < %lld; s++)", (long long)nsplit);
-		cu_kline(&k2, 1, NULL, "	%s", cu_red_combine(&k2, n, r2->acc, cu_fmt(k2.a, "%s[s * %lld + o]", partial,
-										  (long long)ri->nkept)));
-	}
-	finish_reds(&k2, first, dep, &at2, 1, ri->nred, NULL);
-	cu_kclose(&k2, cu_stride_loop(&k2, "o", ri->nkept));
-	k->failed |= k2.failed;
-	if (k2.failed)
-		return;
-	cu_out(E, "/* %s, stage 2 of 2: a thread per element combines the %lld partials in order, then the "
-	       "epilogue */\n", cu_kname(k, NULL), (long long)nsplit);
-	const char *args2 = cu_emit_kernel(&k2, cu_kname(k, NULL), LOOP_BLOCK, part_in, nr, 1);
-	cu_add_launch(E, cu_kname(k, NULL), k->gi, cu_grid_for(ri->nkept, LOOP_BLOCK), LOOP_BLOCK, args2);
+	if (nsplit > 1)
+		cu_use_counters(E, nbx);
+	const char *args = cu_emit_kernel(k, cu_kname(k, NULL), SPLIT_COLS * SPLIT_ROWS, nsplit > 1 ? partials : NULL,
+				       nsplit > 1 ? nr + 1 : 0, 1);
+	cu_add_launch(E, cu_kname(k, NULL), k->gi, nbx * nsplit, SPLIT_COLS * SPLIT_ROWS, args);
 }
 
 /* Other axes: one thread per element of the result, looping over the
@@ -200,10 +259,11 @@ static void emit_reduce_cols(Emit *E, Kern *k, const RedInfo *ri, int first, con
 	cu_add_launch(E, cu_kname(k, NULL), k->gi, cu_grid_for(ri->nkept, LOOP_BLOCK), LOOP_BLOCK, args);
 }
 
-/* All axes, in two launches: FULL_BLOCKS blocks each reduce a strided
- * share into a partial in scratch, then one block reduces the partials in
- * order and runs the epilogue.  The same partials every run: the result
- * does not depend on timing. */
+/* All axes, in one launch: at most FULL_BLOCKS blocks each reduce a
+ * strided share into a partial in scratch, and the last block to arrive
+ * (counters[0]) reduces the partials in order and runs the epilogue; a
+ * single block runs the epilogue on its own sum.  The same partials and
+ * order every run: the result does not depend on timing. */
 static void emit_reduce_all(Emit *E, Kern *k, const RedInfo *ri, int first, const unsigned char *dep)
 {
 	int nr = k->reds.n;
@@ -213,12 +273,11 @@ static void emit_reduce_all(Emit *E, Kern *k, const RedInfo *ri, int first, cons
 	int64_t nb = cu_grid_for(N / vw, LOOP_BLOCK);
 	if (nb > FULL_BLOCKS)
 		nb = FULL_BLOCKS;
-	cu_use_scratch(E, k->gi, nr * nb * 8);
-	const char *pname = cu_kname(k, "partial");
-	Param *part_out = partial_params(k, nb, 0);
-	Param *part_in = partial_params(k, nb, 1);
+	Param *partials = partial_params(k, nb);
+	if (nb > 1)
+		cu_use_scratch(E, k->gi, nr * nb * 8);
 
-	/* stage 1: vw lanes a thread */
+	/* vw lanes a thread */
 	cu_declare_reds(k, 0, 0, NULL);
 	cu_kopen(k);
 	const char *base = "i";
@@ -238,45 +297,42 @@ static void emit_reduce_all(Emit *E, Kern *k, const RedInfo *ri, int first, cons
 		Red *rd = &k->reds.v[i];
 		cu_kline(k, 0, NULL, "%s = fg_block_reduce(%s, %s);", rd->acc, rd->acc,
 			 cu_red_functor(&k->g->nodes[rd->id]));
-		cu_kline(k, 0, NULL, "if (threadIdx.x == 0)");
-		cu_kline(k, 0, NULL, "\t%s[blockIdx.x] = %s;", red_name(k, "partial", i), rd->acc);
+		if (nb > 1) {
+			cu_kline(k, 0, NULL, "if (threadIdx.x == 0)");
+			cu_kline(k, 0, NULL, "\t%s[blockIdx.x] = %s;", red_name(k, "partial", i), rd->acc);
+		}
 	}
-	if (k->failed)
-		return;
-	cu_path(E, k->gi, CU_PATH_RED_ALL);
-	cu_emit_comment(E, k->gi, cu_fmt(E->a, "reduce all of %s, stage 1 of 2: %lld partials into scratch",
-				   cu_shape_str(E->a, FG_DT_F32, &ri->S) + 3, (long long)nb));
-	int any_s = cu_writes_space(k, first, dep);
-	const char *args = cu_emit_kernel(k, pname, LOOP_BLOCK, part_out, nr, any_s);
-	cu_add_launch(E, pname, k->gi, nb, LOOP_BLOCK, args);
-
-	/* stage 2: a fresh kernel */
-	Kern k2;
-	cu_kern_init(&k2, E, k->gi);
-	cu_collect_reds(&k2);
+	if (nb > 1) {
+		arrive_last(k, "0", nb);
+		for (int i = 0; i < nr; i++) {
+			Red *rd = &k->reds.v[i];
+			const FgNode *n = &k->g->nodes[rd->id];
+			rd->acc = cu_fresh(k, 0, cu_fmt(k->a, "acc_%s", cu_name(k, rd->id)));
+			cu_kline(k, 0, NULL, "%s %s = %s;", cu_acc_type(k, n), rd->acc, cu_red_init(k, n));
+			cu_kline(k, 0, NULL, "for (int b = threadIdx.x; b < %lld; b += blockDim.x)", (long long)nb);
+			cu_kline(k, 0, NULL, "\t%s", cu_red_combine(k, n, rd->acc,
+								   cu_fmt(k->a, "fg_ldcg(%s + b)", red_name(k, "partial", i))));
+			cu_kline(k, 0, NULL, "%s = fg_block_reduce(%s, %s);", rd->acc, rd->acc, cu_red_functor(n));
+		}
+	}
 	Ix at;
 	memset(&at, 0, sizeof at);
-	at.rank = k2.g->nodes[k2.reds.v[0].id].shape.rank;
+	at.rank = k->g->nodes[k->reds.v[0].id].shape.rank;
 	for (int i = 0; i < at.rank; i++)
 		at.c[i] = "0";
 	at.lin = "0";
-	cu_declare_reds(&k2, 0, 0, NULL);
-	for (int i = 0; i < nr; i++) {
-		Red *r2 = &k2.reds.v[i];
-		const FgNode *n = &k2.g->nodes[r2->id];
-		cu_kline(&k2, 0, NULL, "for (int b = threadIdx.x; b < %lld; b += blockDim.x)", (long long)nb);
-		cu_kline(&k2, 0, NULL, "\t%s", cu_red_combine(&k2, n, r2->acc,
-							   cu_fmt(k2.a, "%s[b]", red_name(&k2, "partial", i))));
-		cu_kline(&k2, 0, NULL, "%s = fg_block_reduce(%s, %s);", r2->acc, r2->acc, cu_red_functor(n));
-	}
-	finish_reds(&k2, first, dep, &at, 0, N, "threadIdx.x == 0");
-	k->failed |= k2.failed;
-	if (k2.failed)
+	finish_reds(k, first, dep, &at, 0, N, "threadIdx.x == 0");
+	if (k->failed)
 		return;
-	cu_out(E, "/* %s, stage 2 of 2: one block reduces the partials in order, then the epilogue */\n",
-	       cu_kname(k, NULL));
-	const char *args2 = cu_emit_kernel(&k2, cu_kname(k, NULL), LOOP_BLOCK, part_in, nr, 1);
-	cu_add_launch(E, cu_kname(k, NULL), k->gi, 1, LOOP_BLOCK, args2);
+	cu_path(E, k->gi, CU_PATH_RED_ALL);
+	cu_emit_comment(E, k->gi, nb > 1 ? cu_fmt(E->a, "reduce all of %s: %lld partials into scratch, reduced in order by "
+							 "the last block to arrive", cu_shape_str(E->a, FG_DT_F32, &ri->S) + 3,
+						   (long long)nb)
+					 : cu_fmt(E->a, "reduce all of %s in one block", cu_shape_str(E->a, FG_DT_F32, &ri->S) + 3));
+	if (nb > 1)
+		cu_use_counters(E, 1);
+	const char *args = cu_emit_kernel(k, cu_kname(k, NULL), LOOP_BLOCK, nb > 1 ? partials : NULL, nb > 1 ? nr + 1 : 0, 1);
+	cu_add_launch(E, cu_kname(k, NULL), k->gi, nb, LOOP_BLOCK, args);
 }
 
 void cu_emit_reduce(Emit *E, Kern *k)
