@@ -80,11 +80,9 @@ static void arrive_last(Kern *k, const char *slot, int64_t arrivals)
 	cu_kline(k, 0, NULL, "__threadfence();");
 }
 
-/* The slabs' partials of a split reduction combined, in order, by the
- * last block of each column group to arrive (its counter in
- * ctx->counters, which the runtime zeroes once and this block leaves at
- * 0 for the next launch), then the epilogue: one launch where a second
- * kernel combined them before, the same sums every run. */
+/* The slabs' partials of a split reduction combined, in slab order, by
+ * the last block of each column group to arrive (arrive_last, a counter
+ * a group), then the epilogue: the same sums every run. */
 static void combine_slabs(Kern *k, const RedInfo *ri, int first, const unsigned char *dep, int64_t nbx, int cols,
 			  int64_t nsplit)
 {
