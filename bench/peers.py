@@ -383,6 +383,16 @@ def build_libs(args, names, jobs=None):
         return dict(zip(names, pool.map(one, names)))
 
 
+def built(libs, work):
+    """--build-only's end: each library that fgc failed to build, named;
+    the exit status (1 when any failed)."""
+    failed = {n: l for n, l in libs.items() if isinstance(l, Exception)}
+    for name, err in failed.items():
+        log("%s: fgc failed:\n%s" % (name, err))
+    log("%d of %d libraries built in %s" % (len(libs) - len(failed), len(libs), work))
+    return 1 if failed else 0
+
+
 def fgc_results(mod, model, outs):
     """The model's results by the module's RESULTS keys ("saved.NAME" for a
     saved value; one that is also an output is the output's tensor)."""
@@ -679,6 +689,9 @@ def parse_args():
                         "followed by :DIM=V,DIM=V (sizes, as -D) and @FLAG,FLAG (fgc compile flags\n"
                         "without their dashes: bias_gelu_f16@accurate-math)")
     timing_options(p, runs=20, rounds=3, sustain=0.2, warmup=5)
+    p.add_argument("--build-only", action="store_true",
+                   help="build the samples' libraries in --work and stop (no GPU needed; a later run on the\n"
+                        "GPU machine with the same --work, fgc and runtime keeps them: compile_lib)")
     p.add_argument("--small", action="store_true",
                    help="each sample at its `# test-dims:` sizes: a quick check that the three\n"
                         "agree; its timings mean little")
@@ -709,13 +722,15 @@ def timing_checked(args):
 
 def main():
     args = parse_args()
-    if args.device.startswith("cuda") and not torch.cuda.is_available():
+    if args.device.startswith("cuda") and not torch.cuda.is_available() and not args.build_only:
         sys.exit("peers.py: no CUDA device (use --device cpu --no-fgc to try the script without one)")
     names = [n for w in args.samples.split() for n in (w.split(",") if ":" not in w and "@" not in w else [w]) if n] or sorted(
         os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "samples", "*.fg")))
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.work, exist_ok=True)
     libs = {} if args.no_fgc else build_libs(args, names)
+    if args.build_only:
+        sys.exit(built(libs, args.work))
     clock = Clock(args.device)
     nvml = Nvml(args.device)
     copy_bw, mm_rate = copy_bandwidth(args.device, clock), matmul_rate(args.device, clock)
