@@ -722,7 +722,7 @@ def timing_checked(args):
 
 def main():
     args = parse_args()
-    if args.device.startswith("cuda") and not torch.cuda.is_available() and not args.build_only:
+    if not args.build_only and args.device.startswith("cuda") and not torch.cuda.is_available():
         sys.exit("peers.py: no CUDA device (use --device cpu --no-fgc to try the script without one)")
     names = [n for w in args.samples.split() for n in (w.split(",") if ":" not in w and "@" not in w else [w]) if n] or sorted(
         os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "samples", "*.fg")))

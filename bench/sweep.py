@@ -296,7 +296,7 @@ def main():
     if args.report:
         report(data, args)
         return
-    if args.device.startswith("cuda") and not torch.cuda.is_available() and not args.build_only:
+    if not args.build_only and args.device.startswith("cuda") and not torch.cuda.is_available():
         sys.exit("sweep.py: no CUDA device (use --device cpu --no-fgc to try the script without one)")
     done = {(r["op"], r["dtype"], r["rows"], r["cols"]) for r in data["rows"] if "error" not in r}
     data["rows"] = [r for r in data["rows"] if (r["op"], r["dtype"], r["rows"], r["cols"]) in done]

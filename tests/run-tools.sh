@@ -9,7 +9,8 @@
 # asserts a value the code under test could get wrong; the listings below
 # are hand-written in nvdisasm's and cuobjdump's formats.  Then
 # bench/peers.py's compile_lib, with a stand-in fgc, and its sustained
-# timing's turns and clock and power summary, with a stand-in NVML.
+# timing's turns and clock and power summary, with a stand-in NVML; and
+# --build-only of peers.py and sweep.py with that stand-in.
 set -u
 src=$2
 pass=0 fail=0
@@ -178,6 +179,23 @@ for line in bad:
     print(line)
 PY
 	verdict "bench/peers.py: compile_lib, the sustained turns, NVML's summary" "$log"
+	# sweep.py and peers.py --build-only: each case's library built with no
+	# GPU, none built again on a second run, and exit status 1 naming the
+	# case a stand-in fgc fails (any at 64 rows).
+	d=$(mktemp -d)
+	printf '#!/bin/sh\necho "$@" >> %s/calls\ncase "$*" in *R=64*) echo "stand-in: no"; exit 1;; esac\necho built > "$5"\n' \
+		"$d" >"$d/fgc" && chmod +x "$d/fgc"
+	bo() { PYTHONPATH="$src/bench/torchshim" "$py" "$src/bench/$1" --build-only --fgc "$d/fgc" "${@:2}" >"$d/out" 2>&1
+	       echo "rc=$? calls=$(cat "$d/calls" 2>/dev/null | wc -l)"; }
+	grid="--work $d/w --ops rmsnorm,softmax --dtypes f32 --cols 128,1024 --jobs 2"
+	got="$(bo sweep.py $grid --rows 8) / $(bo sweep.py $grid --rows 8) / $(bo sweep.py $grid --rows 8,64)"
+	grep -q '^.*rmsnorm_f32.fg:R=64,C=128: fgc failed:' "$d/out" || got="$got / no failure named"
+	got="$got / $(bo peers.py --work "$d/p" --samples "softmax_f16 rmsnorm_bf16:R=64")"
+	grep -q '^rmsnorm_bf16:R=64: fgc failed:' "$d/out" || got="$got / no failure named"
+	want="rc=0 calls=4 / rc=0 calls=4 / rc=1 calls=8 / rc=1 calls=10"
+	[ "$got" = "$want" ] && : >"$log" || printf 'got      %s\nexpected %s\n' "$got" "$want" >"$log"
+	verdict "sweep.py and peers.py --build-only: built once, failures named" "$log"
+	rm -rf "$d"
 else
 	echo "FAIL bench/peers.py compile_lib: $py cannot import numpy (Debian: apt-get install python3-numpy)"
 	fail=$((fail + 1))
