@@ -121,8 +121,8 @@ typedef enum FgTypeRule {
 	X(RSQRT, "rsqrt", 1, EW, FLOAT, "", 1.0 / sqrt(a), "rsqrtf(a)", "torch.rsqrt(a)", 1)                                   \
 	X(RECIP, "recip", 1, EW, FLOAT, "", 1.0 / a, "(1.0f / a)", "torch.reciprocal(a)", 0)                                   \
 	X(SQUARE, "square", 1, EW, NUM, "", a * a, "(a * a)", "torch.square(a)", 0)                                            \
-	X(SIN, "sin", 1, EW, FLOAT, "", sin(a), "sinf(a)", "torch.sin(a)", 1)                                                  \
-	X(COS, "cos", 1, EW, FLOAT, "", cos(a), "cosf(a)", "torch.cos(a)", 1)                                                  \
+	X(SIN, "sin", 1, EW, FLOAT, "", sin(a), "fg_sinf(a)", "torch.sin(a)", 1)                                               \
+	X(COS, "cos", 1, EW, FLOAT, "", cos(a), "fg_cosf(a)", "torch.cos(a)", 1)                                               \
 	X(TANH, "tanh", 1, EW, FLOAT, "", tanh(a), "tanhf(a)", "torch.tanh(a)", 1)                                             \
 	X(SIGMOID, "sigmoid", 1, EW, FLOAT, "", fg_ref_sigmoid(a), "fg_sigmoid(a)", "torch.sigmoid(a)", 1)                     \
 	X(RELU, "relu", 1, EW, NUM, "", fg_ref_relu(a), "fg_relu(a)", "torch.relu(a)", 0)                                      \
@@ -139,7 +139,7 @@ typedef enum FgTypeRule {
 	X(EXPM1, "expm1", 1, EW, FLOAT, "", expm1(a), "expm1f(a)", "torch.expm1(a)", 1)                                        \
 	X(EXP2, "exp2", 1, EW, FLOAT, "", exp2(a), "exp2f(a)", "torch.exp2(a)", 1)                                             \
 	X(LOG2, "log2", 1, EW, FLOAT, "", log2(a), "log2f(a)", "torch.log2(a)", 1)                                             \
-	X(TAN, "tan", 1, EW, FLOAT, "", tan(a), "tanf(a)", "torch.tan(a)", 1)                                                  \
+	X(TAN, "tan", 1, EW, FLOAT, "", tan(a), "fg_tanf(a)", "torch.tan(a)", 1)                                               \
 	X(ASIN, "asin", 1, EW, FLOAT, "", asin(a), "asinf(a)", "torch.asin(a)", 1)                                             \
 	X(ACOS, "acos", 1, EW, FLOAT, "", acos(a), "acosf(a)", "torch.acos(a)", 1)                                             \
 	X(ATAN, "atan", 1, EW, FLOAT, "", atan(a), "atanf(a)", "torch.atan(a)", 1)                                             \

@@ -47,6 +47,21 @@ FG_DEV float fg_gelu_tanh(float a)
 }
 FG_DEV float fg_silu(float a) { return a / (1.0f + expf(-a)); }
 
+/* sin, cos and tan with their far-argument reduction out of line.  Inline,
+ * sinf carries Payne-Hanek's reduction for arguments past about 10^5 (a
+ * table walked through local memory): about 90 of its 137 instructions,
+ * so an 80-op chain of them at four lanes a thread is a 280 KB loop.  Here
+ * the near call is sinf under a guard that lets the compiler drop that
+ * path, and the far call is sinf itself, out of line once a kernel: the
+ * same function of every input (NaN and the infinities take the far call). */
+#define FG_TRIG_NEAR 100000.0f
+static __device__ __noinline__ float fg_sinf_far(float a) { return sinf(a); }
+static __device__ __noinline__ float fg_cosf_far(float a) { return cosf(a); }
+static __device__ __noinline__ float fg_tanf_far(float a) { return tanf(a); }
+FG_DEV float fg_sinf(float a) { return fabsf(a) <= FG_TRIG_NEAR ? sinf(a) : fg_sinf_far(a); }
+FG_DEV float fg_cosf(float a) { return fabsf(a) <= FG_TRIG_NEAR ? cosf(a) : fg_cosf_far(a); }
+FG_DEV float fg_tanf(float a) { return fabsf(a) <= FG_TRIG_NEAR ? tanf(a) : fg_tanf_far(a); }
+
 /* Language version 2's elementwise ops, as the interpreter's fg_ref_* in
  * compiler/fg.h: sign keeps NaN and gives +0 for both zeros (NumPy's);
  * softplus is log(1 + e^a) without overflow; hardsigmoid is relu6(a + 3) / 6;

@@ -58,8 +58,8 @@ static const char *const use_name[] = {"accurate", "fast", "candidate"};
 	X(TANH, ACCURATE, "tanhf", tanhf(a))                                           \
 	X(ERF, ACCURATE, "erff", erff(a))                                              \
 	X(LOG, ACCURATE, "logf", logf(a))                                              \
-	X(SIN, ACCURATE, "sinf", sinf(a))                                              \
-	X(COS, ACCURATE, "cosf", cosf(a))                                              \
+	X(SIN, ACCURATE, "fg_sinf", fg_sinf(a))                                        \
+	X(COS, ACCURATE, "fg_cosf", fg_cosf(a))                                        \
 	X(EXP, FAST, "fg_fast_exp", fg_fast_exp(a))                                    \
 	X(SIGMOID, FAST, "fg_fast_sigmoid", fg_fast_sigmoid(a))                        \
 	X(SILU, FAST, "fg_fast_silu", fg_fast_silu(a))                                 \
