@@ -166,13 +166,18 @@ def eager(row, regime):
 def cell_text(row, regime):
     """'1.23x (0.91x) 87%': fgc's speedup over the faster torch.compile mode
     and over eager, and its % of the floor (or 'launch' where the floor is
-    under one launch); a failed check is named."""
+    under one launch); a failed check is named, and a cell whose tensors
+    did not fit the card's memory (a competitor's or the f64 reference's)
+    says so."""
     if row is None:
         return ""
     bad = [k for k in ("eager_check", "compile_check", "compile_ro_check", "fgc_check")
            if k in row and row[k] != "ok"]
+    err = row.get("error", "")
+    if any("out of memory" in t or "cannot allocate the arena" in t for t in [err] + [row[k] for k in bad]):
+        return "does not fit this card's memory"
     if "error" in row or bad:
-        return "error: " + (row.get("error") or ", ".join("%s %s" % (k[:-6], row[k]) for k in bad))[:60]
+        return "error: " + (err or ", ".join("%s %s" % (k[:-6], row[k]) for k in bad))[:60]
     s, e = speedup(row, regime), speedup(row, regime, eager)
     pct = row.get("%s_fgc_pct_of_floor" % regime)
     return "%s (%s) %s" % ("%.2fx" % s if s else "-", "%.2fx" % e if e else "-", "%.0f%%" % pct if pct else "launch")

@@ -196,6 +196,19 @@ PY
 	[ "$got" = "$want" ] && : >"$log" || printf 'got      %s\nexpected %s\n' "$got" "$want" >"$log"
 	verdict "sweep.py and peers.py --build-only: built once, failures named" "$log"
 	rm -rf "$d"
+	# sweep.py's cells: one that did not fit the card says so; a wrong value
+	# stays an error naming the competitor
+	PYTHONPATH="$src/bench/torchshim:$src/bench" "$py" - >"$log" 2>&1 <<'PY'
+import sweep
+oom = {"fgc_check": "error: sweep_softmax_f16: cannot allocate the arena (2147483648 bytes, 2.00 GiB;", "eager_check": "ok"}
+wrong = {"fgc_check": "wrong: 3 of 8 values outside the gate", "eager_check": "ok"}
+for row, want in ((oom, "does not fit this card's memory"), ({"error": "CUDA out of memory. Tried to allocate 8.00 GiB"},
+                  "does not fit this card's memory"), (wrong, "error: fgc wrong: 3 of 8 values outside the gate")):
+    got = sweep.cell_text(row, "sustained")
+    if got != want:
+        print("cell_text(%r): got %r, expected %r" % (row, got, want))
+PY
+	verdict "sweep.py: a cell that did not fit the card, a wrong one" "$log"
 else
 	echo "FAIL bench/peers.py compile_lib: $py cannot import numpy (Debian: apt-get install python3-numpy)"
 	fail=$((fail + 1))
