@@ -188,6 +188,31 @@ if "$fgc" compile "$src/samples/transformer_block.fg" -o "$tmp/tb" && grep -q "f
 else
   fail=$((fail + 1)); echo "FAIL the output's pair of columns: one vector store or two"
 fi
+# a loop whose arithmetic bounds it takes one element a thread (loop.c,
+# past LANES_ISSUE instructions a byte): compute-bound-chain's chains of
+# twenty f32 ops and twelve f16 ops stride by one element, its light chain
+# keeps 4 lanes; a round of sin, cos, tanh and sigmoid on f32 (13 a byte)
+# keeps its lanes, three rounds (38) take one
+cb=$src/tests/gpu/compute-bound-chain.fg
+rounds() {
+  printf 'graph r {\n  input x : f32[4096]\n'
+  p=x; for i in $(seq 1 "$1"); do
+    printf '  s%d = sin(%s)\n  c%d = cos(s%d)\n  t%d = tanh(c%d)\n  g%d = sigmoid(t%d)\n' $i $p $i $i $i $i $i $i; p=g$i
+  done
+  printf '  output %s\n}\n' $p
+}
+rounds 1 >"$tmp/r1.fg" && rounds 3 >"$tmp/r3.fg"
+if "$fgc" compile "$cb" -D N=4096 -o "$tmp/cb" &&
+   grep -q "g0_loop_sigmoid: loop over f32\[4096\]; one element a thread: 64 instructions a byte" "$tmp/cb.cu" &&
+   grep -q "g1_loop_sigmoid: loop over f16\[4096\]; one element a thread: 51 instructions a byte" "$tmp/cb.cu" &&
+   grep -q "g2_loop_add: loop over f32\[4096\]; 4 lanes a thread" "$tmp/cb.cu" &&
+   [ "$(grep -c "i < 4096; i += gridDim.x \* blockDim.x" "$tmp/cb.cu")" = 2 ] &&
+   "$fgc" compile "$tmp/r1.fg" -o "$tmp/r1" && grep -q "; 4 lanes a thread" "$tmp/r1.cu" &&
+   "$fgc" compile "$tmp/r3.fg" -o "$tmp/r3" && grep -q "; one element a thread: 38 instructions a byte" "$tmp/r3.cu"; then
+  pass=$((pass + 1)); echo "PASS a compute-bound loop: one element a thread; a light one keeps its lanes"
+else
+  fail=$((fail + 1)); echo "FAIL a compute-bound loop: one element a thread, a light one its lanes"
+fi
 # --tf32: f32 operands go to cuBLASLt's tf32 path, and what they feed is
 # checked at tf32's precision (y: gate 7, RMSE at tf32 and fed by tanh; 5 without --tf32); 16-bit ones and the default keep f32;
 # the generated kernel takes the K-major product (u) under --gemm fgc only

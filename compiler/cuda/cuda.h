@@ -36,6 +36,8 @@
 #define MAX_GRID (1 << 20)      /* blocks of a grid-stride loop */
 #define FULL_BLOCKS 1024        /* partials of a reduction over all axes */
 #define MAX_LANES 8             /* elements per thread of a vectorized kernel */
+#define LANES_ISSUE 32          /* instructions a byte past which a loop takes one
+				   lane a thread (cu_issue_per_byte, loop.c) */
 #define SMS FG_SMS              /* the H200's multiprocessors: a grid that fills
 				   them all has at least this many blocks */
 #define ROW_SMEM (96 << 10)     /* shared memory a row kernel's block may hold:
@@ -61,6 +63,7 @@
 	X(INDEX64, "index.i64")                 /* some index reaches 2^31 */           \
 	X(LOOP, "loop")                         /* a thread an element */               \
 	X(LOOP_LANES, "loop.lanes")             /* several elements a thread, vector accesses */ \
+	X(LOOP_COMPUTE, "loop.compute")         /* a thread an element: arithmetic-bound (LANES_ISSUE) */ \
 	X(ROW_WARP, "rowreduce.registers.warp") /* the row in a warp's registers */     \
 	X(ROW_BLOCK, "rowreduce.registers.block") /* ... in a block's */                \
 	X(ROW_PACKED, "rowreduce.registers.packed") /* parameter rows packed through the row loop */ \
@@ -370,6 +373,7 @@ int64_t cu_grid_for(int64_t n, int64_t block);
 const char *cu_stride_loop(Kern *k, const char *v, int64_t n);
 int cu_sink(const Kern *k);
 int cu_lane_width(const Kern *k, int64_t inner, int regs);
+double cu_issue_per_byte(const Kern *k);
 
 /* ----------------------------------------------- compiler/cuda/index.c */
 

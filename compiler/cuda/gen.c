@@ -62,14 +62,65 @@ static const struct {
 	{FG_OP_TANH, "fg_fast_tanh(a)"},
 };
 
+/* Whether node n takes its op's fast form (FAST). */
+static int fast_form(const Kern *k, const FgNode *n)
+{
+	return (n->dt == FG_DT_F16 || n->dt == FG_DT_BF16) && !k->plan->opt.accurate_math;
+}
+
 /* Node n's CUDA expression over a, b, c: FG_OPS' column, or its fast form. */
 static const char *op_form(const Kern *k, const FgNode *n)
 {
-	if ((n->dt == FG_DT_F16 || n->dt == FG_DT_BF16) && !k->plan->opt.accurate_math)
+	if (fast_form(k, n))
 		for (size_t i = 0; i < sizeof FAST / sizeof FAST[0]; i++)
 			if (FAST[i].op == n->op)
 				return FAST[i].cuda;
 	return fg_op_info[n->op].cuda;
+}
+
+/* The SASS instructions one call of an op's form takes, accurate (FG_OPS'
+ * cuda column) and fast (FAST's, where it has one): each form's inline
+ * code, the difference between 16 chained calls and 8 (tools/sass.py,
+ * sm_90a, nvcc -O3; a division's slow path and sin's far one are out of
+ * line).  An op not here is about one.  A gauge of the arithmetic an
+ * element costs (cu_issue_per_byte), not a schedule. */
+static const struct {
+	FgOp op;
+	int accurate, fast;
+} ISSUE[] = {
+	{FG_OP_SIN, 31, 31},       {FG_OP_COS, 32, 32},        {FG_OP_TAN, 26, 26},
+	{FG_OP_EXP, 8, 2},         {FG_OP_EXP2, 1, 1},         {FG_OP_EXPM1, 28, 28},
+	{FG_OP_LOG, 25, 25},       {FG_OP_LOG2, 27, 27},       {FG_OP_LOG1P, 29, 29},
+	{FG_OP_TANH, 15, 1},       {FG_OP_SIGMOID, 24, 4},     {FG_OP_SILU, 24, 5},
+	{FG_OP_GELU, 25, 14},      {FG_OP_GELU_TANH, 22, 8},   {FG_OP_ERF, 21, 21},
+	{FG_OP_POW, 76, 76},       {FG_OP_ASIN, 22, 22},       {FG_OP_ACOS, 23, 23},
+	{FG_OP_ATAN, 18, 18},      {FG_OP_SINH, 23, 23},       {FG_OP_COSH, 15, 15},
+	{FG_OP_ASINH, 41, 41},     {FG_OP_ACOSH, 43, 43},      {FG_OP_ATANH, 37, 37},
+	{FG_OP_SOFTPLUS, 78, 78},  {FG_OP_MISH, 94, 94},       {FG_OP_ELU, 32, 32},
+	{FG_OP_DIV, 16, 16},       {FG_OP_RECIP, 13, 13},      {FG_OP_SQRT, 13, 13},
+	{FG_OP_RSQRT, 4, 4},
+};
+
+/* The instructions a loop kernel's element costs (ISSUE over the group's
+ * elementwise members) over the bytes it reads and writes: past the
+ * machine's balance (about 10 on an H100), the arithmetic, not the
+ * traffic, bounds the kernel. */
+double cu_issue_per_byte(const Kern *k)
+{
+	double issue = 0, bytes = 0;
+	for (int i = 0; i < k->gr->nnodes; i++) {
+		const FgNode *n = &k->g->nodes[k->gr->nodes[i]];
+		if (!cu_is_member(k, k->gr->nodes[i]) || fg_op_info[n->op].cls != FG_CLASS_EW)
+			continue;
+		int c = 1;
+		for (size_t j = 0; j < sizeof ISSUE / sizeof ISSUE[0]; j++)
+			if (ISSUE[j].op == n->op)
+				c = fast_form(k, n) ? ISSUE[j].fast : ISSUE[j].accurate;
+		issue += c;
+	}
+	for (int r = 0; r < k->gr->nreads + k->gr->nwrites; r++)
+		bytes += fg_dtype_size[k->g->nodes[r < k->gr->nreads ? k->gr->reads[r] : k->gr->writes[r - k->gr->nreads]].dt];
+	return bytes > 0 ? issue / bytes : issue;
 }
 
 /* A new variable of node id's compute type holding expr, in scope lv; an

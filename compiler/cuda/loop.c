@@ -2,7 +2,8 @@
  * loop.c - a loop group's kernel: one grid-stride loop over the elements
  * of the group's space, each thread carrying its elements through the
  * whole chain in registers (vw neighbouring elements per thread where the
- * innermost dim allows: one 16-byte access per operand), storing every
+ * innermost dim allows: one 16-byte access per operand; one element where
+ * the chain's arithmetic bounds it, not its traffic), storing every
  * write that fits the space; each other write (a side output behind a
  * transpose) gets a loop of its own over its own shape.  A gemm's
  * epilogue kernel after cuBLASLt is this kernel too, reading the matmul
@@ -21,6 +22,13 @@ void cu_loop_kernel(Emit *E, Kern *k, int space_id, const Param *extra, int next
 	int64_t N = cu_numel(S);
 	int vd = cu_innermost(S);
 	int vw = vd < 0 ? 1 : cu_lane_width(k, S->d[vd], 1);
+	/* An element whose arithmetic is far past its traffic gains nothing
+	 * from 16-byte accesses, and each lane repeats the whole chain's code:
+	 * chain80 (bench/graphs) ran 0.2534 ms at one lane, 0.2755 at two and
+	 * 0.3128 at four on an H100 (docs/performance.md v40). */
+	double issue = vw > 1 ? cu_issue_per_byte(k) : 0;
+	if (issue > LANES_ISSUE)
+		vw = 1;
 
 	cu_kopen(k);
 	const char *base = "i";
@@ -61,9 +69,12 @@ void cu_loop_kernel(Emit *E, Kern *k, int space_id, const Param *extra, int next
 	}
 	if (k->failed)
 		return;
-	cu_path(E, k->gi, vw > 1 ? CU_PATH_LOOP_LANES : CU_PATH_LOOP);
+	cu_path(E, k->gi, vw > 1 ? CU_PATH_LOOP_LANES : issue > LANES_ISSUE ? CU_PATH_LOOP_COMPUTE : CU_PATH_LOOP);
 	if (what)
-		cu_emit_comment(E, k->gi, vw > 1 ? cu_fmt(E->a, "%s; %d lanes a thread", what, vw) : what);
+		cu_emit_comment(E, k->gi, vw > 1 ? cu_fmt(E->a, "%s; %d lanes a thread", what, vw)
+				  : issue > LANES_ISSUE ? cu_fmt(E->a, "%s; one element a thread: %.0f instructions a byte "
+							      "of traffic, past %d", what, issue, LANES_ISSUE)
+				  : what);
 	const char *args = cu_emit_kernel(k, cu_kname(k, NULL), LOOP_BLOCK, extra, nextra, 1);
 	cu_add_launch(E, cu_kname(k, NULL), k->gi, cu_grid_for(biggest / vw, LOOP_BLOCK), LOOP_BLOCK, args);
 }
