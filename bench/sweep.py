@@ -28,7 +28,8 @@ processes run before any timing, never beside it; a cell they could not
 compile is compiled by the timing process as before.
 
 Each row goes to OUT/sweep.json as it comes; --resume keeps the rows
-already there and runs only the others, so a sweep can span several
+already there (but failed ones: an error, a check not passed, a cell
+that did not fit the card) and runs only the others, so a sweep can span several
 device calls; a cell's library, built in WORK, is kept for them, and
 --build-only builds them alone, without a GPU, to be carried to one
 (all 348 took 26 minutes on 2 CPUs; xz packs them into 10 MB).  The
@@ -163,6 +164,15 @@ def eager(row, regime):
     return row.get("%s_eager_ms" % regime)
 
 
+CHECKS = ("eager_check", "compile_check", "compile_ro_check", "fgc_check")
+
+
+def failed(row):
+    """Whether a cell's row failed: an error, or a competitor's result that
+    did not pass its check (--resume runs such a cell again)."""
+    return "error" in row or any(row.get(k, "ok") != "ok" for k in CHECKS)
+
+
 def cell_text(row, regime):
     """'1.23x (0.91x) 87%': fgc's speedup over the faster torch.compile mode
     and over eager, and its % of the floor (or 'launch' where the floor is
@@ -171,8 +181,7 @@ def cell_text(row, regime):
     says so."""
     if row is None:
         return ""
-    bad = [k for k in ("eager_check", "compile_check", "compile_ro_check", "fgc_check")
-           if k in row and row[k] != "ok"]
+    bad = [k for k in CHECKS if k in row and row[k] != "ok"]
     err = row.get("error", "")
     if any("out of memory" in t or "cannot allocate the arena" in t for t in [err] + [row[k] for k in bad]):
         return "does not fit this card's memory"
@@ -271,7 +280,8 @@ def parse_args():
     p.add_argument("--dtypes", type=names, default=DTYPES, help="comma-separated (default: f16,bf16,f32)")
     p.add_argument("--rows", type=ints, default=ROWS, help="comma-separated (default: %s)" % ",".join(map(str, ROWS)))
     p.add_argument("--cols", type=ints, default=COLS, help="comma-separated (default: %s)" % ",".join(map(str, COLS)))
-    p.add_argument("--resume", action="store_true", help="keep OUT/sweep.json's rows, run only the other cells")
+    p.add_argument("--resume", action="store_true",
+                   help="keep OUT/sweep.json's rows but failed ones, run only the other cells")
     p.add_argument("--report", action="store_true", help="only write sweep.md and sweep.png from OUT/sweep.json")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="fgc compile --lib at a time")
     p.add_argument("--build-only", action="store_true",
@@ -303,7 +313,7 @@ def main():
         return
     if not args.build_only and args.device.startswith("cuda") and not torch.cuda.is_available():
         sys.exit("sweep.py: no CUDA device (use --device cpu --no-fgc to try the script without one)")
-    done = {(r["op"], r["dtype"], r["rows"], r["cols"]) for r in data["rows"] if "error" not in r}
+    done = {(r["op"], r["dtype"], r["rows"], r["cols"]) for r in data["rows"] if not failed(r)}
     data["rows"] = [r for r in data["rows"] if (r["op"], r["dtype"], r["rows"], r["cols"]) in done]
     todo = [c for c in cells(args) if c not in done]
     data.setdefault("commands", []).append("python3 bench/sweep.py " + " ".join(sys.argv[1:]))

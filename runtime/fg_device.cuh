@@ -49,8 +49,8 @@ FG_DEV float fg_silu(float a) { return a / (1.0f + expf(-a)); }
 
 /* sin, cos and tan with their far-argument reduction out of line.  Inline,
  * sinf carries Payne-Hanek's reduction for arguments past about 10^5 (a
- * table walked through local memory): about 90 of its 137 instructions,
- * so an 80-op chain of them at four lanes a thread is a 280 KB loop.  Here
+ * table walked through local memory): 106 of its 137 instructions, so
+ * bench/graphs/chain80_f32.fg's loop at four lanes a thread was 280 KB.  Here
  * the near call is sinf under a guard that lets the compiler drop that
  * path, and the far call is sinf itself, out of line once a kernel: the
  * same function of every input (NaN and the infinities take the far call). */

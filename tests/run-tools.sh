@@ -197,7 +197,7 @@ PY
 	verdict "sweep.py and peers.py --build-only: built once, failures named" "$log"
 	rm -rf "$d"
 	# sweep.py's cells: one that did not fit the card says so; a wrong value
-	# stays an error naming the competitor
+	# stays an error naming the competitor; --resume runs either again
 	PYTHONPATH="$src/bench/torchshim:$src/bench" "$py" - >"$log" 2>&1 <<'PY'
 import sweep
 oom = {"fgc_check": "error: sweep_softmax_f16: cannot allocate the arena (2147483648 bytes, 2.00 GiB;", "eager_check": "ok"}
@@ -207,8 +207,12 @@ for row, want in ((oom, "does not fit this card's memory"), ({"error": "CUDA out
     got = sweep.cell_text(row, "sustained")
     if got != want:
         print("cell_text(%r): got %r, expected %r" % (row, got, want))
+    if not sweep.failed(row):
+        print("failed(%r): false, so --resume would keep it" % row)
+if sweep.failed({"fgc_check": "ok", "eager_check": "ok"}):
+    print("failed(): true of a cell whose checks passed")
 PY
-	verdict "sweep.py: a cell that did not fit the card, a wrong one" "$log"
+	verdict "sweep.py: a cell that did not fit the card, a wrong one, both run again" "$log"
 else
 	echo "FAIL bench/peers.py compile_lib: $py cannot import numpy (Debian: apt-get install python3-numpy)"
 	fail=$((fail + 1))

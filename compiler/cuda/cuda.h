@@ -37,7 +37,7 @@
 #define FULL_BLOCKS 1024        /* partials of a reduction over all axes */
 #define MAX_LANES 8             /* elements per thread of a vectorized kernel */
 #define LANES_ISSUE 32          /* instructions a byte past which a loop takes one
-				   lane a thread (cu_issue_per_byte, loop.c) */
+				   element a thread (cu_issue_per_byte, loop.c) */
 #define SMS FG_SMS              /* the H200's multiprocessors: a grid that fills
 				   them all has at least this many blocks */
 #define ROW_SMEM (96 << 10)     /* shared memory a row kernel's block may hold:
