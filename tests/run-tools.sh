@@ -5,7 +5,8 @@
 # decoded from the words an older nvdisasm leaves out, loops found by
 # their predicated backward branches, an mbarrier retry's branch back not
 # one; cuobjdump's kernel heading too) and its rewrite of a CUDA 13
-# cubin header into the one CUDA 11.8's nvdisasm reads.  Each check
+# cubin header into the one CUDA 11.8's nvdisasm reads, and
+# tools/op_issue.py's count of a call's instructions.  Each check
 # asserts a value the code under test could get wrong; the listings below
 # are hand-written in nvdisasm's and cuobjdump's formats.  Then
 # bench/peers.py's compile_lib, with a stand-in fgc, and its sustained
@@ -82,6 +83,26 @@ for line in bad:
     print(line)
 PY
 verdict "sass.py" "$log"
+
+# tools/op_issue.py's arithmetic (gen.c's ISSUE rows): a call is the
+# difference between 16 chained calls and 8, over 8, NOPs not counted;
+# an op without a fast form gets its accurate figure twice
+python3 - "$src/tools/op_issue.py" >"$log" 2>&1 <<'PY'
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("op_issue", sys.argv[1])
+oi = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(oi)
+code = {}
+for op, (acc, fast) in oi.FORMS.items():
+    for w, base, each in (("a", 10, 3), ("f", 10, 1)):
+        if w == "a" or fast:
+            for n in (8, 16):
+                code["_Z%dk%d_%s_%sPKfPf" % (7, n, w, op)] = [(0, "FFMA R1, R1, R2, R3")] * (base + each * n) + [(0, "NOP")] * n
+got = oi.per_call(code)
+if got["SIN"] != (3, 3) or got["EXP"] != (3, 1) or len(got) != len(oi.FORMS):
+    print("per_call: got SIN %r, EXP %r, %d ops; expected (3, 3), (3, 1), %d" % (got["SIN"], got["EXP"], len(got), len(oi.FORMS)))
+PY
+verdict "op_issue.py: a call's instructions" "$log"
 
 # bench/peers.py's compile_lib: a library is built again exactly when what
 # it is built from changed (fgc, the runtime's files, the source, the

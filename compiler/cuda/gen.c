@@ -80,10 +80,10 @@ static const char *op_form(const Kern *k, const FgNode *n)
 
 /* The SASS instructions one call of an op's form takes, accurate (FG_OPS'
  * cuda column) and fast (FAST's, where it has one): each form's inline
- * code, the difference between 16 chained calls and 8 (tools/sass.py,
- * sm_90a, nvcc -O3; a division's slow path and sin's far one are out of
- * line).  An op not here is about one.  A gauge of the arithmetic an
- * element costs (cu_issue_per_byte), not a schedule. */
+ * code, the difference between 16 chained calls and 8, as tools/op_issue.py
+ * prints these rows (sm_90a, nvcc -O3; a division's slow path and sin's
+ * far one are out of line).  An op not here is about one.  A gauge of
+ * the arithmetic an element costs (cu_issue_per_byte), not a schedule. */
 static const struct {
 	FgOp op;
 	int accurate, fast;

@@ -27,7 +27,8 @@ void cu_loop_kernel(Emit *E, Kern *k, int space_id, const Param *extra, int next
 	 * chain80 (bench/graphs) ran 0.2534 ms at one lane, 0.2755 at two and
 	 * 0.3128 at four on an H100 (docs/performance.md v40). */
 	double issue = vw > 1 ? cu_issue_per_byte(k) : 0;
-	if (issue > LANES_ISSUE)
+	int compute = issue > LANES_ISSUE;
+	if (compute)
 		vw = 1;
 
 	cu_kopen(k);
@@ -69,11 +70,11 @@ void cu_loop_kernel(Emit *E, Kern *k, int space_id, const Param *extra, int next
 	}
 	if (k->failed)
 		return;
-	cu_path(E, k->gi, vw > 1 ? CU_PATH_LOOP_LANES : issue > LANES_ISSUE ? CU_PATH_LOOP_COMPUTE : CU_PATH_LOOP);
+	cu_path(E, k->gi, vw > 1 ? CU_PATH_LOOP_LANES : compute ? CU_PATH_LOOP_COMPUTE : CU_PATH_LOOP);
 	if (what)
 		cu_emit_comment(E, k->gi, vw > 1 ? cu_fmt(E->a, "%s; %d lanes a thread", what, vw)
-				  : issue > LANES_ISSUE ? cu_fmt(E->a, "%s; one element a thread: %.0f instructions a byte "
-							      "of traffic, past %d", what, issue, LANES_ISSUE)
+				  : compute ? cu_fmt(E->a, "%s; one element a thread: %.0f instructions a byte of traffic, "
+							   "past %d", what, issue, LANES_ISSUE)
 				  : what);
 	const char *args = cu_emit_kernel(k, cu_kname(k, NULL), LOOP_BLOCK, extra, nextra, 1);
 	cu_add_launch(E, cu_kname(k, NULL), k->gi, cu_grid_for(biggest / vw, LOOP_BLOCK), LOOP_BLOCK, args);
