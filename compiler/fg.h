@@ -826,6 +826,13 @@ typedef struct FgCost {
 	int compute_bound;      /* the compute time is the larger */
 } FgCost;
 
+/* A kernel launch as fgc writes it: blocks, threads a block, dynamic
+ * shared memory a block, blocks a cluster (1: none). */
+typedef struct FgLaunchShape {
+	int64_t grid, block, smem;
+	int cluster;
+} FgLaunchShape;
+
 typedef struct FgGroup {
 	FgGroupKind kind;
 	const char *name;       /* kernel name: g3_rowreduce_softmax */
@@ -845,6 +852,8 @@ typedef struct FgGroup {
 	int64_t max_grid;       /* the most blocks of one of its kernel launches,
 				   once fg_cuda_plan_costs ran (0: unknown, or
 				   cuBLASLt alone) */
+	FgLaunchShape shape;    /* ... and that launch's shape, where fgc sized
+				   all of it (grid 0: not such a launch) */
 } FgGroup;
 
 typedef struct FgEdge {         /* a producer-consumer edge between groups */
@@ -993,8 +1002,13 @@ int fg_kind_regs_fit(const FgFuseOptions *o, int regs);
  * element of a reduction or a topk); layout ops and sources have none. */
 void fg_kind_flops(const FgGraph *g, int id, const FgFuseOptions *o, double *tc, double *cc);
 
-/* The multiprocessors of the GPU the plan is for (the H200's). */
+/* The multiprocessors of the GPU the plan is for (the H200's), the
+ * blocks and threads one holds at most and its shared memory (each
+ * block's 1 KiB reserved of it counted). */
 #define FG_SMS 132
+#define FG_SM_BLOCKS 32
+#define FG_SM_THREADS 2048
+#define FG_SM_SMEM (228 << 10)
 /* A topk group whose epilogue reduces along topk's axis (the picks'
  * sum, to renormalize them) keeps its k picks in registers, so k is at
  * most this (compiler/cuda/topk.c). */

@@ -270,6 +270,49 @@ static int underfills(const Report *r, const FgGroup *gr)
 	       gr->cost.est_us - gr->cost.launches * r->plan->opt.launch_us >= 5.0;
 }
 
+/* The most blocks of launch l that a multiprocessor holds by its block
+ * limit, its threads and the launch's dynamic shared memory (*by: which
+ * one limits), and the
+ * waves of them the grid takes on FG_SMS.  Bounds, not a count: the
+ * registers a thread takes, a kernel's static shared memory and a
+ * cluster's placement within a GPC may hold fewer. */
+static int64_t per_sm(const FgLaunchShape *l, const char **by, double *waves)
+{
+	int64_t n = FG_SM_THREADS / l->block;
+	*by = "threads";
+	if (n > FG_SM_BLOCKS) {
+		n = FG_SM_BLOCKS;
+		*by = "block limit";
+	}
+	if (l->smem > 0 && FG_SM_SMEM / (l->smem + 1024) < n) {
+		n = FG_SM_SMEM / (l->smem + 1024);
+		*by = "shared memory";
+	}
+	*waves = n > 0 ? (double)l->grid / (double)(n * FG_SMS) : 0.0;
+	return n;
+}
+
+/* Group gr's largest launch, where fgc sized it: its shape and at most
+ * how many of its blocks a multiprocessor holds (per_sm). */
+static void text_launch(const Report *r, const FgGroup *gr)
+{
+	const FgLaunchShape *l = &gr->shape;
+	const char *by;
+	double waves;
+	char sb[32];
+	if (l->grid <= 0 || l->block <= 0)
+		return;
+	int64_t n = per_sm(l, &by, &waves);
+	fprintf(r->f, "  launch: %lld block%s of %lld threads", (long long)l->grid, l->grid == 1 ? "" : "s",
+		(long long)l->block);
+	if (l->smem > 0)
+		fprintf(r->f, ", %s of shared memory a block", human_bytes(sb, sizeof sb, l->smem));
+	if (l->cluster > 1)
+		fprintf(r->f, ", in clusters of %d", l->cluster);
+	fprintf(r->f, "; at most %lld a multiprocessor (its %s): at least %.3g wave%s on %d\n", (long long)n, by, waves,
+		waves == 1.0 ? "" : "s", FG_SMS);
+}
+
 /* FLOPs as "137.4 GFLOP", three digits. */
 static void human_flops(char *buf, size_t n, double f)
 {
@@ -358,6 +401,7 @@ static void text_groups(const Report *r)
 		if (note)
 			fprintf(r->f, "  on the GPU: %s\n", note);
 		text_roofline(r, gr);
+		text_launch(r, gr);
 		if (plan->measured)
 			text_measured(r, gi);
 		if (underfills(r, gr))
@@ -735,6 +779,16 @@ static void json_group(const Report *r, int gi)
 	json_real(r->f, gr->cost.flops_cc);
 	fprintf(r->f, ",\n      \"bound\": \"%s\",\n      \"max_grid\": %lld,\n      \"underfills\": %s",
 		gr->cost.compute_bound ? "compute" : "memory", (long long)gr->max_grid, underfills(r, gr) ? "true" : "false");
+	if (gr->shape.grid > 0 && gr->shape.block > 0) {
+		const char *by;
+		double waves;
+		int64_t n = per_sm(&gr->shape, &by, &waves);
+		fprintf(r->f, ",\n      \"launch\": {\"grid\": %lld, \"block\": %lld, \"smem\": %lld, \"cluster\": %d, "
+			"\"per_sm_most\": %lld, \"limit\": \"%s\", \"waves_least\": ", (long long)gr->shape.grid,
+			(long long)gr->shape.block, (long long)gr->shape.smem, gr->shape.cluster, (long long)n, by);
+		json_real(r->f, waves);
+		fputc('}', r->f);
+	}
 	fputs(",\n      \"floor_us\": ", r->f);
 	json_real(r->f, floor_us(r, gr));
 	if (r->plan->measured) {

@@ -5,7 +5,10 @@
 # `fgc report --format json` equal the number of rows the group has in the
 # fg_launches[] table of `fgc compile`'s .cu (kernels and cuBLASLt calls),
 # and a group whose .cu uses scratch (ctx->scratch) reports more bytes than
-# its reads and writes; the graphs with a matmul again under --gemm
+# its reads and writes; a group's largest launch of a kernel fgc sized
+# (its "launch") is a <<<grid, block, smem>>> line of the .cu, in its
+# clusters, its blocks a multiprocessor and waves the bounds the block
+# limit, its threads and shared memory set; the graphs with a matmul again under --gemm
 # cublaslt and --gemm fgc (the report follows compile's choice).  One
 # PASS/FAIL line per graph and flag set.  Then fgc report --measured on the
 # binaries' timings in tests/measured.
@@ -41,6 +44,26 @@ bad = []
 for g in report["groups"]:
     if g["launches"] != emitted.get(g["id"], 0):
         bad.append("group %d: report %d launches, the .cu's table %d" % (g["id"], g["launches"], emitted.get(g["id"], 0)))
+# a group's largest launch of fgc's own kernels: its <<<grid, block, smem>>>
+# in the .cu, its cluster's dims, and the bounds recomputed here
+shapes = 0
+for g in report["groups"]:
+    l = g.get("launch")
+    if not l:
+        continue
+    shapes += 1
+    if "<<<%d, %d, %d, ctx->stream>>>" % (l["grid"], l["block"], l["smem"]) not in cu:
+        bad.append("group %d: no launch <<<%d, %d, %d>>> in the .cu" % (g["id"], l["grid"], l["block"], l["smem"]))
+    if l["cluster"] > 1 and "__cluster_dims__(%d, 1, 1)" % l["cluster"] not in cu:
+        bad.append("group %d: no cluster of %d in the .cu" % (g["id"], l["cluster"]))
+    most = min(2048 // l["block"], 32)
+    if l["smem"] > 0:
+        most = min(most, (228 << 10) // (l["smem"] + 1024))
+    if l["per_sm_most"] != most or abs(l["waves_least"] - l["grid"] / (most * 132)) > 1e-3:
+        bad.append("group %d: %d blocks a multiprocessor, %g waves; %d and %g here" % (
+            g["id"], l["per_sm_most"], l["waves_least"], most, l["grid"] / (most * 132)))
+if "<<<" in cu and not shapes:
+    bad.append("the .cu launches kernels of its own, but no group reports a launch's shape")
 if "ctx->scratch" in cu and all(g["bytes"] <= g["bytes_read"] + g["bytes_written"] for g in report["groups"]):
     bad.append("the .cu uses scratch, but no group reports more bytes than its reads and writes")
 print("FAIL %s: %s" % (name, "; ".join(bad)) if bad else "PASS %s (%d launches)" % (name, len(rows)))

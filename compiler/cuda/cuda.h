@@ -47,7 +47,7 @@
 				   KiB at 64%: docs/performance.md v7) */
 #define ROW_SMEM_PART (32 << 10) /* ... and each block of a cluster of 2 or 4
 				   (rowreduce.c row_parts) */
-#define SM_THREADS 2048         /* threads a multiprocessor holds at most ... */
+#define SM_THREADS FG_SM_THREADS /* threads a multiprocessor holds at most ... */
 #define SM_REGS 65536           /* ... and registers it has (32 each for that many) */
 #define ROW_CLUSTER 16          /* blocks of a cluster on one row, at most (the
 				   Hopper limit: past 8, the portable size, the
@@ -254,6 +254,8 @@ typedef struct Launch {
 	const char *kernel;
 	int group;
 	int64_t grid, block;
+	FgLaunchShape shape;    /* a kernel of fgc's own (cu_add_launch_smem),
+				   else grid 0 */
 } Launch;
 
 struct Emit {
@@ -294,6 +296,7 @@ struct Emit {
 	int *kernels;           /* per group: whether it writes kernels */
 	int *nlaunch;           /* per group: its launches (kernels and cuBLASLt calls) */
 	int64_t *max_grid;      /* per group: the most blocks of one of its kernel launches (0: none) */
+	FgLaunchShape *shape;   /* ... that launch's shape, where fgc's own */
 	int64_t *scratch_io;    /* per group: bytes it moves beyond reading its reads and
 				   writing its writes once: scratch written and read
 				   back (cu_use_scratch), rows read again (cu_reread) */

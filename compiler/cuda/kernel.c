@@ -392,7 +392,7 @@ void cu_reread(Emit *E, int gi, int64_t bytes)
  * counts launches from the group's first (`launch`, program.c). */
 void cu_add_call(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *line)
 {
-	Launch l = {kernel, gi, grid, block};
+	Launch l = {kernel, gi, grid, block, {0, 0, 0, 0}};
 	fg_vec_push(E->a, &E->launches, l);
 	if (line)
 		fg_vec_push(E->a, &E->run, line);
@@ -440,6 +440,8 @@ void cu_add_launch_smem(Emit *E, const char *kernel, int gi, int64_t grid, int64
 		fg_vec_push(E->a, &E->run, cu_func_attr(E, kernel, "cudaFuncAttributeMaxDynamicSharedMemorySize", smem));
 	cu_add_call(E, kernel, gi, grid, block, block > 0 ? cu_fmt(E->a, "%s<<<%lld, %lld, %lld, ctx->stream>>>(%s);", kernel,
 							      (long long)grid, (long long)block, (long long)smem, args) : NULL);
+	if (block > 0)
+		E->launches.v[E->launches.n - 1].shape = (FgLaunchShape){grid, block, smem, 1};
 }
 
 int64_t cu_grid_for(int64_t n, int64_t block)

@@ -49,9 +49,12 @@ static int run_emitter(Emit *E, int gi, int canon)
 		kernels += E->launches.v[i].block > 0;
 	E->nlaunch[gi] = k.failed ? -1 : E->launches.n - nl;
 	E->max_grid[gi] = 0;
+	E->shape[gi] = (FgLaunchShape){0, 0, 0, 0};
 	for (int i = nl; i < E->launches.n; i++)
-		if (E->launches.v[i].block > 0 && E->launches.v[i].grid > E->max_grid[gi])
+		if (E->launches.v[i].block > 0 && E->launches.v[i].grid > E->max_grid[gi]) {
 			E->max_grid[gi] = E->launches.v[i].grid;
+			E->shape[gi] = E->launches.v[i].shape;
+		}
 	if (canon) {
 		for (int i = 0; i < E->run.n; i++) {
 			for (const char *c = E->run.v[i]; *c; c++)
@@ -387,6 +390,7 @@ static void emit_init(Emit *E, const FgPlan *plan, FgGemmChoice gemm, FgDiag *d,
 	E->group_paths = fg_arena_array(E->a, (size_t)plan->ngroups + 1, sizeof(uint64_t));
 	E->nlaunch = fg_arena_array(E->a, (size_t)plan->ngroups + 1, sizeof(int));
 	E->max_grid = fg_arena_array(E->a, (size_t)plan->ngroups + 1, sizeof(int64_t));
+	E->shape = fg_arena_array(E->a, (size_t)plan->ngroups + 1, sizeof(FgLaunchShape));
 	E->scratch_io = fg_arena_array(E->a, (size_t)plan->ngroups + 1, sizeof(int64_t));
 	for (int id = 0; id < g->nnodes; id++)
 		E->tensor[id] = -1;
@@ -436,6 +440,7 @@ void fg_cuda_plan_costs(FgPlan *plan, FgGemmChoice gemm)
 		FgCost *c = &plan->groups[gi].cost;
 		plan->kernel_owner[gi] = E.kernels[gi] ? E.owner[gi] : -1;
 		plan->groups[gi].max_grid = E.max_grid[gi];
+		plan->groups[gi].shape = E.shape[gi];
 		if (E.nlaunch[gi] >= 0) {
 			c->launches = E.nlaunch[gi];
 			c->bytes = fg_bytes_add(c->bytes, E.scratch_io[gi]);
