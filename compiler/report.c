@@ -272,10 +272,9 @@ static int underfills(const Report *r, const FgGroup *gr)
 
 /* The most blocks of launch l that a multiprocessor holds by its block
  * limit, its threads and the launch's dynamic shared memory (*by: which
- * one limits), and the
- * waves of them the grid takes on FG_SMS.  Bounds, not a count: the
- * registers a thread takes, a kernel's static shared memory and a
- * cluster's placement within a GPC may hold fewer. */
+ * one limits), and the waves of them the grid takes on FG_SMS.  Bounds,
+ * not a count: the registers a thread takes, a kernel's static shared
+ * memory and a cluster's placement within a GPC may hold fewer. */
 static int64_t per_sm(const FgLaunchShape *l, const char **by, double *waves)
 {
 	int64_t n = FG_SM_THREADS / l->block;

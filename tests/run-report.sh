@@ -8,8 +8,9 @@
 # its reads and writes; a group's largest launch of a kernel fgc sized
 # (its "launch") is a <<<grid, block, smem>>> line of the .cu, in its
 # clusters, its blocks a multiprocessor and waves the bounds the block
-# limit, its threads and shared memory set; the graphs with a matmul again under --gemm
-# cublaslt and --gemm fgc (the report follows compile's choice).  One
+# limit, its threads and shared memory set; the graphs with a matmul
+# again under --gemm cublaslt and --gemm fgc (the report follows
+# compile's choice).  One
 # PASS/FAIL line per graph and flag set.  Then fgc report --measured on the
 # binaries' timings in tests/measured.
 set -u
