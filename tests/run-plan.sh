@@ -18,45 +18,46 @@ set -u
 fgc=$1 src=$2 build=$3
 tmp=$(mktemp -d "${build%/}/plan.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
 
 # check NAME FILE FLAGS...: one verdict for `fgc verify FLAGS FILE`.
 check() {
-	local name=$1 fg=$2 log=$tmp/log
+	local name=$1 fg=$2 log=$tmp/$BASHPID.log
 	shift 2
 	if "$fgc" verify "$@" "$fg" >"$log" 2>&1; then
-		echo "PASS $name"; pass=$((pass + 1))
+		echo "PASS $name"
 	else
 		echo "FAIL $name (exit $?)"; grep -v '^ok ' "$log" | sed 's/^/    /' | head -n 20
-		fail=$((fail + 1))
 	fi
 }
 
 # caught NAME FILE FLAGS...: every value of `fgc verify --plant KIND
 # FLAGS FILE` fails, for each KIND.
 caught() {
-	local name=$1 fg=$2 log=$tmp/log kind n bad
+	local name=$1 fg=$2 log=$tmp/$BASHPID.log kind n bad
 	shift 2
 	for kind in element row column tile; do
 		"$fgc" verify --plant "$kind" "$@" "$fg" >"$log" 2>/dev/null
 		n=$(grep -Ec '^(ok|FAIL) ' "$log") bad=$(grep -c '^FAIL ' "$log")
 		if [ "$n" -gt 0 ] && [ "$bad" -eq "$n" ]; then
-			echo "PASS $name --plant $kind: $bad of $n values caught"; pass=$((pass + 1))
+			echo "PASS $name --plant $kind: $bad of $n values caught"
 		else
 			echo "FAIL $name --plant $kind: $bad of $n values caught"; grep '^ok ' "$log" | sed 's/^/    /' | head -n 20
-			fail=$((fail + 1))
 		fi
 	done
 }
 
-for fg in "$src"/tests/golden/interp/*.fg "$src"/samples/*.fg "$src"/tests/gpu/*.fg; do
-	name=$(basename "$fg" .fg) dims=()
+# one K FILE: every verdict of FILE, into $tmp/K.res (files side by side,
+# as many as there are CPUs: one at a time this was CI's longest test)
+one() {
+	local k=$1 fg=$2 name dims=()
+	name=$(basename "$fg" .fg)
+	exec >"$tmp/$k.res" 2>&1
 	case $fg in
 	"$src"/tests/gpu/*)
 		name=gpu/$name
 		if grep -q '^# cpu:' "$fg"; then
 			echo "SKIP $name:$(sed -n 's/^# cpu://p' "$fg")"
-			continue
+			return
 		fi
 		read -ra dims < <(sed -n 's/^# test-dims://p' "$fg")
 		;;
@@ -64,8 +65,8 @@ for fg in "$src"/tests/golden/interp/*.fg "$src"/samples/*.fg "$src"/tests/gpu/*
 		name=samples/$name
 		read -ra dims < <(sed -n 's/^# test-dims://p' "$fg")
 		if [ "${#dims[@]}" -eq 0 ]; then
-			echo "FAIL $name: no '# test-dims:' line"; fail=$((fail + 1))
-			continue
+			echo "FAIL $name: no '# test-dims:' line"
+			return
 		fi
 		;;
 	esac
@@ -73,7 +74,21 @@ for fg in "$src"/tests/golden/interp/*.fg "$src"/samples/*.fg "$src"/tests/gpu/*
 	check "$name --no-fuse" "$fg" --no-fuse "${dims[@]}"
 	check "$name --precision kernel" "$fg" --precision kernel "${dims[@]}"
 	caught "$name" "$fg" "${dims[@]}"
-done
+}
+export -f check caught one
+export fgc src tmp
 
+files=("$src"/tests/golden/interp/*.fg "$src"/samples/*.fg "$src"/tests/gpu/*.fg)
+for k in "${!files[@]}"; do
+	printf '%05d %s\n' "$k" "${files[$k]}"
+done | xargs -P "$(nproc)" -L 1 bash -c 'one "$0" "$1"'
+cat "$tmp"/*.res
+pass=$(cat "$tmp"/*.res | grep -c '^PASS ') fail=$(cat "$tmp"/*.res | grep -c '^FAIL ')
+# a file whose job ended before its verdicts is a failure, not a silence
+for k in "${!files[@]}"; do
+	if ! grep -Eq '^(PASS|FAIL|SKIP) ' "$tmp/$(printf '%05d' "$k").res" 2>/dev/null; then
+		echo "FAIL ${files[$k]}: no verdict"; fail=$((fail + 1))
+	fi
+done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
