@@ -82,8 +82,9 @@ files=("$src"/tests/golden/interp/*.fg "$src"/samples/*.fg "$src"/tests/gpu/*.fg
 for k in "${!files[@]}"; do
 	printf '%05d %s\n' "$k" "${files[$k]}"
 done | xargs -P "$(nproc)" -L 1 bash -c 'one "$0" "$1"'
-cat "$tmp"/*.res
-pass=$(cat "$tmp"/*.res | grep -c '^PASS ') fail=$(cat "$tmp"/*.res | grep -c '^FAIL ')
+cat "$tmp"/*.res >"$tmp/all"
+cat "$tmp/all"
+pass=$(grep -c '^PASS ' "$tmp/all") fail=$(grep -c '^FAIL ' "$tmp/all")
 # a file whose job ended before its verdicts is a failure, not a silence
 for k in "${!files[@]}"; do
 	if ! grep -Eq '^(PASS|FAIL|SKIP) ' "$tmp/$(printf '%05d' "$k").res" 2>/dev/null; then

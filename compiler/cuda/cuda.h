@@ -369,7 +369,7 @@ void cu_reread(Emit *E, int gi, int64_t bytes);
 void cu_add_call(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *line);
 void cu_add_launch(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *args);
 const char *cu_func_attr(Emit *E, const char *kernel, const char *attr, int64_t value);
-void cu_add_launch_smem(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, int64_t smem,
+void cu_add_launch_smem(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, int64_t smem, int cluster,
 			const char *args);
 int cu_add_gemm(Emit *E, const char *def, const char *note);
 int64_t cu_grid_for(int64_t n, int64_t block);

@@ -418,7 +418,7 @@ int cu_add_gemm(Emit *E, const char *def, const char *note)
 
 void cu_add_launch(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, const char *args)
 {
-	cu_add_launch_smem(E, kernel, gi, grid, block, 0, args);
+	cu_add_launch_smem(E, kernel, gi, grid, block, 0, 1, args);
 }
 
 /* The statement that sets attribute attr of kernel to value before its
@@ -431,9 +431,11 @@ const char *cu_func_attr(Emit *E, const char *kernel, const char *attr, int64_t 
 		      kernel, attr, (long long)value);
 }
 
-/* A launch with smem bytes of dynamic shared memory; past the 48 KiB a
- * kernel may take without asking, it asks first, once per device. */
-void cu_add_launch_smem(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, int64_t smem,
+/* A launch with smem bytes of dynamic shared memory, its blocks in
+ * clusters of `cluster` (the kernel's __cluster_dims__; 1: none); past the
+ * 48 KiB a kernel may take without asking, it asks first, once per
+ * device.  Its shape is recorded for the report (Launch.shape). */
+void cu_add_launch_smem(Emit *E, const char *kernel, int gi, int64_t grid, int64_t block, int64_t smem, int cluster,
 			const char *args)
 {
 	if (smem > (48 << 10))
@@ -441,7 +443,7 @@ void cu_add_launch_smem(Emit *E, const char *kernel, int gi, int64_t grid, int64
 	cu_add_call(E, kernel, gi, grid, block, block > 0 ? cu_fmt(E->a, "%s<<<%lld, %lld, %lld, ctx->stream>>>(%s);", kernel,
 							      (long long)grid, (long long)block, (long long)smem, args) : NULL);
 	if (block > 0)
-		E->launches.v[E->launches.n - 1].shape = (FgLaunchShape){grid, block, smem, 1};
+		E->launches.v[E->launches.n - 1].shape = (FgLaunchShape){grid, block, smem, cluster};
 }
 
 int64_t cu_grid_for(int64_t n, int64_t block)

@@ -615,8 +615,7 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 	const char *args = cu_emit_kernel(k, name, rp->block, NULL, 0, 1);
 	if (C > 8)         /* past the portable cluster size */
 		fg_vec_push(E->a, &E->run, cu_func_attr(E, name, "cudaFuncAttributeNonPortableClusterSizeAllowed", 1));
-	cu_add_launch_smem(E, name, k->gi, rows * C, rp->block, k->smem, args);
-	E->launches.v[E->launches.n - 1].shape.cluster = C;
+	cu_add_launch_smem(E, name, k->gi, rows * C, rp->block, k->smem, C, args);
 	if (!rp->stage) {       /* streamed: the row's tensors read again by each pass after the first */
 		int reads = npass + cu_writes_space(k, first, dep) - 1;
 		for (int r = 0; r < k->gr->nreads && reads > 0; r++)
