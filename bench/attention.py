@@ -189,7 +189,7 @@ def bench_case(args, case, built, clock, nvml):
     sus, sus_clock = peers.time_sustained(clock, nvml, fns, args.rounds, args.sustain, cold)
     regimes = [("cold", cold, cold_clock), ("sustained", sus, sus_clock)]
     if mod == "decode" or s * sk <= REPLAY_MAX:
-        graphs = captured(fns, row)
+        graphs = peers.captured(fns, row)
         regimes.append(("replayed",) + peers.time_sustained(clock, nvml, graphs, args.rounds, args.sustain, cold))
     for regime, times, clocks in regimes:
         for name in times:
@@ -199,31 +199,6 @@ def bench_case(args, case, built, clock, nvml):
             row["%s_%s_mhz" % (regime, name)] = clocks[name]["mhz"]
             row["%s_%s_watts" % (regime, name)] = clocks[name]["watts"]
     return row
-
-
-def captured(fns, row):
-    """Each fn captured into a CUDA graph of its own (a decode step as a
-    server runs it: one replay a step, no host work between the kernels),
-    as the graph's replay; a peer whose call cannot be captured is left
-    out, its error in row[NAME_replayed_error]."""
-    graphs = {}
-    for name, fn in fns.items():
-        try:
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(3):
-                    fn()
-            torch.cuda.current_stream().wait_stream(side)
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                fn()
-            g.replay()
-            torch.cuda.synchronize()
-            graphs[name] = g.replay
-        except Exception as e:
-            row[name + "_replayed_error"] = peers.first_line(e)
-    return graphs
 
 
 PEERS = ("fgc", "cudnn", "flash", "compile")

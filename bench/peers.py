@@ -238,6 +238,31 @@ def time_sustained(clock, nvml, fns, rounds, seconds, estimate):
             {k: Nvml.summary(v) for k, v in samples.items()})
 
 
+def captured(fns, row):
+    """Each fn captured into a CUDA graph of its own (a decode step as a
+    server runs it: one replay a step, no host work between the kernels),
+    as the graph's replay; a peer whose call cannot be captured is left
+    out, its error in row[NAME_replayed_error]."""
+    graphs = {}
+    for name, fn in fns.items():
+        try:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    fn()
+            torch.cuda.current_stream().wait_stream(side)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                fn()
+            g.replay()
+            torch.cuda.synchronize()
+            graphs[name] = g.replay
+        except Exception as e:
+            row[name + "_replayed_error"] = first_line(e)
+    return graphs
+
+
 def copy_bandwidth(device, clock):
     """Bytes read plus written per second by a 512 MiB device-to-device
     copy, the median of 10 after 3 warm-ups."""
@@ -515,8 +540,17 @@ def bench_sample(name, args, clock, nvml, copy_bw, mm_rate, lib):
             fn()
     cold, cold_clock = time_cold(clock, nvml, fns, args.runs, args.gap)
     sus, sus_clock = time_sustained(clock, nvml, fns, args.rounds, args.sustain, cold)
-    for regime, times, clocks in (("cold", cold, cold_clock), ("sustained", sus, sus_clock)):
-        for k in fns:
+    regimes = [("cold", cold, cold_clock), ("sustained", sus, sus_clock)]
+    # replayed (sweep.py's cells of args.replay_bytes or fewer): each call
+    # captured in a CUDA graph and replayed back to back, where the host's
+    # share of a call would otherwise be most of its time, for every peer.
+    # Not reduce-overhead, which replays graphs of its own (default mode's
+    # kernels) and cannot be captured inside another
+    if clock.cuda and mod.BYTES <= getattr(args, "replay_bytes", -1):
+        graphs = captured({k: fn for k, fn in fns.items() if k != "compile_ro"}, row)
+        regimes.append(("replayed",) + time_sustained(clock, nvml, graphs, args.rounds, args.sustain, cold))
+    for regime, times, clocks in regimes:
+        for k in times:
             row["%s_%s_ms" % (regime, k)] = times[k]
             row["%s_%s_clock" % (regime, k)] = clocks[k]
         if "fgc" in times:

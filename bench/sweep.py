@@ -16,7 +16,9 @@ Each cell is a graph of OPS at R rows of C columns (written to WORK/graphs/,
 the sizes given as -D), built as a library by `fgc compile --lib` (--jobs at
 a time, every cell before the first timing) and run as peers.py runs a
 sample: the four checked against the f64 reference under testing.md's
-gates, then timed.  A cell whose tensors would pass 2^31 elements is left
+gates, then timed; cells of REPLAY_BYTES or less also as CUDA-graph
+replays (peers.captured: the replayed regime, the kernels without the
+host's share of a call).  A cell whose tensors would pass 2^31 elements is left
 out (32768 x 131072: its f64 reference alone is 34 GB).
 
 Before the first timing, --warm processes (default: half the CPUs) compile
@@ -67,6 +69,12 @@ DTYPES = ["f16", "bf16", "f32"]
 ROWS = [1, 8, 64, 512, 4096, 32768]
 COLS = [128, 1024, 4096, 32768, 131072]
 MAX_ELEMENTS = 1 << 31
+# Cells of at most this many bytes (64 x 131072 f32: 32 MiB in, 32 out)
+# are also replayed (peers.captured): their calls take a few to tens of
+# microseconds, of which the host's share, Python's and the launch's, is
+# as large as the kernel's (v18: the 64-row cells "follow the call more
+# than the kernel"); a graph's replay times the kernels alone
+REPLAY_BYTES = 64 << 20
 
 
 def graph(op, dt, work):
@@ -187,6 +195,9 @@ def cell_text(row, regime):
         return "does not fit this card's memory"
     if "error" in row or bad:
         return "error: " + (err or ", ".join("%s %s" % (k[:-6], row[k]) for k in bad))[:60]
+    if regime == "replayed" and "replayed_fgc_ms" not in row:
+        err = row.get("fgc_replayed_error")
+        return ("fgc not captured: " + err)[:60] if err else ""
     s, e = speedup(row, regime), speedup(row, regime, eager)
     pct = row.get("%s_fgc_pct_of_floor" % regime)
     return "%s (%s) %s" % ("%.2fx" % s if s else "-", "%.2fx" % e if e else "-", "%.0f%%" % pct if pct else "launch")
@@ -201,13 +212,17 @@ def report(data, args):
            "Each cell: fgc's speedup over the faster of torch.compile's default and",
            "reduce-overhead modes (their times over fgc's), in parentheses its speedup",
            "over eager PyTorch, and fgc's % of the memory floor; `launch` where the",
-           "floor is under one kernel launch.  Command(s):"]
+           "floor is under one kernel launch.  Replayed: the cells of %d MiB or" % (REPLAY_BYTES >> 20),
+           "less, each peer's call captured in a CUDA graph and replayed back to",
+           "back (the kernels without the host's call; torch.compile's default",
+           "mode only, reduce-overhead's kernels being the same).  Command(s):"]
     out += ["`%s`" % c for c in data.get("commands", [])] + [""]
-    for regime in ("sustained", "cold"):
+    for regime in ("sustained", "cold", "replayed"):
         out += ["## %s" % regime.capitalize(), ""]
         for op in OPS:
             for dt in DTYPES:
-                if not any(k[0] == op and k[1] == dt for k in rows):
+                if not any(k[0] == op and k[1] == dt and (regime != "replayed" or cell_text(v, regime))
+                           for k, v in rows.items()):
                     continue
                 out += ["### %s %s" % (op, dt), "",
                         "| rows \\ columns | " + " | ".join(str(c) for c in sizes_c) + " |",
@@ -298,6 +313,7 @@ def parse_args():
         if dt not in DTYPES:
             p.error("--dtypes: no dtype %r (there are %s)" % (dt, ", ".join(DTYPES)))
     args.small = False
+    args.replay_bytes = REPLAY_BYTES
     args.compile_ro = "reduce-overhead" if args.device.startswith("cuda") else None
     return args
 
@@ -343,7 +359,7 @@ def main():
             torch.cuda.empty_cache()
         data["rows"].append(row)
         peers.save_rows(path, data)
-        log("sustained %s, cold %s" % (cell_text(row, "sustained"), cell_text(row, "cold")))
+        log("sustained %s, cold %s, replayed %s" % tuple(cell_text(row, g) for g in ("sustained", "cold", "replayed")))
     report(data, args)
 
 
