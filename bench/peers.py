@@ -25,7 +25,8 @@ For each samples/NAME.fg at its default sizes:
      other round, so that none always follows the same one); the SM
      clock, the board's power draw and the clock-event (throttle) reasons
      are read through NVML after each cold call and all along each
-     sustained run;
+     sustained run (sweep.py adds a third for its small cells, replayed:
+     each call captured in a CUDA graph, the graphs timed as sustained);
   4. floor = max(BYTES / copy bandwidth, FLOPS / bf16 matmul rate), both
      ceilings measured at the start of this run (a 512 MiB device-to-device
      copy counting bytes read plus written; an 8192^3 bf16 torch.matmul).
