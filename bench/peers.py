@@ -542,12 +542,12 @@ def bench_sample(name, args, clock, nvml, copy_bw, mm_rate, lib):
     cold, cold_clock = time_cold(clock, nvml, fns, args.runs, args.gap)
     sus, sus_clock = time_sustained(clock, nvml, fns, args.rounds, args.sustain, cold)
     regimes = [("cold", cold, cold_clock), ("sustained", sus, sus_clock)]
-    # replayed (sweep.py's cells of args.replay_bytes or fewer): each call
-    # captured in a CUDA graph and replayed back to back, where the host's
-    # share of a call would otherwise be most of its time, for every peer.
-    # Not reduce-overhead, which replays graphs of its own (default mode's
-    # kernels) and cannot be captured inside another
-    if clock.cuda and mod.BYTES <= getattr(args, "replay_bytes", -1):
+    # replayed (sweep.py's cells whose floor is under args.replay_floor_ms):
+    # each call captured in a CUDA graph and replayed back to back, where
+    # the host's share of a call would otherwise be most of its time, for
+    # every peer.  Not reduce-overhead, which replays graphs of its own
+    # (default mode's kernels) and cannot be captured inside another
+    if clock.cuda and floor < getattr(args, "replay_floor_ms", 0):
         graphs = captured({k: fn for k, fn in fns.items() if k != "compile_ro"}, row)
         regimes.append(("replayed",) + time_sustained(clock, nvml, graphs, args.rounds, args.sustain, cold))
     for regime, times, clocks in regimes:

@@ -16,8 +16,8 @@ Each cell is a graph of OPS at R rows of C columns (written to WORK/graphs/,
 the sizes given as -D), built as a library by `fgc compile --lib` (--jobs at
 a time, every cell before the first timing) and run as peers.py runs a
 sample: the four checked against the f64 reference under testing.md's
-gates, then timed; cells of REPLAY_BYTES or less also as CUDA-graph
-replays (peers.captured: the replayed regime, the kernels without the
+gates, then timed; cells whose floor is under REPLAY_FLOOR_MS also as
+CUDA-graph replays (peers.captured: the replayed regime, the kernels without the
 host's share of a call).  A cell whose tensors would pass 2^31 elements is left
 out (32768 x 131072: its f64 reference alone is 34 GB).
 
@@ -69,12 +69,12 @@ DTYPES = ["f16", "bf16", "f32"]
 ROWS = [1, 8, 64, 512, 4096, 32768]
 COLS = [128, 1024, 4096, 32768, 131072]
 MAX_ELEMENTS = 1 << 31
-# Cells of at most this many bytes (64 x 131072 f32: 32 MiB in, 32 out)
-# are also replayed (peers.captured): their calls take a few to tens of
-# microseconds, of which the host's share, Python's and the launch's, is
-# as large as the kernel's (v18: the 64-row cells "follow the call more
-# than the kernel"); a graph's replay times the kernels alone
-REPLAY_BYTES = 64 << 20
+# Cells whose floor is under this (ms) are also replayed (peers.captured):
+# their calls take a few to tens of microseconds, of which the host's
+# share, Python's and the launch's, is as large as the kernel's (v18: the
+# 64-row cells "follow the call more than the kernel"); a graph's replay
+# times the kernels alone
+REPLAY_FLOOR_MS = 0.05
 
 
 def graph(op, dt, work):
@@ -212,10 +212,11 @@ def report(data, args):
            "Each cell: fgc's speedup over the faster of torch.compile's default and",
            "reduce-overhead modes (their times over fgc's), in parentheses its speedup",
            "over eager PyTorch, and fgc's % of the memory floor; `launch` where the",
-           "floor is under one kernel launch.  Replayed: the cells of %d MiB or" % (REPLAY_BYTES >> 20),
-           "less, each peer's call captured in a CUDA graph and replayed back to",
-           "back (the kernels without the host's call; torch.compile's default",
-           "mode only, reduce-overhead's kernels being the same).  Command(s):"]
+           "floor is under one kernel launch.  Replayed: the cells whose floor is",
+           "under %g us, each peer's call captured in a CUDA graph and replayed" % (REPLAY_FLOOR_MS * 1e3),
+           "back to back (the kernels without the host's call; torch.compile's",
+           "default mode only, reduce-overhead's kernels being the same).",
+           "Command(s):"]
     out += ["`%s`" % c for c in data.get("commands", [])] + [""]
     for regime in ("sustained", "cold", "replayed"):
         out += ["## %s" % regime.capitalize(), ""]
@@ -313,7 +314,7 @@ def parse_args():
         if dt not in DTYPES:
             p.error("--dtypes: no dtype %r (there are %s)" % (dt, ", ".join(DTYPES)))
     args.small = False
-    args.replay_bytes = REPLAY_BYTES
+    args.replay_floor_ms = REPLAY_FLOOR_MS
     args.compile_ro = "reduce-overhead" if args.device.startswith("cuda") else None
     return args
 

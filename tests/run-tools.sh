@@ -235,8 +235,9 @@ if sweep.failed({"fgc_check": "ok", "eager_check": "ok"}):
 PY
 	verdict "sweep.py: a cell that did not fit the card, a wrong one, both run again" "$log"
 	# sweep.py's replayed tables: a replayed cell's speedups over the
-	# default mode and eager and its % of the floor, a cell over
-	# REPLAY_BYTES left empty, one whose fgc call was not captured says so
+	# default mode and eager and its % of the floor, a cell not replayed
+	# (its floor over REPLAY_FLOOR_MS) left empty, one whose fgc call was
+	# not captured says so
 	PYTHONPATH="$src/bench/torchshim:$src/bench" "$py" - >"$log" 2>&1 <<'PY'
 import os, tempfile, types
 import sweep
