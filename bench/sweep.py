@@ -17,9 +17,10 @@ the sizes given as -D), built as a library by `fgc compile --lib` (--jobs at
 a time, every cell before the first timing) and run as peers.py runs a
 sample: the four checked against the f64 reference under testing.md's
 gates, then timed; cells whose floor is under REPLAY_FLOOR_MS also as
-CUDA-graph replays (peers.captured: the replayed regime, the kernels without the
-host's share of a call).  A cell whose tensors would pass 2^31 elements is left
-out (32768 x 131072: its f64 reference alone is 34 GB).
+CUDA-graph replays (peers.captured: the replayed regime, the kernels
+without the host's share of a call).  A cell whose tensors would pass
+2^31 elements is left out (32768 x 131072: its f64 reference alone is 34
+GB).
 
 Before the first timing, --warm processes (default: half the CPUs) compile
 every cell's torch.compile peers, both modes, once each: Inductor keeps what
