@@ -326,14 +326,15 @@ else
   fail=$((fail + 1)); echo "FAIL compile: a staged f32 row's softmax pair (thread first) or a streamed one's"
 fi
 
-# A staged 16-bit row takes its pair (one combine) only where one wave
-# holds every row; moments combine in steps there, Welford's chain where
-# more rows hide it (rowreduce.c, FEW_ROWS)
+# A staged 16-bit row takes its pair (one combine) only where it is a
+# cluster's and one wave holds every row; moments combine in steps there,
+# Welford's chain where more rows hide it (rowreduce.c, FEW_ROWS)
 printf 'graph t {\n  input x : f32[64, 131072]\n  input g : f32[131072]\n  input b : f32[131072]\n  y = layernorm(x, g, b)\n  output y\n}\n' >"$tmp/ws1.fg"
 printf 'graph t {\n  input x : f32[4096, 32768]\n  input g : f32[32768]\n  input b : f32[32768]\n  y = layernorm(x, g, b)\n  output y\n}\n' >"$tmp/ws2.fg"
 printf 'graph t {\n  input x : f16[64, 131072]\n  input g : f16[131072]\n  input b : f16[131072]\n  y = layernorm(x, g, b)\n  output y\n}\n' >"$tmp/ws3.fg"
 printf 'graph t {\n  input x : f16[4096, 131072]\n  input g : f16[131072]\n  input b : f16[131072]\n  y = layernorm(x, g, b)\n  output y\n}\n' >"$tmp/ws4.fg"
 printf 'graph t {\n  input x : bf16[8, 131072]\n  y = softmax(x)\n  output y\n}\n' >"$tmp/ws5.fg"
+printf 'graph t {\n  input x : f16[512, 32768]\n  input g : f16[32768]\n  input b : f16[32768]\n  y = layernorm(x, g, b)\n  output y\n}\n' >"$tmp/ws6.fg"
 if "$fgc" compile "$tmp/ws1.fg" -o "$tmp/ws1" && grep -q 'fg_cluster_reduce<8>(.*, FgWelfordSteps(), turn++);' "$tmp/ws1.cu" &&
    "$fgc" compile "$tmp/ws2.fg" -o "$tmp/ws2" && grep -q 'fg_cluster_reduce<4>(.*, FgWelford(), turn++);' "$tmp/ws2.cu" &&
    "$fgc" compile "$tmp/ws3.fg" -o "$tmp/ws3" && [ "$(grep -c 'fg_cluster_reduce<8>(' "$tmp/ws3.cu")" = 1 ] &&
@@ -341,8 +342,10 @@ if "$fgc" compile "$tmp/ws1.fg" -o "$tmp/ws1" && grep -q 'fg_cluster_reduce<8>(.
    "$fgc" compile "$tmp/ws4.fg" -o "$tmp/ws4" && [ "$(grep -c 'fg_cluster_reduce<8>(acc_.*, FgSum(), turn++);' "$tmp/ws4.cu")" = 2 ] &&
    ! grep -q 'FgWelford\|FgMoments' "$tmp/ws4.cu" &&
    "$fgc" compile "$tmp/ws5.fg" -o "$tmp/ws5" && [ "$(grep -c 'fg_cluster_reduce<' "$tmp/ws5.cu")" = 1 ] &&
-   grep -q 'fg_cluster_reduce<.*>(pair_.*, FgOnlineSoftmax(), turn++);' "$tmp/ws5.cu"; then
-  pass=$((pass + 1)); echo "PASS compile: a 16-bit staged row paired for few rows only; moments in steps for few rows, Welford's chain for many"
+   grep -q 'fg_cluster_reduce<.*>(pair_.*, FgOnlineSoftmax(), turn++);' "$tmp/ws5.cu" &&
+   "$fgc" compile "$tmp/ws6.fg" -o "$tmp/ws6" && grep -q "rowreduce.smem" "$tmp/ws6.cu" &&
+   [ "$(grep -c 'fg_block_reduce(acc_.*, FgSum());' "$tmp/ws6.cu")" = 2 ] && ! grep -q 'FgWelford\|FgMoments' "$tmp/ws6.cu"; then
+  pass=$((pass + 1)); echo "PASS compile: a 16-bit staged row paired in a cluster for few rows only; moments in steps for few rows, Welford's chain for many"
 else
   fail=$((fail + 1)); echo "FAIL compile: a 16-bit staged row's pair, or the moments' combine, for few rows or for many"
 fi

@@ -449,13 +449,15 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 	 * not of 16-bit elements, whose second pass over shared memory costs
 	 * less than the pair's arithmetic (layernorm f16 at 4096 x 32768 and
 	 * x 131072, softmax f16 at 4096 x 131072: 5-15% slower; H200,
-	 * docs/performance.md v9), unless one wave holds every row
-	 * (FEW_ROWS): there every block waits on each combine with nothing
-	 * else to run, and a combine fewer is worth more than the arithmetic
-	 * (layernorm f16 at 64 x 131072 7-9% faster, at 8 x 131072 5-9%;
-	 * bf16 1-3%; softmax f16 and bf16 at 8 and 64 x 131072 1-6%; H100,
-	 * docs/performance.md v42) */
-	if (!rp->stage || rp->bytes >= 4 || FEW_ROWS(ri->nkept, C))
+	 * docs/performance.md v9), unless the row is a cluster's and one
+	 * wave holds every row (FEW_ROWS): there every block waits on each
+	 * cluster combine with nothing else to run, and a combine fewer is
+	 * worth more than the arithmetic (layernorm f16 at 64 x 131072 7-9%
+	 * faster, at 8 x 131072 5-9%; bf16 1-3%; softmax f16 and bf16 at 8
+	 * and 64 x 131072 1-6%; H100, docs/performance.md v42).  A block's
+	 * own row (512 x 32768 f16) combines within the block, untimed with
+	 * the pair: it keeps v9's rule */
+	if (!rp->stage || rp->bytes >= 4 || (C > 1 && FEW_ROWS(ri->nkept, C)))
 		npass = pair_passes(k, passes, npass, partner, kinds);
 	for (int r = 0; r < k->reds.n; r++)
 		if (partner[r] >= 0)
