@@ -546,7 +546,7 @@ def bench_sample(name, args, clock, nvml, copy_bw, mm_rate, lib):
     # each call captured in a CUDA graph and replayed back to back, where
     # the host's share of a call would otherwise be most of its time, for
     # every peer.  Not reduce-overhead, which replays graphs of its own
-    # (default mode's kernels) and cannot be captured inside another
+    # of the default mode's kernels
     if clock.cuda and floor < getattr(args, "replay_floor_ms", 0):
         graphs = captured({k: fn for k, fn in fns.items() if k != "compile_ro"}, row)
         regimes.append(("replayed",) + time_sustained(clock, nvml, graphs, args.rounds, args.sustain, cold))
