@@ -240,10 +240,10 @@ def time_sustained(clock, nvml, fns, rounds, seconds, estimate):
 
 
 def captured(fns, row):
-    """Each fn captured into a CUDA graph of its own (a decode step as a
-    server runs it: one replay a step, no host work between the kernels),
-    as the graph's replay; a peer whose call cannot be captured is left
-    out, its error in row[NAME_replayed_error]."""
+    """Each fn captured into a CUDA graph of its own (a call as a server
+    or a captured model runs it: one replay a call, no host work between
+    the kernels), as the graph's replay; a peer whose call cannot be
+    captured is left out, its error in row[NAME_replayed_error]."""
     graphs = {}
     for name, fn in fns.items():
         try:
