@@ -235,13 +235,27 @@ def report(data, args):
                 out.append("")
     if data.get("environment"):
         env = data["environment"]
-        out += ["Measured %s on %s (torch %s, triton %s, CUDA %s); copy bandwidth %.0f GB/s in the same run; "
-                "fgc %s." % (env["date"], env["gpu"], env["torch"], env["triton"], env["cuda"], env["copy_gbs"],
-                             env["fgc"]), ""]
+        out += ["Measured %s on %s (torch %s, triton %s, CUDA %s); copy bandwidth %s; "
+                "fgc %s." % (env["date"], env["gpu"], env["torch"], env["triton"], env["cuda"],
+                             copy_text(data["rows"], env["copy_gbs"]), env["fgc"]), ""]
     with open(os.path.join(args.out, "sweep.md"), "w") as f:
         f.write("\n".join(out))
     heatmap(rows, os.path.join(args.out, "sweep.png"))
     log("\n".join(out))
+
+
+def copy_text(rows, last):
+    """The copy bandwidth the floors came from: each call measures its own
+    and its cells' floors use it, so a sweep resumed over several calls
+    names each (the environment holds only the last call's)."""
+    calls = {}
+    for r in rows:
+        if r.get("copy_gbs"):
+            calls[round(r["copy_gbs"])] = calls.get(round(r["copy_gbs"]), 0) + 1
+    if len(calls) <= 1:
+        return "%.0f GB/s in the same run" % (next(iter(calls)) if calls else last)
+    return "measured by each call, each cell's floor from its own call's: " + ", ".join(
+        "%d GB/s (%d cell%s)" % (bw, n, "s"[:n != 1]) for bw, n in sorted(calls.items(), key=lambda t: -t[1]))
 
 
 def heatmap(rows, path):

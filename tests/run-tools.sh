@@ -263,6 +263,27 @@ if text.count("## Replayed") != 1 or "### rmsnorm f16" not in text.split("## Rep
     print("not one replayed section after the others:\n" + text)
 PY
 	verdict "sweep.py: the replayed tables" "$log"
+	# sweep.py's report over a sweep resumed in another call: each call's
+	# copy bandwidth named (each cell's floor is its own call's), one
+	# call's alone as before
+	PYTHONPATH="$src/bench/torchshim:$src/bench" "$py" - >"$log" 2>&1 <<'PY'
+import os, tempfile, types
+import sweep
+env = {"date": "d", "gpu": "g", "torch": "t", "triton": "tr", "cuda": "c", "copy_gbs": 2688.7, "fgc": "f"}
+cell = lambda r, bw: {"op": "softmax", "dtype": "f16", "rows": r, "cols": 128, "copy_gbs": bw, "error": "x"}
+sweep.log = lambda *a: None
+for rows, want in (([cell(1, 2880.2), cell(8, 2880.4), cell(64, 2688.7)],
+                    "copy bandwidth measured by each call, each cell's floor from its own call's: "
+                    "2880 GB/s (2 cells), 2689 GB/s (1 cell);"),
+                   ([cell(1, 2880.2)], "copy bandwidth 2880 GB/s in the same run;")):
+    d = tempfile.mkdtemp()
+    sweep.report({"rows": rows, "environment": env}, types.SimpleNamespace(out=d))
+    with open(os.path.join(d, "sweep.md")) as f:
+        text = f.read()
+    if want not in text:
+        print("the report lacks %r:\n%s" % (want, text[-400:]))
+PY
+	verdict "sweep.py: each call's copy bandwidth in a resumed sweep's report" "$log"
 else
 	echo "FAIL bench/peers.py compile_lib: $py cannot import numpy (Debian: apt-get install python3-numpy)"
 	fail=$((fail + 1))
