@@ -81,14 +81,15 @@ export fgc src tmp
 files=("$src"/tests/golden/interp/*.fg "$src"/samples/*.fg "$src"/tests/gpu/*.fg)
 for k in "${!files[@]}"; do
 	printf '%05d %s\n' "$k" "${files[$k]}"
-done | xargs -P "$(nproc)" -L 1 bash -c 'one "$0" "$1"'
-cat "$tmp"/*.res >"$tmp/all"
+done | xargs -P "$(nproc)" -L 1 bash -c 'one "$0" "$1"; echo END >>"$tmp/$0.res"'
+cat "$tmp"/*.res | grep -vx END >"$tmp/all"
 cat "$tmp/all"
 pass=$(grep -c '^PASS ' "$tmp/all") fail=$(grep -c '^FAIL ' "$tmp/all")
-# a file whose job ended before its verdicts is a failure, not a silence
+# a file whose job ended before all its verdicts (killed: no END after
+# them) is a failure, not a silence
 for k in "${!files[@]}"; do
-	if ! grep -Eq '^(PASS|FAIL|SKIP) ' "$tmp/$(printf '%05d' "$k").res" 2>/dev/null; then
-		echo "FAIL ${files[$k]}: no verdict"; fail=$((fail + 1))
+	if ! grep -qx END "$tmp/$(printf '%05d' "$k").res" 2>/dev/null; then
+		echo "FAIL ${files[$k]}: its job ended before its verdicts were all given"; fail=$((fail + 1))
 	fi
 done
 echo "$pass passed, $fail failed"
