@@ -545,8 +545,8 @@ def bench_sample(name, args, clock, nvml, copy_bw, mm_rate, lib):
     # replayed (sweep.py's cells whose floor is under args.replay_floor_ms):
     # each call captured in a CUDA graph and replayed back to back, where
     # the host's share of a call would otherwise be most of its time, for
-    # every peer.  Not reduce-overhead, which replays graphs of its own
-    # of the default mode's kernels
+    # every peer.  Not reduce-overhead, which replays its own graphs of
+    # the default mode's kernels
     if clock.cuda and floor < getattr(args, "replay_floor_ms", 0):
         graphs = captured({k: fn for k, fn in fns.items() if k != "compile_ro"}, row)
         regimes.append(("replayed",) + time_sustained(clock, nvml, graphs, args.rounds, args.sustain, cold))

@@ -45,6 +45,7 @@ sustained then cold) and OUT/sweep.png (the sustained speedups as heat
 maps, when matplotlib is there) are written from the JSON.
 """
 import argparse
+import collections
 import concurrent.futures
 import multiprocessing
 import os
@@ -248,14 +249,11 @@ def copy_text(rows, last):
     """The copy bandwidth the floors came from: each call measures its own
     and its cells' floors use it, so a sweep resumed over several calls
     names each (the environment holds only the last call's)."""
-    calls = {}
-    for r in rows:
-        if r.get("copy_gbs"):
-            calls[round(r["copy_gbs"])] = calls.get(round(r["copy_gbs"]), 0) + 1
+    calls = collections.Counter(round(r["copy_gbs"]) for r in rows if r.get("copy_gbs"))
     if len(calls) <= 1:
         return "%.0f GB/s in the same run" % (next(iter(calls)) if calls else last)
     return "measured by each call, each cell's floor from its own call's: " + ", ".join(
-        "%d GB/s (%d cell%s)" % (bw, n, "s"[:n != 1]) for bw, n in sorted(calls.items(), key=lambda t: -t[1]))
+        "%d GB/s (%d cell%s)" % (bw, n, "s"[:n != 1]) for bw, n in calls.most_common())
 
 
 def heatmap(rows, path):

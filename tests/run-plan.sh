@@ -89,7 +89,7 @@ pass=$(grep -c '^PASS ' "$tmp/all") fail=$(grep -c '^FAIL ' "$tmp/all")
 # them) is a failure, not a silence
 for k in "${!files[@]}"; do
 	if ! grep -qx END "$tmp/$(printf '%05d' "$k").res" 2>/dev/null; then
-		echo "FAIL ${files[$k]}: its job ended before its verdicts were all given"; fail=$((fail + 1))
+		echo "FAIL ${files[$k]}: its job did not finish (not run, or killed before all its verdicts)"; fail=$((fail + 1))
 	fi
 done
 echo "$pass passed, $fail failed"

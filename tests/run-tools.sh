@@ -249,11 +249,11 @@ rows = [dict(ok, op="softmax", dtype="f32", rows=64, cols=128, replayed_fgc_ms=0
         dict(ok, op="softmax", dtype="f32", rows=4096, cols=131072),
         dict(ok, op="rmsnorm", dtype="f16", rows=8, cols=128, fgc_replayed_error="operation not permitted when "
              "stream is capturing")]
-d = tempfile.mkdtemp()
 sweep.log = lambda *a: None     # the report's echo and the heat map's word
-sweep.report({"rows": rows}, types.SimpleNamespace(out=d))
-with open(os.path.join(d, "sweep.md")) as f:
-    text = f.read()
+with tempfile.TemporaryDirectory() as d:
+    sweep.report({"rows": rows}, types.SimpleNamespace(out=d))
+    with open(os.path.join(d, "sweep.md")) as f:
+        text = f.read()
 replayed = text.split("## Replayed")[-1]
 for want in ("| 64 | 1.50x (2.00x) 80% |  |", "| 4096 |  |  |", "### rmsnorm f16",
              "| 8 | fgc not captured: operation not permitted when stream is cap |  |"):
@@ -276,10 +276,10 @@ for rows, want in (([cell(1, 2880.2), cell(8, 2880.4), cell(64, 2688.7)],
                     "copy bandwidth measured by each call, each cell's floor from its own call's: "
                     "2880 GB/s (2 cells), 2689 GB/s (1 cell);"),
                    ([cell(1, 2880.2)], "copy bandwidth 2880 GB/s in the same run;")):
-    d = tempfile.mkdtemp()
-    sweep.report({"rows": rows, "environment": env}, types.SimpleNamespace(out=d))
-    with open(os.path.join(d, "sweep.md")) as f:
-        text = f.read()
+    with tempfile.TemporaryDirectory() as d:
+        sweep.report({"rows": rows, "environment": env}, types.SimpleNamespace(out=d))
+        with open(os.path.join(d, "sweep.md")) as f:
+            text = f.read()
     if want not in text:
         print("the report lacks %r:\n%s" % (want, text[-400:]))
 PY
