@@ -41,6 +41,7 @@ clock), to try the script itself.
 import argparse
 import concurrent.futures
 import ctypes
+import gc
 import glob
 import hashlib
 import importlib.util
@@ -286,48 +287,88 @@ def matmul_rate(device, clock):
 
 # ------------------------------------------------------------- the checks
 
-def gate(actual, ref64, dtype, kind, round_to):
+# Elements a step of a check takes: each float64 temporary of a step is
+# 128 MiB, so a result of 2^30 elements is checked beside its float64
+# reference on an 80 GB card (whole, the gate's temporaries were 5-6 times
+# the reference: the sweep's 32768 x 32768 cells did not fit, v43).
+CHUNK = 1 << 24
+
+
+def gate(actual, ref64, dtype, kind, round_to, chunk=CHUNK):
     """testing.md's verdict on one result: (True, detail) or (False, why).
     ref64 is the float64 reference (for i32 and bool: the exact values);
     kind is "elementwise", "transcendental" (elementwise, f32's rtol 1e-5)
     or "rmse" (the module's RESULTS says which); the RMSE gate has
-    runtime/check.c's outlier bound."""
+    runtime/check.c's outlier bound.  Taken `chunk` elements at a time
+    (float_verdict)."""
     if actual.dtype != dtype:
         return False, "dtype %s, want %s" % (actual.dtype, dtype)
     if tuple(actual.shape) != tuple(ref64.shape):
         return False, "shape %s, want %s" % (tuple(actual.shape), tuple(ref64.shape))
+    parts = slices(actual, ref64, chunk)
     if not dtype.is_floating_point:
-        bad = int((actual != ref64.to(dtype)).sum())
+        bad = sum(int((x != r.to(dtype)).sum()) for x, r in parts)
         return bad == 0, "exact" if bad == 0 else "%d of %d differ" % (bad, actual.numel())
     rtol, atol, m, unit = TOLERANCE[dtype]
     if kind == "transcendental" and dtype == torch.float32:
         rtol = 1e-5
-    a = actual.to(torch.float64)
-    r = round_to(ref64, dtype)  # the reference rounded once to the dtype
-    nan_ok = torch.equal(torch.isnan(a), torch.isnan(r))
-    inf_ok = torch.equal(torch.where(torch.isinf(a), a, 0.0), torch.where(torch.isinf(r), r, 0.0))
-    if kind == "rmse":
-        fin = torch.isfinite(a) & torch.isfinite(r) & torch.isfinite(ref64)
-        cnt = max(int(fin.sum()), 1)
-        e = torch.where(fin, ref64, 0.0)
-        rmse = math.sqrt(float(torch.where(fin, a - e, 0.0).square().sum()) / cnt)
-        rmse_r = math.sqrt(float(torch.where(fin, r - e, 0.0).square().sum()) / cnt)
-        rms_e = math.sqrt(float(e.square().sum()) / cnt)
+    return float_verdict(parts, (rtol, atol, m, unit), kind == "rmse", lambda r: round_to(r, dtype))
+
+
+def slices(actual, ref64, chunk):
+    """(actual, ref64) as pairs of flat views of `chunk` elements."""
+    a, e = actual.reshape(-1), ref64.reshape(-1)
+    return [(a[i:i + chunk], e[i:i + chunk]) for i in range(0, a.numel(), chunk)]
+
+
+def float_verdict(parts, tol, rmse_gate, rounded):
+    """gate's verdict on a floating-point result given as (actual, ref64)
+    pairs of flat slices, one slice in memory at a time: the elementwise
+    gate, or the RMSE gate (rmse_gate) whose outlier bound needs the
+    whole result's RMS first, so a second pass.  tol is TOLERANCE's
+    (rtol, atol, m, unit); rounded(r) is r rounded once to the dtype."""
+    rtol, atol, m, unit = tol
+    nan_bad = inf_bad = 0
+    for x, e in parts:
+        a, r = x.to(torch.float64), rounded(e)
+        nan_bad += int((torch.isnan(a) != torch.isnan(r)).sum())
+        inf_bad += int((torch.where(torch.isinf(a), a, 0.0) != torch.where(torch.isinf(r), r, 0.0)).sum())
+    placed = "" if nan_bad == inf_bad == 0 else ", NaN/Inf misplaced"
+    if rmse_gate:
+        cnt, s_a, s_r, s_e = 0, 0.0, 0.0, 0.0
+        for x, e in parts:
+            a, r = x.to(torch.float64), rounded(e)
+            fin = torch.isfinite(a) & torch.isfinite(r) & torch.isfinite(e)
+            e = torch.where(fin, e, 0.0)
+            cnt += int(fin.sum())
+            s_a += float(torch.square(torch.where(fin, a - e, 0.0)).sum())
+            s_r += float(torch.square(torch.where(fin, r - e, 0.0)).sum())
+            s_e += float(torch.square(e).sum())
+        cnt = max(cnt, 1)
+        rmse, rmse_r, rms_e = math.sqrt(s_a / cnt), math.sqrt(s_r / cnt), math.sqrt(s_e / cnt)
         limit = m * max(rmse_r, unit * rms_e / math.sqrt(3.0)) + atol
         # the outlier bound: no element beyond K times the gate at its magnitude
-        mag = torch.clamp(e.abs() / rms_e, min=1.0) if rms_e > 0 else torch.ones_like(e)
-        allowed = atol + OUTLIER_K * (limit - atol) * mag
-        outliers = int((torch.where(fin, (a - e).abs(), 0.0) > allowed).sum())
-        ok = nan_ok and inf_ok and rmse <= limit and outliers == 0
+        outliers = 0
+        for x, e in parts:
+            a, r = x.to(torch.float64), rounded(e)
+            fin = torch.isfinite(a) & torch.isfinite(r) & torch.isfinite(e)
+            e = torch.where(fin, e, 0.0)
+            mag = torch.clamp(e.abs() / rms_e, min=1.0) if rms_e > 0 else 1.0
+            allowed = atol + OUTLIER_K * (limit - atol) * mag
+            outliers += int((torch.where(fin, (a - e).abs(), 0.0) > allowed).sum())
+        ok = not placed and rmse <= limit and outliers == 0
         return ok, "rmse %.3g %s %.3g%s%s" % (rmse, "<=" if rmse <= limit else ">", limit,
                                               ", %d beyond the outlier bound" % outliers if outliers else "",
-                                              "" if nan_ok and inf_ok else ", NaN/Inf misplaced")
-    fin = torch.isfinite(a) & torch.isfinite(r)
-    err = torch.where(fin, (a - r).abs(), 0.0)
-    bad = int((err > atol + rtol * r.abs()).sum())
-    ok = nan_ok and inf_ok and bad == 0
-    return ok, "max abs err %.3g, %d outside rtol %g%s" % (
-        float(err.max()) if err.numel() else 0.0, bad, rtol, "" if nan_ok and inf_ok else ", NaN/Inf misplaced")
+                                              placed)
+    bad, worst = 0, 0.0
+    for x, e in parts:
+        a, r = x.to(torch.float64), rounded(e)
+        fin = torch.isfinite(a) & torch.isfinite(r)
+        err = torch.where(fin, (a - r).abs(), 0.0)
+        bad += int((err > atol + rtol * r.abs()).sum())
+        worst = max(worst, float(err.max()))
+    ok = not placed and bad == 0
+    return ok, "max abs err %.3g, %d outside rtol %g%s" % (worst, bad, rtol, placed)
 
 
 def check_all(results, ref, mod):
@@ -497,9 +538,35 @@ def compile_peer(mod, args_in, ref, row, key="compile", mode=None):
         return None
 
 
+LOADED = []     # the fgc models bench_sample loaded (free_device_memory releases them)
+
+
+def free_device_memory(device):
+    """What earlier rows left on the device, freed before the next: their
+    fgc models' arenas (fgc.load keeps a model for the process's life),
+    torch.compile's code and reduce-overhead's CUDA graphs with their
+    memory pool (reset_cudagraph_trees), and the caching allocator's free
+    blocks, which fgc's cudaMalloc cannot take.  Without it a sweep's
+    32768 x 32768 cells, after 300 others, found 0.5-7.7 GiB of 79 free
+    (v43)."""
+    gc.collect()
+    for model in LOADED:
+        model.release()
+    LOADED.clear()
+    if device.startswith("cuda"):
+        torch._dynamo.reset()
+        try:    # private: reduce-overhead's graphs and pool, should torch._dynamo.reset leave them
+            from torch._inductor.cudagraph_trees import reset_cudagraph_trees
+            reset_cudagraph_trees()
+        except ImportError:
+            pass
+        torch.cuda.empty_cache()
+
+
 def bench_sample(name, args, clock, nvml, copy_bw, mm_rate, lib):
     """One row of the tables: floor, checks and times of the three, cold
     and sustained."""
+    free_device_memory(args.device)
     row = {"sample": name}
     work = os.path.join(args.work, case(name, args)[2])
     shutil.rmtree(work, ignore_errors=True)
@@ -530,6 +597,10 @@ def bench_sample(name, args, clock, nvml, copy_bw, mm_rate, lib):
         try:
             import fgc
             model = fgc.load(lib)
+            LOADED.append(model)
+            gc.collect()        # the peers' checks' leftovers, then their cached blocks, before fgc's arena
+            if args.device.startswith("cuda"):
+                torch.cuda.empty_cache()
             row["fgc_check"] = check_all(fgc_results(mod, model, model(*inputs)), ref, mod)
             fns["fgc"] = lambda: model(*inputs)
         except Exception as e:  # reported in the row; eager and torch.compile still run
@@ -779,10 +850,6 @@ def main():
         except Exception as e:  # one sample's failure must not lose the others' rows
             row = {"sample": name, "error": first_line(e)}
             log("%s failed:\n%s" % (name, e))
-        if not args.no_compile:
-            torch._dynamo.reset()
-        if clock.cuda:
-            torch.cuda.empty_cache()  # this sample's tensors died with bench_sample
         rows.append(row)
         for regime in ("cold", "sustained"):
             log(regime + ": " + table([row], regime).splitlines()[-1])

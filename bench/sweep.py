@@ -367,10 +367,6 @@ def main():
             row = {"error": peers.first_line(e)}
             log("failed: %s" % e)
         row.update(op=op, dtype=dt, rows=r, cols=c, copy_gbs=copy_bw / 1e9)   # this call's floor
-        if not args.no_compile:
-            torch._dynamo.reset()
-        if clock.cuda:
-            torch.cuda.empty_cache()
         data["rows"].append(row)
         peers.save_rows(path, data)
         log("sustained %s, cold %s, replayed %s" % tuple(cell_text(row, g) for g in ("sustained", "cold", "replayed")))

@@ -113,6 +113,7 @@ py=${PYTHON:-/usr/bin/python3}
 if "$py" -c 'import numpy' 2>/dev/null; then
 	PYTHONPATH="$src/bench/torchshim:$src/bench" "$py" - >"$log" 2>&1 <<'PY'
 import os, shutil, stat, tempfile
+import torch
 import peers
 bad = []
 def want(what, got, expected):
@@ -196,10 +197,48 @@ s = peers.Nvml.summary([(1980, 0x4, 690.5), (1500, 0x1, None), (None, 0, 700.0),
 want("summary", s, {"mhz": 1700, "mhz_min": 1500, "mhz_max": 1980, "watts": 690.5, "watts_max": 700.0,
                     "reasons": ["sw-power-cap", "sw-thermal"]})
 want("nothing read", peers.Nvml.summary([peers.Nvml("cpu").sample()])["watts"], None)
+
+# the gates taken a chunk at a time (float_verdict over peers.slices):
+# every chunking gives the whole result's verdict and figures, and each
+# catches one planted element: one outside the elementwise gate, one
+# beyond the RMSE gate's outlier bound while the RMSE itself passes
+# (a bound from a chunk's own RMS would differ), one NaN
+import numpy as np
+rng = np.random.default_rng(1)
+n = 100000
+ref = torch.from_numpy(rng.standard_normal(n) * np.exp(rng.uniform(-3, 3, n)))
+near = ref.to(torch.float32)
+tol = peers.TOLERANCE[torch.float32]
+rounded = lambda r: r.to(torch.float32).to(torch.float64)
+def planted(i, v):
+    x = near.copy()
+    x[i] = v
+    return x
+cases = {"close": near, "one off": planted(n // 3, near[n // 3] + 5e-4), "one NaN": planted(n - 1, float("nan"))}
+# ones, and 100s in the first 8192: an error of 5e-5 at a 100 is within
+# its magnitude's outlier bound (the RMS of all: 28.6), not within one
+# from its chunk's RMS (100)
+block = torch.from_numpy(np.where(np.arange(n) < 8192, 100.0, 1.0))
+cases["within its bound"] = (block.to(torch.float32) + torch.from_numpy(np.where(np.arange(n) == 5000, 5e-5, 0.0)).to(torch.float32), block)
+got = {}
+for what, x in cases.items():
+    x, r = x if isinstance(x, tuple) else (x, ref)
+    for rmse in (False, True):
+        whole = peers.float_verdict(peers.slices(x, r, n), tol, rmse, rounded)
+        got[what, rmse] = whole
+        for chunk in (n - 1, 4096, 7):
+            want("%s, rmse %s, chunks of %d" % (what, rmse, chunk),
+                 peers.float_verdict(peers.slices(x, r, chunk), tol, rmse, rounded), whole)
+want("close", [got["close", r][0] for r in (False, True)], [True, True])
+want("within its bound", [got["within its bound", r][0] for r in (False, True)], [True, True])
+want("one off", [got["one off", r][0] for r in (False, True)], [False, False])
+want("one off: the RMSE passes, one outlier", got["one off", True][1].split(" ")[2:3] + got["one off", True][1].split(", ")[1:],
+     ["<=", "1 beyond the outlier bound"])
+want("one NaN", [got["one NaN", r][1].endswith("NaN/Inf misplaced") for r in (False, True)], [True, True])
 for line in bad:
     print(line)
 PY
-	verdict "bench/peers.py: compile_lib, the sustained turns, NVML's summary" "$log"
+	verdict "bench/peers.py: compile_lib, the sustained turns, NVML's summary, the gates a chunk at a time" "$log"
 	# sweep.py and peers.py --build-only: each case's library built with no
 	# GPU, none built again on a second run, and exit status 1 naming the
 	# case a stand-in fgc fails (any at 64 rows).

@@ -6,6 +6,7 @@
     y, h = model(x, w)                     # several outputs (then @save values): a tuple
     model(x, w, out=(y,))                  # into tensors the caller holds (eager only)
     model.check()                          # waits; ModelError if an index was out of range
+    model.release()                        # frees its device memory; the next call makes it again
 
 A model takes its inputs and params in the order the .fg declares them and
 returns its outputs in `output` order, then the values it saves (@save),

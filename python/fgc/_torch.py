@@ -27,8 +27,9 @@ class Model:
         self._out_sig = [(torch.Size(t.shape), TORCH_DTYPES[t.dtype]) for t in self.results]
         self._blanks = {}       # per device: a 0-d tensor per result, expanded to its shape (_compute)
         self._local = threading.local()
-        self._models = []       # every handle made, for destroy
+        self._models = []       # every (device, handle) made, for destroy and release
         self._models_lock = threading.Lock()
+        self._generation = 0    # release's count: a thread's handles of an older one are gone
         weakref.finalize(self, _destroy_all, self.lib, self._models)
         tag = hashlib.sha1(self.lib.path.encode()).hexdigest()[:8]
         self.op_name = f"fgc::{self.name}_{tag}"
@@ -106,6 +107,24 @@ class Model:
         device = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
         self.lib.check(self._handle(device.index if device.index is not None else torch.cuda.current_device()))
 
+    def release(self):
+        """Frees the device memory this model holds (on every device and
+        for every thread: its arena, scratch and cuBLASLt state) once the
+        work already queued on it is done; the next call makes them again.
+        fgc.load keeps a library's model for the process's life, and its
+        arena (the program's values between kernels, up to the size of its
+        tensors) with it: a process that runs many models, or one once,
+        releases what it no longer calls.  Not while another thread is in a
+        call of this model, nor before a CUDA graph that captured a call
+        is replayed again (the graph keeps the freed addresses)."""
+        with self._models_lock:
+            handles = list(self._models)
+            self._models.clear()        # the finalizer's list too
+            self._generation += 1
+        for index in sorted({index for index, _ in handles}):
+            torch.cuda.synchronize(index)
+        _destroy_all(self.lib, handles)
+
     def _check(self, tensors, specs=None, fake=False):
         specs = self.inputs if specs is None else specs
         if len(tensors) != len(specs):
@@ -155,13 +174,14 @@ class Model:
     def _handle(self, index):
         """This thread's model on CUDA device `index`, made at its first use."""
         handles = getattr(self._local, "handles", None)
-        if handles is None:
+        if handles is None or self._local.generation != self._generation:
             handles = self._local.handles = {}
+            self._local.generation = self._generation
         if index not in handles:
             with torch.cuda.device(index):
                 h = self.lib.create(index)
             with self._models_lock:
-                self._models.append(h)
+                self._models.append((index, h))
             handles[index] = h
         return handles[index]
 
@@ -196,6 +216,8 @@ def _ident(name):
 
 
 def _destroy_all(lib, handles):
-    for h in handles:
+    """Destroys (device, handle) pairs: release's, after waiting for their
+    devices, and the finalizer's when the Model is gone."""
+    for _, h in handles:
         lib.destroy(h)
     handles.clear()

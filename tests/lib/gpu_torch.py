@@ -16,7 +16,10 @@ For every samples/*.fg at its `# test-dims:` sizes: `fgc compile --lib` and
   4. two threads on two streams, each its own seed, 10 calls each at once:
      every call equals its seed's single-threaded result bit for bit;
   5. a wrong dtype, shape, device or a non-contiguous tensor is refused
-     with an error that names the tensor.
+     with an error that names the tensor;
+  6. model.release() takes no memory and gives back some in at least one
+     sample (every thread's arena and scratch), and the call after it
+     matches.
 One PASS/FAIL line per check; exit status 1 when any failed.  A library
 already in --work (DIR/NAME/libNAME.so) built from the same fgc, runtime
 and source is kept (peers.compile_lib): built beforehand on a machine
@@ -38,6 +41,7 @@ import fgc  # noqa: E402
 from peers import check_all, compile_lib, fgc_results, load_module, test_dims  # noqa: E402
 
 failures = []
+released = []   # bytes each sample's model.release() gave back
 
 
 def verdict(name, ok, why=""):
@@ -165,6 +169,17 @@ def sample(name, args):
     verdict("%s refuses a wrong %s, naming '%s'" % (name, ", ".join(wrong), spec.name), not missed,
             "; ".join(missed))
 
+    # 6. release: the handles of every thread above freed, none of the
+    # device's memory taken; the next call makes its own again and matches
+    torch.cuda.synchronize()
+    before = torch.cuda.mem_get_info()[0]
+    model.release()
+    freed = torch.cuda.mem_get_info()[0] - before
+    released.append(freed)
+    v = check(mod, model, inputs, model(*inputs))
+    verdict("%s released (%d MiB back), then called again" % (name, freed >> 20), v == "ok" and freed >= 0,
+            v if v != "ok" else "%d bytes taken" % -freed if freed < 0 else "")
+
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -180,6 +195,9 @@ def main():
             sample(name, args)
         except Exception:
             verdict("%s" % name, False, traceback.format_exc().strip().splitlines()[-1])
+    if len(released) == len(names):     # every sample got as far as release
+        verdict("release gives memory back (in %d of %d samples)" % (sum(r > 0 for r in released), len(names)),
+                any(r > 0 for r in released))
     print("%d failed" % len(failures) if failures else "all passed")
     return 1 if failures else 0
 
