@@ -134,10 +134,9 @@ def warm_cell(name, args):
         inputs = list(mod.make_inputs(args.seed, args.device).values())
         for mode in (None, args.compile_ro):
             torch.compile(mod.forward, mode=mode)(*inputs)
-            torch._dynamo.reset()
+            peers.free_device_memory(args.device)
         del inputs
-        if args.device.startswith("cuda"):
-            torch.cuda.empty_cache()
+        peers.free_device_memory(args.device)
         return time.time() - t0
     except Exception as e:  # the timing process compiles it then
         return "%s: %s" % (name, peers.first_line(e))
