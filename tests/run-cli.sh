@@ -285,12 +285,15 @@ fi
 
 # A cluster's parts each a few whole strides of its block are walked by a
 # counted loop unrolled whole; an uneven split keeps the bounded loop; a
-# cluster's every combine passes its turn (rowreduce.c, fg_cluster_reduce)
+# cluster's every combine passes its turn, a softmax's pair's one and two
+# reductions' two (rowreduce.c, fg_cluster_reduce)
 printf 'graph t {\n  input x : bf16[4096, 131072]\n  y = softmax(x)\n  output y\n}\n' >"$tmp/cw1.fg"
 printf 'graph t {\n  input x : bf16[3, 131080]\n  y = softmax(x)\n  output y\n}\n' >"$tmp/cw2.fg"
+printf 'graph t {\n  input x : bf16[4096, 131072]\n  y = x / sum(x, axis=-1, keepdims=true) - max(x, axis=-1, keepdims=true)\n  output y\n}\n' >"$tmp/cw3.fg"
 if "$fgc" compile "$tmp/cw1.fg" -o "$tmp/cw1" && grep -q "rowreduce.cluster" "$tmp/cw1.cu" &&
    [ "$(grep -c 'for (int u = 0; u < 8; u++)' "$tmp/cw1.cu")" = 3 ] && ! grep -q "j < c1" "$tmp/cw1.cu" &&
-   [ "$(grep -c 'fg_cluster_reduce<8>(.*, turn++);' "$tmp/cw1.cu")" = 2 ] && grep -q "fg_cluster_start();" "$tmp/cw1.cu" &&
+   [ "$(grep -c 'fg_cluster_reduce<8>(.*, turn++);' "$tmp/cw1.cu")" = 1 ] && grep -q "fg_cluster_start();" "$tmp/cw1.cu" &&
+   "$fgc" compile "$tmp/cw3.fg" -o "$tmp/cw3" && [ "$(grep -c 'fg_cluster_reduce<8>(.*, turn++);' "$tmp/cw3.cu")" = 2 ] &&
    "$fgc" compile "$tmp/cw2.fg" -o "$tmp/cw2" && grep -q "rowreduce.cluster" "$tmp/cw2.cu" &&
    [ "$(grep -c 'j < c1; j += ' "$tmp/cw2.cu")" = 3 ] && ! grep -q "for (int u = 0" "$tmp/cw2.cu"; then
   pass=$((pass + 1)); echo "PASS compile: a cluster's whole parts take a counted loop, its combines their turns"
@@ -326,9 +329,10 @@ else
   fail=$((fail + 1)); echo "FAIL compile: a staged f32 row's softmax pair (thread first) or a streamed one's"
 fi
 
-# A staged 16-bit row takes its pair (one combine) only where it is a
-# cluster's and one wave holds every row; moments combine in steps there,
-# Welford's chain where more rows hide it (rowreduce.c, FEW_ROWS)
+# A staged 16-bit row takes its pair (one combine) where it is a
+# cluster's, not in a block of its own; moments combine in steps where
+# one wave holds every row, Welford's chain where more rows hide it
+# (rowreduce.c, takes_pairs and FEW_ROWS)
 printf 'graph t {\n  input x : f32[64, 131072]\n  input g : f32[131072]\n  input b : f32[131072]\n  y = layernorm(x, g, b)\n  output y\n}\n' >"$tmp/ws1.fg"
 printf 'graph t {\n  input x : f32[4096, 32768]\n  input g : f32[32768]\n  input b : f32[32768]\n  y = layernorm(x, g, b)\n  output y\n}\n' >"$tmp/ws2.fg"
 printf 'graph t {\n  input x : f16[64, 131072]\n  input g : f16[131072]\n  input b : f16[131072]\n  y = layernorm(x, g, b)\n  output y\n}\n' >"$tmp/ws3.fg"
@@ -339,15 +343,15 @@ if "$fgc" compile "$tmp/ws1.fg" -o "$tmp/ws1" && grep -q 'fg_cluster_reduce<8>(.
    "$fgc" compile "$tmp/ws2.fg" -o "$tmp/ws2" && grep -q 'fg_cluster_reduce<4>(.*, FgWelford(), turn++);' "$tmp/ws2.cu" &&
    "$fgc" compile "$tmp/ws3.fg" -o "$tmp/ws3" && [ "$(grep -c 'fg_cluster_reduce<8>(' "$tmp/ws3.cu")" = 1 ] &&
    grep -q 'fg_cluster_reduce<8>(acc_.*, FgWelfordSteps(), turn++);' "$tmp/ws3.cu" &&
-   "$fgc" compile "$tmp/ws4.fg" -o "$tmp/ws4" && [ "$(grep -c 'fg_cluster_reduce<8>(acc_.*, FgSum(), turn++);' "$tmp/ws4.cu")" = 2 ] &&
-   ! grep -q 'FgWelford\|FgMoments' "$tmp/ws4.cu" &&
+   "$fgc" compile "$tmp/ws4.fg" -o "$tmp/ws4" && [ "$(grep -c 'fg_cluster_reduce<8>(' "$tmp/ws4.cu")" = 1 ] &&
+   grep -q 'fg_cluster_reduce<8>(acc_.*, FgWelford(), turn++);' "$tmp/ws4.cu" &&
    "$fgc" compile "$tmp/ws5.fg" -o "$tmp/ws5" && [ "$(grep -c 'fg_cluster_reduce<' "$tmp/ws5.cu")" = 1 ] &&
    grep -q 'fg_cluster_reduce<.*>(pair_.*, FgOnlineSoftmax(), turn++);' "$tmp/ws5.cu" &&
    "$fgc" compile "$tmp/ws6.fg" -o "$tmp/ws6" && grep -q "rowreduce.smem" "$tmp/ws6.cu" &&
    [ "$(grep -c 'fg_block_reduce(acc_.*, FgSum());' "$tmp/ws6.cu")" = 2 ] && ! grep -q 'FgWelford\|FgMoments' "$tmp/ws6.cu"; then
-  pass=$((pass + 1)); echo "PASS compile: a 16-bit staged row paired in a cluster for few rows only; moments in steps for few rows, Welford's chain for many"
+  pass=$((pass + 1)); echo "PASS compile: a 16-bit staged row paired in a cluster, not in a block of its own; moments in steps for few rows, Welford's chain for many"
 else
-  fail=$((fail + 1)); echo "FAIL compile: a 16-bit staged row's pair, or the moments' combine, for few rows or for many"
+  fail=$((fail + 1)); echo "FAIL compile: a 16-bit staged row's pair (a cluster's, a block's), or the moments' combine, for few rows or for many"
 fi
 
 # Fast transcendentals (gen.c's FAST table): an f16 or bf16 gelu, sigmoid,

@@ -364,23 +364,22 @@ static void pair_step(Kern *k, Red *a, Red *b, PairKind kind, const char *pacc, 
 	cu_kline(k, 2, NULL, "%s = fg_pair_add(%s, %d.0f, %s, %s);", pacc, pacc, vw, m, tb);
 }
 
-/* Whether a row of `rows` rows split as rp computes its pairs in one
- * pass: a streamed row always (a read of memory fewer); a staged row of
- * f32 too (one pass and one cluster combine fewer: layernorm f32 at 4096
- * and 32768 x 32768, 9% and 11% faster), but not of 16-bit elements,
- * whose second pass over shared memory costs less than the pair's
- * arithmetic (layernorm f16 at 4096 x 32768 and x 131072, softmax f16 at
- * 4096 x 131072: 5-15% slower; H200, docs/performance.md v9), unless the
- * row is a cluster's and one wave holds every row (FEW_ROWS): there every
- * block waits on each cluster combine with nothing else to run, and a
- * combine fewer is worth more than the arithmetic (layernorm f16 at 64 x
- * 131072 7-9% faster, at 8 x 131072 5-9%; bf16 1-3%; softmax f16 and
- * bf16 at 8 and 64 x 131072 1-6%; H100, v42).  A block's own row (512 x
- * 32768 f16) combines within the block and was not timed with the pair:
- * it keeps v9's rule. */
-static int takes_pairs(const RowParts *rp, int64_t rows)
+/* Whether a row split as rp computes its pairs in one pass: a streamed
+ * row always (a read of memory fewer); a staged row of f32 too (one pass
+ * and one cluster combine fewer: layernorm f32 at 4096 and 32768 x 32768,
+ * 9% and 11% faster); and a cluster's row of 16-bit elements, a cluster
+ * combine fewer (on an H100: layernorm f16 at 8 and 64 x 131072 5-9%
+ * faster, bf16 1-3%, softmax f16 and bf16 1-6%, docs/performance.md v42;
+ * at 512 x 131072 layernorm f16 and bf16 3%, softmax f16 2%; at 4096 x
+ * 131072 layernorm f16 1.3%, v44).  v9 (H200) found the 16-bit pair's
+ * arithmetic costing more than the second pass over shared memory it
+ * saves, 5-15% at 4096 x 32768 and x 131072, before v21 and v22 changed
+ * the cluster's combines and softmax's pair; a block's own 16-bit row
+ * (4096 x 32768), whose combine is within the block and which was not
+ * timed again, keeps that rule. */
+static int takes_pairs(const RowParts *rp)
 {
-	return !rp->stage || rp->bytes >= 4 || (rp->parts > 1 && FEW_ROWS(rows, rp->parts));
+	return !rp->stage || rp->bytes >= 4 || rp->parts > 1;
 }
 
 /* Whether a pair of a row in shared memory is taken thread first: the
@@ -463,7 +462,7 @@ static void emit_rowreduce_parts(Emit *E, Kern *k, const RedInfo *ri, const RowP
 	int *lead = fg_arena_array(k->a, (size_t)k->reds.n + 1, sizeof(int)); /* a's first such b */
 	for (int r = 0; r < k->reds.n; r++)
 		partner[r] = lead[r] = -1;
-	if (takes_pairs(rp, ri->nkept))
+	if (takes_pairs(rp))
 		npass = pair_passes(k, passes, npass, partner, kinds);
 	for (int r = 0; r < k->reds.n; r++)
 		if (partner[r] >= 0)
