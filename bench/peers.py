@@ -546,9 +546,10 @@ def free_device_memory(device):
     fgc models' arenas (fgc.load keeps a model for the process's life),
     torch.compile's code and reduce-overhead's CUDA graphs with their
     memory pool (reset_cudagraph_trees), and the caching allocator's free
-    blocks, which fgc's cudaMalloc cannot take.  Without it a sweep's
-    32768 x 32768 cells, after 300 others, found 0.5-7.7 GiB of 79 free
-    (v43)."""
+    blocks, which fgc's cudaMalloc cannot take.  When the models kept
+    their arenas and the gates their float64 temporaries, a sweep's 32768
+    x 32768 cells, after 82 others, found 0.9-6.4 GiB of 79 free
+    (docs/performance.md v43, v44)."""
     gc.collect()
     for model in LOADED:
         model.release()
