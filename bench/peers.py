@@ -289,8 +289,8 @@ def matmul_rate(device, clock):
 
 # Elements a step of a check takes: each float64 temporary of a step is
 # 128 MiB, so a result of 2^30 elements is checked beside its float64
-# reference on an 80 GB card (whole, the gate's temporaries were 5-6 times
-# the reference: the sweep's 32768 x 32768 cells did not fit, v43).
+# reference on an 80 GB card (taken whole, the gate's temporaries were
+# several times the reference, v44).
 CHUNK = 1 << 24
 
 
@@ -335,11 +335,13 @@ def float_verdict(parts, tol, rmse_gate, rounded):
         inf_bad += int((torch.where(torch.isinf(a), a, 0.0) != torch.where(torch.isinf(r), r, 0.0)).sum())
     placed = "" if nan_bad == inf_bad == 0 else ", NaN/Inf misplaced"
     if rmse_gate:
-        cnt, s_a, s_r, s_e = 0, 0.0, 0.0, 0.0
-        for x, e in parts:
+        def finite(x, e):   # a slice as the RMSE gate takes it: where all three are finite, e there
             a, r = x.to(torch.float64), rounded(e)
             fin = torch.isfinite(a) & torch.isfinite(r) & torch.isfinite(e)
-            e = torch.where(fin, e, 0.0)
+            return a, r, fin, torch.where(fin, e, 0.0)
+        cnt, s_a, s_r, s_e = 0, 0.0, 0.0, 0.0
+        for x, e in parts:
+            a, r, fin, e = finite(x, e)
             cnt += int(fin.sum())
             s_a += float(torch.square(torch.where(fin, a - e, 0.0)).sum())
             s_r += float(torch.square(torch.where(fin, r - e, 0.0)).sum())
@@ -350,9 +352,7 @@ def float_verdict(parts, tol, rmse_gate, rounded):
         # the outlier bound: no element beyond K times the gate at its magnitude
         outliers = 0
         for x, e in parts:
-            a, r = x.to(torch.float64), rounded(e)
-            fin = torch.isfinite(a) & torch.isfinite(r) & torch.isfinite(e)
-            e = torch.where(fin, e, 0.0)
+            a, _, fin, e = finite(x, e)
             mag = torch.clamp(e.abs() / rms_e, min=1.0) if rms_e > 0 else 1.0
             allowed = atol + OUTLIER_K * (limit - atol) * mag
             outliers += int((torch.where(fin, (a - e).abs(), 0.0) > allowed).sum())
