@@ -283,6 +283,22 @@ else
   fail=$((fail + 1)); echo "FAIL compile: the launch bounds of a row held in shared memory"
 fi
 
+# A layernorm written by hand pairs its mean with its squared deviations
+# whether it squares them as square(d) or as d * d; d * x is no square
+# and takes a pass of its own (rowreduce.c, pair_of)
+printf 'graph t {\n  input x : f16[4096, 131072]\n  d = x - mean(x, axis=-1, keepdims=true)\n  y = d * rsqrt(mean(%s, axis=-1, keepdims=true) + 1e-5)\n  output y\n}\n' 'd * d' >"$tmp/sq1.fg"
+printf 'graph t {\n  input x : f16[4096, 131072]\n  d = x - mean(x, axis=-1, keepdims=true)\n  y = d * rsqrt(mean(%s, axis=-1, keepdims=true) + 1e-5)\n  output y\n}\n' 'square(d)' >"$tmp/sq2.fg"
+printf 'graph t {\n  input x : f16[4096, 131072]\n  d = x - mean(x, axis=-1, keepdims=true)\n  y = d * rsqrt(mean(%s, axis=-1, keepdims=true) + 1e-5)\n  output y\n}\n' 'd * x' >"$tmp/sq3.fg"
+if "$fgc" compile "$tmp/sq1.fg" -o "$tmp/sq1" && [ "$(grep -c 'fg_cluster_reduce<8>(' "$tmp/sq1.cu")" = 1 ] &&
+   grep -q 'fg_cluster_reduce<8>(acc_.*, FgWelford(), turn++);' "$tmp/sq1.cu" &&
+   "$fgc" compile "$tmp/sq2.fg" -o "$tmp/sq2" && [ "$(grep -c 'fg_cluster_reduce<8>(acc_.*, FgWelford(), turn++);' "$tmp/sq2.cu")" = 1 ] &&
+   "$fgc" compile "$tmp/sq3.fg" -o "$tmp/sq3" && [ "$(grep -c 'fg_cluster_reduce<8>(acc_.*, FgSum(), turn++);' "$tmp/sq3.cu")" = 2 ] &&
+   ! grep -q 'FgWelford' "$tmp/sq3.cu"; then
+  pass=$((pass + 1)); echo "PASS compile: a hand-written layernorm's d * d pairs as square(d) does, d * x does not"
+else
+  fail=$((fail + 1)); echo "FAIL compile: a hand-written layernorm's square as d * d, square(d) or d * x"
+fi
+
 # A cluster's parts each a few whole strides of its block are walked by a
 # counted loop unrolled whole; an uneven split keeps the bounded loop; a
 # cluster's every combine passes its turn, a softmax's pair's one and two

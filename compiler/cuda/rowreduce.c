@@ -279,13 +279,16 @@ static int finite_or_zero(const Kern *k, int id, int a)
 }
 
 /* Whether reduction b's input is f(e - a) with a a reduction of e: the
- * square under a sum or mean, with a a mean; exp under a sum, with a a
- * max, or with a max where it is finite (float rows only). */
+ * square under a sum or mean, with a a mean (square(d), or d * d as a
+ * hand-written layernorm has it); exp under a sum, with a a max, or with
+ * a max where it is finite (float rows only). */
 static PairKind pair_of(const Kern *k, const Red *a, const Red *b)
 {
 	const FgNode *na = &k->g->nodes[a->id], *nb = &k->g->nodes[b->id];
 	const FgNode *f = &k->g->nodes[nb->in[0]];
-	if (!cu_is_member(k, nb->in[0]) || f->nin != 1 || !cu_is_member(k, f->in[0]) || !fg_dtype_is_float(na->dt))
+	int square = f->op == FG_OP_SQUARE || (f->op == FG_OP_MUL && f->nin == 2 && f->in[0] == f->in[1]);
+	if (!cu_is_member(k, nb->in[0]) || (f->nin != 1 && !square) || !cu_is_member(k, f->in[0]) ||
+	    !fg_dtype_is_float(na->dt))
 		return PAIR_NONE;
 	const FgNode *d = &k->g->nodes[f->in[0]];
 	if (d->op != FG_OP_SUB || d->in[0] != na->in[0])
@@ -293,7 +296,7 @@ static PairKind pair_of(const Kern *k, const Red *a, const Red *b)
 	int shift = d->in[1] != a->id;
 	if (shift && !finite_or_zero(k, d->in[1], a->id))
 		return PAIR_NONE;
-	if (!shift && f->op == FG_OP_SQUARE && na->op == FG_OP_MEAN && (nb->op == FG_OP_SUM || nb->op == FG_OP_MEAN))
+	if (!shift && square && na->op == FG_OP_MEAN && (nb->op == FG_OP_SUM || nb->op == FG_OP_MEAN))
 		return PAIR_MOMENTS;
 	if (f->op == FG_OP_EXP && na->op == FG_OP_MAX && nb->op == FG_OP_SUM)
 		return shift ? PAIR_EXPSUM_SHIFT : PAIR_EXPSUM;
