@@ -286,9 +286,11 @@ fi
 # A layernorm written by hand pairs its mean with its squared deviations
 # whether it squares them as square(d) or as d * d; d * x is no square
 # and takes a pass of its own (rowreduce.c, pair_of)
-printf 'graph t {\n  input x : f16[4096, 131072]\n  d = x - mean(x, axis=-1, keepdims=true)\n  y = d * rsqrt(mean(%s, axis=-1, keepdims=true) + 1e-5)\n  output y\n}\n' 'd * d' >"$tmp/sq1.fg"
-printf 'graph t {\n  input x : f16[4096, 131072]\n  d = x - mean(x, axis=-1, keepdims=true)\n  y = d * rsqrt(mean(%s, axis=-1, keepdims=true) + 1e-5)\n  output y\n}\n' 'square(d)' >"$tmp/sq2.fg"
-printf 'graph t {\n  input x : f16[4096, 131072]\n  d = x - mean(x, axis=-1, keepdims=true)\n  y = d * rsqrt(mean(%s, axis=-1, keepdims=true) + 1e-5)\n  output y\n}\n' 'd * x' >"$tmp/sq3.fg"
+i=0
+for sq in 'd * d' 'square(d)' 'd * x'; do
+  i=$((i + 1))
+  printf 'graph t {\n  input x : f16[4096, 131072]\n  d = x - mean(x, axis=-1, keepdims=true)\n  y = d * rsqrt(mean(%s, axis=-1, keepdims=true) + 1e-5)\n  output y\n}\n' "$sq" >"$tmp/sq$i.fg"
+done
 if "$fgc" compile "$tmp/sq1.fg" -o "$tmp/sq1" && [ "$(grep -c 'fg_cluster_reduce<8>(' "$tmp/sq1.cu")" = 1 ] &&
    grep -q 'fg_cluster_reduce<8>(acc_.*, FgWelford(), turn++);' "$tmp/sq1.cu" &&
    "$fgc" compile "$tmp/sq2.fg" -o "$tmp/sq2" && [ "$(grep -c 'fg_cluster_reduce<8>(acc_.*, FgWelford(), turn++);' "$tmp/sq2.cu")" = 1 ] &&
