@@ -324,24 +324,24 @@ def slices(actual, ref64, chunk):
 def float_verdict(parts, tol, rmse_gate, rounded):
     """gate's verdict on a floating-point result given as (actual, ref64)
     pairs of flat slices, one slice in memory at a time: the elementwise
-    gate, or the RMSE gate (rmse_gate) whose outlier bound needs the
-    whole result's RMS first, so a second pass.  tol is TOLERANCE's
-    (rtol, atol, m, unit); rounded(r) is r rounded once to the dtype."""
+    gate in one pass, or the RMSE gate in two (its outlier bound needs the
+    whole result's RMS first).  tol is TOLERANCE's (rtol, atol, m, unit);
+    rounded(r) is r rounded once to the dtype."""
     rtol, atol, m, unit = tol
-    nan_bad = inf_bad = 0
-    for x, e in parts:
+    misplaced = 0       # NaN or Inf where the rounded reference has none, or the other way
+
+    def view(x, e):     # a slice in float64, its reference rounded; counts misplaced values
+        nonlocal misplaced
         a, r = x.to(torch.float64), rounded(e)
-        nan_bad += int((torch.isnan(a) != torch.isnan(r)).sum())
-        inf_bad += int((torch.where(torch.isinf(a), a, 0.0) != torch.where(torch.isinf(r), r, 0.0)).sum())
-    placed = "" if nan_bad == inf_bad == 0 else ", NaN/Inf misplaced"
+        misplaced += int((torch.isnan(a) != torch.isnan(r)).sum())
+        misplaced += int((torch.where(torch.isinf(a), a, 0.0) != torch.where(torch.isinf(r), r, 0.0)).sum())
+        return a, r
     if rmse_gate:
-        def finite(x, e):   # a slice as the RMSE gate takes it: where all three are finite, e there
-            a, r = x.to(torch.float64), rounded(e)
-            fin = torch.isfinite(a) & torch.isfinite(r) & torch.isfinite(e)
-            return a, r, fin, torch.where(fin, e, 0.0)
         cnt, s_a, s_r, s_e = 0, 0.0, 0.0, 0.0
         for x, e in parts:
-            a, r, fin, e = finite(x, e)
+            a, r = view(x, e)
+            fin = torch.isfinite(a) & torch.isfinite(r) & torch.isfinite(e)
+            e = torch.where(fin, e, 0.0)
             cnt += int(fin.sum())
             s_a += float(torch.square(torch.where(fin, a - e, 0.0)).sum())
             s_r += float(torch.square(torch.where(fin, r - e, 0.0)).sum())
@@ -352,23 +352,25 @@ def float_verdict(parts, tol, rmse_gate, rounded):
         # the outlier bound: no element beyond K times the gate at its magnitude
         outliers = 0
         for x, e in parts:
-            a, _, fin, e = finite(x, e)
+            a, r = x.to(torch.float64), rounded(e)     # not view: counted in the first pass
+            fin = torch.isfinite(a) & torch.isfinite(r) & torch.isfinite(e)
+            e = torch.where(fin, e, 0.0)
             mag = torch.clamp(e.abs() / rms_e, min=1.0) if rms_e > 0 else 1.0
             allowed = atol + OUTLIER_K * (limit - atol) * mag
             outliers += int((torch.where(fin, (a - e).abs(), 0.0) > allowed).sum())
-        ok = not placed and rmse <= limit and outliers == 0
+        ok = not misplaced and rmse <= limit and outliers == 0
         return ok, "rmse %.3g %s %.3g%s%s" % (rmse, "<=" if rmse <= limit else ">", limit,
                                               ", %d beyond the outlier bound" % outliers if outliers else "",
-                                              placed)
+                                              ", NaN/Inf misplaced" if misplaced else "")
     bad, worst = 0, 0.0
     for x, e in parts:
-        a, r = x.to(torch.float64), rounded(e)
+        a, r = view(x, e)
         fin = torch.isfinite(a) & torch.isfinite(r)
         err = torch.where(fin, (a - r).abs(), 0.0)
         bad += int((err > atol + rtol * r.abs()).sum())
         worst = max(worst, float(err.max()))
-    ok = not placed and bad == 0
-    return ok, "max abs err %.3g, %d outside rtol %g%s" % (worst, bad, rtol, placed)
+    ok = not misplaced and bad == 0
+    return ok, "max abs err %.3g, %d outside rtol %g%s" % (worst, bad, rtol, ", NaN/Inf misplaced" if misplaced else "")
 
 
 def check_all(results, ref, mod):
@@ -550,7 +552,6 @@ def free_device_memory(device):
     their arenas and the gates their float64 temporaries, a sweep's 32768
     x 32768 cells, after 82 others, found 0.9-6.4 GiB of 79 free
     (docs/performance.md v43, v44)."""
-    gc.collect()
     for model in LOADED:
         model.release()
     LOADED.clear()
@@ -561,6 +562,14 @@ def free_device_memory(device):
             reset_cudagraph_trees()
         except ImportError:
             pass
+    cached_blocks_back(device)
+
+
+def cached_blocks_back(device):
+    """The caching allocator's free blocks (after a collection) back to the
+    driver, where fgc's arena, a cudaMalloc, can take them."""
+    gc.collect()
+    if device.startswith("cuda"):
         torch.cuda.empty_cache()
 
 
@@ -599,9 +608,7 @@ def bench_sample(name, args, clock, nvml, copy_bw, mm_rate, lib):
             import fgc
             model = fgc.load(lib)
             LOADED.append(model)
-            gc.collect()        # the peers' checks' leftovers, then their cached blocks, before fgc's arena
-            if args.device.startswith("cuda"):
-                torch.cuda.empty_cache()
+            cached_blocks_back(args.device)     # the peers' checks' leftovers, before fgc's arena
             row["fgc_check"] = check_all(fgc_results(mod, model, model(*inputs)), ref, mod)
             fns["fgc"] = lambda: model(*inputs)
         except Exception as e:  # reported in the row; eager and torch.compile still run
