@@ -36,10 +36,11 @@ of the device-to-device copy bandwidth measured in the same process
 OUT/decode.md and OUT/decode.json.
 
 Decode steps and the prefill rows up to S = 2048 are also timed as
-CUDA-graph replays (the replayed regime): each peer's call captured in a
-graph of its own, the graphs replayed back to back as the sustained
-regime times calls; a call of tens of microseconds is otherwise as much
-the host's call as the GPU's work, for every peer.
+CUDA-graph replays (the replayed regime): each peer's call captured
+--replay-calls times in a graph of its own, the graphs replayed back to
+back as the sustained regime times calls, the time per call; a call of
+tens of microseconds is otherwise as much the host's call as the GPU's
+work, for every peer.
 
 --all runs the prefill rows, the score-mod rows and the decode steps in
 one process and writes them all to OUT/attention.md and
@@ -189,8 +190,7 @@ def bench_case(args, case, built, clock, nvml):
     sus, sus_clock = peers.time_sustained(clock, nvml, fns, args.rounds, args.sustain, cold)
     regimes = [("cold", cold, cold_clock), ("sustained", sus, sus_clock)]
     if mod == "decode" or s * sk <= REPLAY_MAX:
-        graphs = peers.captured(fns, row)
-        regimes.append(("replayed",) + peers.time_sustained(clock, nvml, graphs, args.rounds, args.sustain, cold))
+        regimes.append(("replayed",) + peers.time_replayed(clock, nvml, fns, row, args, cold))
     for regime, times, clocks in regimes:
         for name in times:
             row["%s_%s_ms" % (regime, name)] = times[name]
@@ -342,8 +342,8 @@ def section(title, rows):
         title, table(rows, "cold"), table(rows, "sustained"))
     replayed = [r for r in rows if any("replayed_%s_ms" % p in r for p in PEERS)]
     if replayed:
-        md += "## Replayed (each peer's call captured in a CUDA graph, replayed back to back)\n\n%s\n\n" % (
-            table(replayed, "replayed"))
+        md += "## Replayed (each peer's call captured in a CUDA graph, %s, replayed back to back)\n\n%s\n\n" % (
+            peers.replay_words(replayed), table(replayed, "replayed"))
     return md
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ For each samples/NAME.fg at its default sizes:
      clock, the board's power draw and the clock-event (throttle) reasons
      are read through NVML after each cold call and all along each
      sustained run (sweep.py adds a third for its small cells, replayed:
-     each call captured in a CUDA graph, the graphs timed as sustained);
+     each call captured --replay-calls times in a CUDA graph, the graphs
+     timed as sustained, the time per call);
   4. floor = max(BYTES / copy bandwidth, FLOPS / bf16 matmul rate), both
      ceilings measured at the start of this run (a 512 MiB device-to-device
      copy counting bytes read plus written; an 8192^3 bf16 torch.matmul).
@@ -240,11 +241,12 @@ def time_sustained(clock, nvml, fns, rounds, seconds, estimate):
             {k: Nvml.summary(v) for k, v in samples.items()})
 
 
-def captured(fns, row):
-    """Each fn captured into a CUDA graph of its own (a call as a server
-    or a captured model runs it: one replay a call, no host work between
-    the kernels), as the graph's replay; a peer whose call cannot be
-    captured is left out, its error in row[NAME_replayed_error]."""
+def captured(fns, row, calls):
+    """Each fn's call captured `calls` times into one CUDA graph (as a
+    server or a captured model runs it: no host work between the kernels),
+    as the graph's replay; a peer whose call cannot be captured is left
+    out, its error in row[NAME_replayed_error].  Each call's result is
+    dropped as the next starts, so the graph's pool holds one call's."""
     graphs = {}
     for name, fn in fns.items():
         try:
@@ -256,13 +258,37 @@ def captured(fns, row):
             torch.cuda.current_stream().wait_stream(side)
             g = torch.cuda.CUDAGraph()
             with torch.cuda.graph(g):
-                fn()
+                for _ in range(calls):
+                    fn()
             g.replay()
             torch.cuda.synchronize()
             graphs[name] = g.replay
         except Exception as e:
             row[name + "_replayed_error"] = first_line(e)
     return graphs
+
+
+def time_replayed(clock, nvml, fns, row, args, estimate):
+    """The replayed regime (sweep.py's small cells, attention.py's short
+    rows): each fn's call captured args.replay_calls times into one graph,
+    the graphs timed as sustained, the time per call.  A graph of one call
+    times the host's replays as much as the kernels where a kernel is as
+    short as a launch (v43: replays under about 10 us moved with the
+    host), so the calls are captured several to a graph, as Triton's
+    do_bench_cudagraph does; row["replay_calls"] says how many."""
+    n = args.replay_calls
+    row["replay_calls"] = n
+    graphs = captured(fns, row, n)
+    times, clocks = time_sustained(clock, nvml, graphs, args.rounds, args.sustain,
+                                   {k: estimate[k] * n for k in graphs})
+    return {k: t / n for k, t in times.items()}, clocks
+
+
+def replay_words(rows):
+    """The replayed rows' graphs in words: "20 calls a graph" (rows timed
+    before --replay-calls captured one)."""
+    n = sorted({r.get("replay_calls", 1) for r in rows})
+    return "%s call%s a graph" % (" or ".join(map(str, n)), "" if n == [1] else "s")
 
 
 def copy_bandwidth(device, clock):
@@ -622,13 +648,13 @@ def bench_sample(name, args, clock, nvml, copy_bw, mm_rate, lib):
     sus, sus_clock = time_sustained(clock, nvml, fns, args.rounds, args.sustain, cold)
     regimes = [("cold", cold, cold_clock), ("sustained", sus, sus_clock)]
     # replayed (sweep.py's cells whose floor is under args.replay_floor_ms):
-    # each call captured in a CUDA graph and replayed back to back, where
+    # the calls captured in a CUDA graph and replayed back to back, where
     # the host's share of a call would otherwise be most of its time, for
     # every peer.  Not reduce-overhead, which replays its own graphs of
     # the default mode's kernels
     if clock.cuda and floor < getattr(args, "replay_floor_ms", 0):
-        graphs = captured({k: fn for k, fn in fns.items() if k != "compile_ro"}, row)
-        regimes.append(("replayed",) + time_sustained(clock, nvml, graphs, args.rounds, args.sustain, cold))
+        regimes.append(("replayed",) + time_replayed(clock, nvml, {k: fn for k, fn in fns.items() if k != "compile_ro"},
+                                                     row, args, cold))
     for regime, times, clocks in regimes:
         for k in times:
             row["%s_%s_ms" % (regime, k)] = times[k]
@@ -821,6 +847,8 @@ def timing_options(p, runs, rounds, sustain, warmup):
     p.add_argument("--sustain", type=float, default=sustain,
                    help="seconds of each sustained run (default %g)" % sustain)
     p.add_argument("--warmup", type=int, default=warmup, help="untimed calls before timing (default %d)" % warmup)
+    p.add_argument("--replay-calls", type=int, default=20,
+                   help="calls captured in one CUDA graph in the replayed regime (default 20)")
     p.add_argument("--seed", type=int, default=7, help="the inputs' seed (default 7)")
     p.add_argument("--device", default="cuda", help="cuda, or cpu to try the script without a GPU")
     p.add_argument("--no-fgc", action="store_true", help="time PyTorch alone")
@@ -829,6 +857,7 @@ def timing_options(p, runs, rounds, sustain, warmup):
 
 def timing_checked(args):
     args.rounds = max(1, args.rounds)
+    args.replay_calls = max(1, args.replay_calls)
     if not hasattr(torch, "compile"):
         args.no_compile = True
     return args

@@ -214,9 +214,11 @@ def report(data, args):
            "reduce-overhead modes (their times over fgc's), in parentheses its speedup",
            "over eager PyTorch, and fgc's % of the memory floor; `launch` where the",
            "floor is under one kernel launch.  Replayed: the cells whose floor is",
-           "under %g us, each peer's call captured in a CUDA graph and replayed" % (REPLAY_FLOOR_MS * 1e3),
-           "back to back (the kernels without the host's call; torch.compile's",
-           "default mode only, reduce-overhead's kernels being the same).",
+           "under %g us, each peer's call captured in a CUDA graph (%s) and" % (
+               REPLAY_FLOOR_MS * 1e3, peers.replay_words([r for r in data["rows"] if "replayed_fgc_ms" in r])),
+           "the graphs replayed back to back, the time per call (the kernels without",
+           "the host's call; torch.compile's default mode only, reduce-overhead's",
+           "kernels being the same).",
            "Command(s):"]
     out += ["`%s`" % c for c in data.get("commands", [])] + [""]
     for regime in ("sustained", "cold", "replayed"):

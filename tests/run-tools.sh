@@ -10,8 +10,10 @@
 # asserts a value the code under test could get wrong; the listings below
 # are hand-written in nvdisasm's and cuobjdump's formats.  Then
 # bench/peers.py's compile_lib, with a stand-in fgc, and its sustained
-# timing's turns and clock and power summary, with a stand-in NVML; and
-# --build-only of peers.py and sweep.py with that stand-in.
+# timing's turns and clock and power summary, with a stand-in NVML, and
+# its replayed regime's graphs of several calls, with a stand-in
+# torch.cuda; and --build-only of peers.py and sweep.py with that
+# stand-in.
 set -u
 src=$2
 pass=0 fail=0
@@ -197,6 +199,62 @@ s = peers.Nvml.summary([(1980, 0x4, 690.5), (1500, 0x1, None), (None, 0, 700.0),
 want("summary", s, {"mhz": 1700, "mhz_min": 1500, "mhz_max": 1980, "watts": 690.5, "watts_max": 700.0,
                     "reasons": ["sw-power-cap", "sw-thermal"]})
 want("nothing read", peers.Nvml.summary([peers.Nvml("cpu").sample()])["watts"], None)
+
+# the replayed regime: each call captured --replay-calls times in one
+# graph, the time per call (a graph's replay over its calls), a call that
+# cannot be captured left out with its error.  A stand-in torch.cuda
+# records the calls made while capturing; a stand-in clock counts each
+# call's milliseconds
+import contextlib, types
+work = {"now": 0.0}
+class FakeGraph:
+    def __init__(self):
+        self.calls = []
+    def replay(self):
+        for f in self.calls:
+            f()
+class FakeStream:
+    def wait_stream(self, other):
+        pass
+cuda = types.SimpleNamespace(capturing=None, Stream=FakeStream, current_stream=FakeStream,
+                             stream=lambda s: contextlib.nullcontext(), synchronize=lambda: None, CUDAGraph=FakeGraph)
+@contextlib.contextmanager
+def capture(g):
+    cuda.capturing = g
+    yield
+    cuda.capturing = None
+cuda.graph = capture
+def costing(ms):
+    def run():
+        work["now"] += ms
+    return lambda: cuda.capturing.calls.append(run) if cuda.capturing else run()
+def uncapturable():
+    if cuda.capturing:
+        raise RuntimeError("operation not permitted when stream is capturing")
+class CountingClock:
+    cuda = False
+    def time(self, fn):
+        t0 = work["now"]
+        fn()
+        return work["now"] - t0
+    def sync(self):
+        pass
+saved, peers.torch.cuda = getattr(peers.torch, "cuda", None), cuda
+for calls in (1, 20):
+    row = {}
+    args = types.SimpleNamespace(replay_calls=calls, rounds=3, sustain=0.0)
+    per, _ = peers.time_replayed(CountingClock(), FakeNvml(), {"a": costing(1.0), "b": costing(2.5), "c": uncapturable},
+                                 row, args, {"a": 1.0, "b": 2.5, "c": 1.0})
+    want("replayed per call, %d a graph" % calls, per, {"a": 1.0, "b": 2.5})
+    want("replay_calls, %d a graph" % calls, row.get("replay_calls"), calls)
+    want("not captured, %d a graph" % calls, row.get("c_replayed_error"), "error: operation not permitted when stream is capturing")
+g = peers.captured({"a": costing(1.0)}, {}, 7)["a"]
+before = work["now"]
+g()
+want("a graph's replay runs its calls", work["now"] - before, 7.0)
+want("replay_words", (peers.replay_words([{"replay_calls": 20}]), peers.replay_words([{}]),
+                      peers.replay_words([{}, {"replay_calls": 20}])), ("20 calls a graph", "1 call a graph", "1 or 20 calls a graph"))
+peers.torch.cuda = saved
 
 # the gates taken a chunk at a time (float_verdict over peers.slices):
 # every chunking gives the whole result's verdict and figures, and each
