@@ -115,6 +115,9 @@ static const char usage[] =
 	"  --accurate-math  (compile) exp, sigmoid, silu and the GELUs of f16 and bf16\n"
 	"                   values in their accurate f32 forms too (default: fast forms\n"
 	"                   within 1/8 of the dtype's unit roundoff; docs/testing.md)\n"
+	"  --no-pdl         (compile) launch each kernel plainly, to start only once the\n"
+	"                   one before it has finished (default: programmatic dependent\n"
+	"                   launch, the next kernel's blocks let in while this one runs)\n"
 	"  --no-fuse        one group per op: the unfused baseline\n"
 	"  --bw GBS         cost model: device bandwidth in GB/s (default 4300)\n"
 	"  --tc-tflops R    cost model: tensor-core rate in TFLOP/s, for f16 and bf16\n"
@@ -498,6 +501,7 @@ static const Flag flags[] = {
 	{"--gemm", "WHO", C_COMPILE | C_REPORT, flag_gemm, 0},
 	{"--tf32", NULL, C_COMPILE | C_REPORT, SET(fuse.tf32)},
 	{"--accurate-math", NULL, C_COMPILE, SET(fuse.accurate_math)},
+	{"--no-pdl", NULL, C_COMPILE, SET(fuse.no_pdl)},
 	{"--no-fuse", NULL, C_PLAN, SET(fuse.no_fuse)},
 	{"--bw", "GBS", C_PLAN, flag_bw, 0},
 	{"--tc-tflops", "R", C_PLAN, flag_tc_tflops, 0},

@@ -388,6 +388,18 @@ else
   fail=$((fail + 1)); echo "FAIL compile: fast and accurate forms by dtype and --accurate-math"
 fi
 
+# Programmatic dependent launch by default (every kernel's first statement
+# fg_grid_wait, every launch fg_launch; run-cuda-compile holds every
+# sample to it), plain <<<>>> launches and no wait under --no-pdl
+if [ "$(grep -c "^	fg_grid_wait();$" "$tmp/f1.cu")" -eq "$(grep -c "^__global__" "$tmp/f1.cu")" ] &&
+   grep -q "^	fg_launch(" "$tmp/f1.cu" && ! grep -q "<<<" "$tmp/f1.cu" &&
+   "$fgc" compile "$tmp/fast.fg" --no-pdl -o "$tmp/f3" && ! grep -q "fg_grid_wait\|fg_launch(" "$tmp/f3.cu" &&
+   [ "$(grep -c "<<<" "$tmp/f3.cu")" -eq "$(grep -c "^	fg_launch(" "$tmp/f1.cu")" ]; then
+  pass=$((pass + 1)); echo "PASS compile: programmatic dependent launch by default, plain launches under --no-pdl"
+else
+  fail=$((fail + 1)); echo "FAIL compile: programmatic dependent launch (fg_grid_wait, fg_launch) or --no-pdl"
+fi
+
 for d in o o1 o2 o3 o4 o5; do
   if [ -e "$tmp/$d" ]; then fail=$((fail + 1)); echo "FAIL a failed run left $d behind"; fi
 done

@@ -2,7 +2,8 @@
 # run-cuda-compile.sh FGC SOURCE_DIR BUILD_DIR - the CUDA backend without a
 # GPU: for every samples/*.fg and every tests/gpu/*.fg (at its
 # `# test-dims:` sizes, with its `# compile-flags:`), fused and --no-fuse,
-#   1. `fgc compile` writes NAME.cu, and the same bytes a second time;
+#   1. `fgc compile` writes NAME.cu, and the same bytes a second time,
+#      each kernel in it waiting for the one before (pdl_unsafe, below);
 #   2. nvcc compiles it for sm_90a with warnings as errors, and ptxas
 #      (-Xptxas -v) reports no kernel that spills registers to local memory,
 # so that code generation that does not compile, or that the register
@@ -39,6 +40,19 @@ graph big_index_64bit {
 }
 EOF
 
+# Programmatic dependent launch is safe only if every kernel fgc writes
+# waits for the one before it before any load or store: fg_grid_wait its
+# first statement, and every launch fg_launch's (the only one that lets a
+# kernel start early); what breaks that, one line each.
+pdl_unsafe() {  # pdl_unsafe FILE
+	awk '/^__global__/ { k = 1; n++; next }
+	     k == 1 && /^\{$/ { k = 2; next }
+	     k == 2 { if ($0 != "\tfg_grid_wait();") print "a kernel whose first statement is not fg_grid_wait: " $0; k = 0 }
+	     /<<</ { print "a launch that is not fg_launch: " $0 }
+	     /fg_launch\(/ { l++ }
+	     END { if (n && !l) print n " kernels and no fg_launch" }' "$1"
+}
+
 # 1. fgc compile, twice.
 names=()
 declare -A why
@@ -57,6 +71,8 @@ for fg in "$src"/samples/*.fg "$src"/tests/gpu/*.fg "$tmp/big-index-64bit.fg"; d
 		elif ! "$fgc" compile "$fg" "${flags[@]}" -o "$out.again" >>"$log" 2>&1 ||
 			! cmp -s "$out.cu" "$out.again.cu"; then
 			why[$name]="a second fgc compile wrote different bytes"
+		elif [ -n "$(pdl_unsafe "$out.cu")" ]; then
+			why[$name]="$(pdl_unsafe "$out.cu" | head -1)"
 		fi
 	done
 done

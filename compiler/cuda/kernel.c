@@ -363,6 +363,8 @@ const char *cu_emit_kernel(Kern *k, const char *name, int block, const Param *ex
 		args = cu_fmt(k->a, "%s%s%s", args, i ? ", " : "", ps.v[i].arg);
 	}
 	cu_out(E, ")\n{\n");
+	if (!k->plan->opt.no_pdl)
+		cu_out(E, "\tfg_grid_wait();\n");  /* before any load or store (fg_device.cuh) */
 	for (int i = 0; i < k->lines[0].n; i++)
 		cu_out(E, "\t%s\n", k->lines[0].v[i].text);
 	cu_out(E, "}\n\n");
@@ -440,8 +442,14 @@ void cu_add_launch_smem(Emit *E, const char *kernel, int gi, int64_t grid, int64
 {
 	if (smem > (48 << 10))
 		fg_vec_push(E->a, &E->run, cu_func_attr(E, kernel, "cudaFuncAttributeMaxDynamicSharedMemorySize", smem));
-	cu_add_call(E, kernel, gi, grid, block, block > 0 ? cu_fmt(E->a, "%s<<<%lld, %lld, %lld, ctx->stream>>>(%s);", kernel,
-							      (long long)grid, (long long)block, (long long)smem, args) : NULL);
+	const char *call = NULL;
+	if (block > 0 && E->plan->opt.no_pdl)
+		call = cu_fmt(E->a, "%s<<<%lld, %lld, %lld, ctx->stream>>>(%s);", kernel, (long long)grid, (long long)block,
+			      (long long)smem, args);
+	else if (block > 0)
+		call = cu_fmt(E->a, "fg_launch(%s, %lld, %lld, %lld, ctx->stream%s%s);", kernel, (long long)grid,
+			      (long long)block, (long long)smem, *args ? ", " : "", args);
+	cu_add_call(E, kernel, gi, grid, block, call);
 	if (block > 0)
 		E->launches.v[E->launches.n - 1].shape = (FgLaunchShape){grid, block, smem, cluster};
 }
