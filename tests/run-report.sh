@@ -6,7 +6,7 @@
 # fg_launches[] table of `fgc compile`'s .cu (kernels and cuBLASLt calls),
 # and a group whose .cu uses scratch (ctx->scratch) reports more bytes than
 # its reads and writes; a group's largest launch of a kernel fgc sized
-# (its "launch") is a <<<grid, block, smem>>> line of the .cu, in its
+# (its "launch") is an fg_launch(kernel, grid, block, smem, ...) of the .cu, in its
 # clusters, its blocks a multiprocessor and waves the bounds the block
 # limit, its threads and shared memory set; the graphs with a matmul
 # again under --gemm cublaslt and --gemm fgc (the report follows
@@ -45,7 +45,7 @@ bad = []
 for g in report["groups"]:
     if g["launches"] != emitted.get(g["id"], 0):
         bad.append("group %d: report %d launches, the .cu's table %d" % (g["id"], g["launches"], emitted.get(g["id"], 0)))
-# a group's largest launch of fgc's own kernels: its <<<grid, block, smem>>>
+# a group's largest launch of fgc's own kernels: its fg_launch(kernel, grid, block, smem)
 # in the .cu, its cluster's dims, and the bounds recomputed here
 shapes = 0
 for g in report["groups"]:
@@ -53,8 +53,10 @@ for g in report["groups"]:
     if not l:
         continue
     shapes += 1
-    if "<<<%d, %d, %d, ctx->stream>>>" % (l["grid"], l["block"], l["smem"]) not in cu:
-        bad.append("group %d: no launch <<<%d, %d, %d>>> in the .cu" % (g["id"], l["grid"], l["block"], l["smem"]))
+    if "fg_launch(" not in cu:
+        bad.append("the .cu launches no kernel by fg_launch")
+    elif not re.search(r"fg_launch\(\w+, %d, %d, %d, ctx->stream" % (l["grid"], l["block"], l["smem"]), cu):
+        bad.append("group %d: no launch fg_launch(kernel, %d, %d, %d, ...) in the .cu" % (g["id"], l["grid"], l["block"], l["smem"]))
     if l["cluster"] > 1 and "__cluster_dims__(%d, 1, 1)" % l["cluster"] not in cu:
         bad.append("group %d: no cluster of %d in the .cu" % (g["id"], l["cluster"]))
     most = min(2048 // l["block"], 32)
@@ -63,7 +65,7 @@ for g in report["groups"]:
     if l["per_sm_most"] != most or abs(l["waves_least"] - l["grid"] / (most * 132)) > 1e-3:
         bad.append("group %d: %d blocks a multiprocessor, %g waves; %d and %g here" % (
             g["id"], l["per_sm_most"], l["waves_least"], most, l["grid"] / (most * 132)))
-if "<<<" in cu and not shapes:
+if "fg_launch(" in cu and not shapes:
     bad.append("the .cu launches kernels of its own, but no group reports a launch's shape")
 if "ctx->scratch" in cu and all(g["bytes"] <= g["bytes_read"] + g["bytes_written"] for g in report["groups"]):
     bad.append("the .cu uses scratch, but no group reports more bytes than its reads and writes")
