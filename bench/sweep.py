@@ -209,17 +209,23 @@ def report(data, args):
     rows = {(r["op"], r["dtype"], r["rows"], r["cols"]): r for r in data["rows"]}
     sizes_r = [r for r in ROWS if any(k[2] == r for k in rows)]
     sizes_c = [c for c in COLS if any(k[3] == c for k in rows)]
+    replayed = [r for r in data["rows"] if "replayed_fgc_ms" in r]
+    single = any("replay_calls" not in r or r["replay_calls"] == 1 for r in replayed)
     out = ["# fgc's shape sweep", "",
            "Each cell: fgc's speedup over the faster of torch.compile's default and",
            "reduce-overhead modes (their times over fgc's), in parentheses its speedup",
            "over eager PyTorch, and fgc's % of the memory floor; `launch` where the",
            "floor is under one kernel launch.  Replayed: the cells whose floor is",
            "under %g us, each peer's call captured in a CUDA graph (%s) and" % (
-               REPLAY_FLOOR_MS * 1e3, peers.replay_words([r for r in data["rows"] if "replayed_fgc_ms" in r])),
+               REPLAY_FLOOR_MS * 1e3, peers.replay_words(replayed)),
            "the graphs replayed back to back, the time per call (the kernels without",
            "the host's call; torch.compile's default mode only, reduce-overhead's",
-           "kernels being the same).",
-           "Command(s):"]
+           "kernels being the same)."]
+    if single:
+        out += ["A graph of one call times the host's replays as much as the kernels",
+                "where a kernel is as short as a launch (a 1.6 us kernel replayed in",
+                "3-5 us: docs/performance.md v45); read those cells with care."]
+    out += ["Command(s):"]
     out += ["`%s`" % c for c in data.get("commands", [])] + [""]
     for regime in ("sustained", "cold", "replayed"):
         out += ["## %s" % regime.capitalize(), ""]

@@ -2,8 +2,10 @@
  * fg_device.cuh - what every kernel fgc generates includes: the device
  * forms of the ops whose CUDA expression (FG_OPS' cuda column) is more
  * than one operator, the loads and stores of each storage dtype, index
- * helpers, and the block-wide reduction the row and column kernels share
- * (and its cluster-wide form, for a row split over a cluster's blocks).
+ * helpers, the block-wide reduction the row and column kernels share
+ * (and its cluster-wide form, for a row split over a cluster's blocks),
+ * and the launch every kernel takes (fg_launch) with the wait it begins
+ * with (fg_grid_wait).
  *
  * Semantics follow the reference interpreter (compiler/interp.c), in f32:
  * relu, maximum and minimum propagate NaN as PyTorch does; gelu is the exact

@@ -358,6 +358,18 @@ for want in ("| 64 | 1.50x (2.00x) 80% |  |", "| 4096 |  |  |", "### rmsnorm f16
         print("the replayed tables lack %r:\n%s" % (want, replayed))
 if text.count("## Replayed") != 1 or "### rmsnorm f16" not in text.split("## Replayed")[0]:
     print("not one replayed section after the others:\n" + text)
+# rows replayed one call a graph (before --replay-calls) carry the caveat;
+# rows of 20 calls a graph name their count and do not
+for r in rows:
+    r["replay_calls"] = 20
+with tempfile.TemporaryDirectory() as d:
+    sweep.report({"rows": rows}, types.SimpleNamespace(out=d))
+    with open(os.path.join(d, "sweep.md")) as f:
+        text20 = f.read()
+if "(1 call a graph)" not in text or "A graph of one call times the host" not in text:
+    print("rows of one call a graph without their count or caveat:\n" + text[:900])
+if "(20 calls a graph)" not in text20 or "A graph of one call" in text20:
+    print("rows of 20 calls a graph without their count, or with the caveat:\n" + text20[:900])
 PY
 	verdict "sweep.py: the replayed tables" "$log"
 	# sweep.py's report over a sweep resumed in another call: each call's

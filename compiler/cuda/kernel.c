@@ -2,7 +2,10 @@
  * kernel.c - a kernel's text and frame: its lines, built in nested scopes,
  * its signature from the reads it used and its writes, the comment above
  * it, and the shapes of threads it runs (grid-stride loops, lanes per
- * thread).
+ * thread).  Its launch is fg_launch's, which may start it before the
+ * kernel ahead has finished, so its first statement is fg_grid_wait
+ * (programmatic dependent launch, runtime/fg_device.cuh; --no-pdl: a
+ * plain <<<>>> and no wait).
  *
  * Scopes.  Kernel text is built in nested scopes (0: the kernel's top, 1:
  * a loop over elements or rows, 2: the loop inside a row or over reduced
