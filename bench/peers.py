@@ -246,7 +246,7 @@ def captured(fns, row, calls):
     server or a captured model runs it: no host work between the kernels),
     as the graph's replay; a peer whose call cannot be captured is left
     out, its error in row[NAME_replayed_error].  Each call's result is
-    dropped as the next starts, so the graph's pool holds one call's."""
+    dropped as the next starts."""
     graphs = {}
     for name, fn in fns.items():
         try:
@@ -273,9 +273,9 @@ def time_replayed(clock, nvml, fns, row, args, estimate):
     rows): each fn's call captured args.replay_calls times into one graph,
     the graphs timed as sustained, the time per call.  A graph of one call
     times the host's replays as much as the kernels where a kernel is as
-    short as a launch (v43: replays under about 10 us moved with the
-    host), so the calls are captured several to a graph, as Triton's
-    do_bench_cudagraph does; row["replay_calls"] says how many."""
+    short as a launch (docs/performance.md v45: a 1.6 us kernel replayed
+    in 3-5 us), so the calls are captured several to a graph, as
+    Triton's do_bench_cudagraph does; row["replay_calls"] says how many."""
     n = args.replay_calls
     row["replay_calls"] = n
     graphs = captured(fns, row, n)
