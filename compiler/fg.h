@@ -882,10 +882,11 @@ typedef struct FgFuseOptions {
 	int accurate_math;      /* --accurate-math: f16 and bf16 transcendentals
 				 * in their accurate f32 forms too, not the fast
 				 * ones (the backend's choice, as tf32) */
-	int no_pdl;             /* --no-pdl: kernels launched with <<<>>>, each
-				 * starting only once the one before it has
-				 * finished (default: programmatic dependent
-				 * launch, runtime/fg_device.cuh's fg_grid_wait) */
+	int no_pdl;             /* --no-pdl, or --arch below sm_90: kernels
+				 * launched with <<<>>>, each starting only once
+				 * the one before it has finished (default:
+				 * programmatic dependent launch,
+				 * runtime/fg_device.cuh's fg_grid_wait) */
 } FgFuseOptions;
 
 /* The cost model's time: bytes over the bandwidth, plus the launches. */

@@ -116,8 +116,9 @@ static const char usage[] =
 	"                   values in their accurate f32 forms too (default: fast forms\n"
 	"                   within 1/8 of the dtype's unit roundoff; docs/testing.md)\n"
 	"  --no-pdl         (compile) launch each kernel plainly, to start only once the\n"
-	"                   one before it has finished (default: programmatic dependent\n"
-	"                   launch, the next kernel's blocks let in while this one runs)\n"
+	"                   one before it has finished (default for sm_90 and later:\n"
+	"                   programmatic dependent launch, the next kernel's blocks let\n"
+	"                   in while this one runs)\n"
 	"  --no-fuse        one group per op: the unfused baseline\n"
 	"  --bw GBS         cost model: device bandwidth in GB/s (default 4300)\n"
 	"  --tc-tflops R    cost model: tensor-core rate in TFLOP/s, for f16 and bf16\n"
@@ -765,6 +766,9 @@ int main(int argc, char **argv)
 	if (planned) {
 		/* the attention kernel is sm_90a code (wgmma, TMA, setmaxnreg) */
 		o.fuse.no_attention = o.arch && strcmp(o.arch, "sm_90a") != 0;
+		/* programmatic dependent launch (griddepcontrol) is sm_90's */
+		if (o.arch && strncmp(o.arch, "sm_", 3) == 0 && atoi(o.arch + 3) < 90)
+			o.fuse.no_pdl = 1;
 		if (fg_pass_fuse(&g, &o.fuse, &plan, &d) != 0)
 			goto out;
 		fg_pass_memplan(&plan);

@@ -115,6 +115,15 @@ if "$fgc" compile "$at" -o "$tmp/a1" --arch sm_80 && ! grep -q "fga::launch" "$t
 else
   fail=$((fail + 1)); echo "FAIL --arch sm_80 / the default: the attention group"
 fi
+# programmatic dependent launch is sm_90's: another --arch launches plainly
+sm="$src/samples/softmax_f16.fg"
+if "$fgc" compile "$sm" -o "$tmp/s1" --arch sm_80 && grep -q "<<<" "$tmp/s1.cu" &&
+   ! grep -q "fg_launch(\|fg_grid_wait" "$tmp/s1.cu" && ! grep -q "fg_launch(\|fg_grid_wait" "$tmp/a1.cu" &&
+   "$fgc" compile "$sm" -o "$tmp/s2" && grep -q "fg_launch(" "$tmp/s2.cu" && ! grep -q "<<<" "$tmp/s2.cu"; then
+  pass=$((pass + 1)); echo "PASS --arch sm_80 launches plainly, sm_90a by fg_launch"
+else
+  fail=$((fail + 1)); echo "FAIL --arch sm_80 / the default: plain or programmatic launches"
+fi
 # a division by a literal among an attention group's score ops (s + b) / c
 # is a product by 1 / c; an elementwise kernel's stays a division (its
 # readers may round or compare the quotient); a softcap's constant factors
