@@ -356,18 +356,22 @@ def float_verdict(parts, tol, rmse_gate, rounded):
     rtol, atol, m, unit = tol
     misplaced = 0       # NaN or Inf where the rounded reference has none, or the other way
 
-    def view(x, e):     # a slice in float64, its reference rounded; counts misplaced values
+    def view(x, e, first=True):     # a slice in float64, its reference rounded; the first pass counts
         nonlocal misplaced
         a, r = x.to(torch.float64), rounded(e)
-        misplaced += int((torch.isnan(a) != torch.isnan(r)).sum())
-        misplaced += int((torch.where(torch.isinf(a), a, 0.0) != torch.where(torch.isinf(r), r, 0.0)).sum())
+        if first:
+            misplaced += int((torch.isnan(a) != torch.isnan(r)).sum())
+            misplaced += int((torch.where(torch.isinf(a), a, 0.0) != torch.where(torch.isinf(r), r, 0.0)).sum())
         return a, r
+
+    def finite(x, e, first):        # the RMSE gate's view: where all three are finite, e there
+        a, r = view(x, e, first)
+        fin = torch.isfinite(a) & torch.isfinite(r) & torch.isfinite(e)
+        return a, r, fin, torch.where(fin, e, 0.0)
     if rmse_gate:
         cnt, s_a, s_r, s_e = 0, 0.0, 0.0, 0.0
         for x, e in parts:
-            a, r = view(x, e)
-            fin = torch.isfinite(a) & torch.isfinite(r) & torch.isfinite(e)
-            e = torch.where(fin, e, 0.0)
+            a, r, fin, e = finite(x, e, True)
             cnt += int(fin.sum())
             s_a += float(torch.square(torch.where(fin, a - e, 0.0)).sum())
             s_r += float(torch.square(torch.where(fin, r - e, 0.0)).sum())
@@ -378,25 +382,24 @@ def float_verdict(parts, tol, rmse_gate, rounded):
         # the outlier bound: no element beyond K times the gate at its magnitude
         outliers = 0
         for x, e in parts:
-            a, r = x.to(torch.float64), rounded(e)     # not view: counted in the first pass
-            fin = torch.isfinite(a) & torch.isfinite(r) & torch.isfinite(e)
-            e = torch.where(fin, e, 0.0)
+            a, _, fin, e = finite(x, e, False)
             mag = torch.clamp(e.abs() / rms_e, min=1.0) if rms_e > 0 else 1.0
             allowed = atol + OUTLIER_K * (limit - atol) * mag
             outliers += int((torch.where(fin, (a - e).abs(), 0.0) > allowed).sum())
-        ok = not misplaced and rmse <= limit and outliers == 0
-        return ok, "rmse %.3g %s %.3g%s%s" % (rmse, "<=" if rmse <= limit else ">", limit,
-                                              ", %d beyond the outlier bound" % outliers if outliers else "",
-                                              ", NaN/Inf misplaced" if misplaced else "")
-    bad, worst = 0, 0.0
-    for x, e in parts:
-        a, r = view(x, e)
-        fin = torch.isfinite(a) & torch.isfinite(r)
-        err = torch.where(fin, (a - r).abs(), 0.0)
-        bad += int((err > atol + rtol * r.abs()).sum())
-        worst = max(worst, float(err.max()))
-    ok = not misplaced and bad == 0
-    return ok, "max abs err %.3g, %d outside rtol %g%s" % (worst, bad, rtol, ", NaN/Inf misplaced" if misplaced else "")
+        ok = rmse <= limit and outliers == 0
+        text = "rmse %.3g %s %.3g%s" % (rmse, "<=" if rmse <= limit else ">", limit,
+                                         ", %d beyond the outlier bound" % outliers if outliers else "")
+    else:
+        bad, worst = 0, 0.0
+        for x, e in parts:
+            a, r = view(x, e)
+            fin = torch.isfinite(a) & torch.isfinite(r)
+            err = torch.where(fin, (a - r).abs(), 0.0)
+            bad += int((err > atol + rtol * r.abs()).sum())
+            worst = max(worst, float(err.max()))
+        ok = bad == 0
+        text = "max abs err %.3g, %d outside rtol %g" % (worst, bad, rtol)
+    return ok and not misplaced, text + (", NaN/Inf misplaced" if misplaced else "")
 
 
 def check_all(results, ref, mod):

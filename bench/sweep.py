@@ -210,7 +210,7 @@ def report(data, args):
     sizes_r = [r for r in ROWS if any(k[2] == r for k in rows)]
     sizes_c = [c for c in COLS if any(k[3] == c for k in rows)]
     replayed = [r for r in data["rows"] if "replayed_fgc_ms" in r]
-    single = any("replay_calls" not in r or r["replay_calls"] == 1 for r in replayed)
+    single = 1 in {r.get("replay_calls", 1) for r in replayed}
     out = ["# fgc's shape sweep", "",
            "Each cell: fgc's speedup over the faster of torch.compile's default and",
            "reduce-overhead modes (their times over fgc's), in parentheses its speedup",

@@ -776,7 +776,6 @@ FG_DEV void fg_grid_wait(void)
 #endif
 }
 
-#ifdef __CUDACC__
 template <typename... P, typename... A>
 static inline void fg_launch(void (*kernel)(P...), unsigned grid, unsigned block, size_t smem, cudaStream_t stream,
 			     A &&...args)
@@ -793,7 +792,6 @@ static inline void fg_launch(void (*kernel)(P...), unsigned grid, unsigned block
 	c.numAttrs = 1;
 	(void)cudaLaunchKernelEx(&c, kernel, static_cast<A &&>(args)...); /* errors as <<<>>>'s: cudaGetLastError */
 }
-#endif
 
 /* The combination of a block's C slots in rank order: with op, one after
  * the other; a softmax pair's and moments in steps, as fg_block_reduce's. */

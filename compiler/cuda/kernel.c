@@ -445,14 +445,11 @@ void cu_add_launch_smem(Emit *E, const char *kernel, int gi, int64_t grid, int64
 {
 	if (smem > (48 << 10))
 		fg_vec_push(E->a, &E->run, cu_func_attr(E, kernel, "cudaFuncAttributeMaxDynamicSharedMemorySize", smem));
-	const char *call = NULL;
-	if (block > 0 && E->plan->opt.no_pdl)
-		call = cu_fmt(E->a, "%s<<<%lld, %lld, %lld, ctx->stream>>>(%s);", kernel, (long long)grid, (long long)block,
-			      (long long)smem, args);
-	else if (block > 0)
-		call = cu_fmt(E->a, "fg_launch(%s, %lld, %lld, %lld, ctx->stream%s%s);", kernel, (long long)grid,
-			      (long long)block, (long long)smem, *args ? ", " : "", args);
-	cu_add_call(E, kernel, gi, grid, block, call);
+	const char *shape = cu_fmt(E->a, "%lld, %lld, %lld, ctx->stream", (long long)grid, (long long)block, (long long)smem);
+	cu_add_call(E, kernel, gi, grid, block,
+		    block <= 0 ? NULL
+		    : E->plan->opt.no_pdl ? cu_fmt(E->a, "%s<<<%s>>>(%s);", kernel, shape, args)
+					 : cu_fmt(E->a, "fg_launch(%s, %s%s%s);", kernel, shape, *args ? ", " : "", args));
 	if (block > 0)
 		E->launches.v[E->launches.n - 1].shape = (FgLaunchShape){grid, block, smem, cluster};
 }
