@@ -291,6 +291,18 @@ def replay_words(rows):
     return "%s call%s a graph" % (" or ".join(map(str, n)), "" if n == [1] else "s")
 
 
+def same_size_copy(nbytes, device):
+    """A call of one plain elementwise kernel (ATen's torch.neg over f32)
+    that reads nbytes / 2 and writes as many: the replayed regime's
+    measured floor of a cell of nbytes, where one launch, a memory
+    latency and the grid's start and end, not the bandwidth, bound a
+    kernel (the bytes at copy_bandwidth's rate take less than a launch)."""
+    n = max(1, nbytes // 8)
+    src = torch.ones(n, dtype=torch.float32, device=device)
+    dst = torch.empty_like(src)
+    return lambda: torch.neg(src, out=dst)
+
+
 def copy_bandwidth(device, clock):
     """Bytes read plus written per second by a 512 MiB device-to-device
     copy, the median of 10 after 3 warm-ups."""
@@ -655,9 +667,13 @@ def bench_sample(name, args, clock, nvml, copy_bw, mm_rate, lib):
     # the host's share of a call would otherwise be most of its time, for
     # every peer.  Not reduce-overhead, which replays its own graphs of
     # the default mode's kernels
+    # A plain kernel over the cell's bytes replays beside them ("copy",
+    # same_size_copy): what one launch moving that much reaches, where the
+    # floor (the bytes at a large copy's bandwidth) is under a launch.
     if clock.cuda and floor < getattr(args, "replay_floor_ms", 0):
-        regimes.append(("replayed",) + time_replayed(clock, nvml, {k: fn for k, fn in fns.items() if k != "compile_ro"},
-                                                     row, args, cold))
+        replayed = {k: fn for k, fn in fns.items() if k != "compile_ro"}
+        replayed["copy"] = same_size_copy(mod.BYTES, args.device)
+        regimes.append(("replayed",) + time_replayed(clock, nvml, replayed, row, args, dict(cold, copy=floor)))
     for regime, times, clocks in regimes:
         for k in times:
             row["%s_%s_ms" % (regime, k)] = times[k]
@@ -665,6 +681,8 @@ def bench_sample(name, args, clock, nvml, copy_bw, mm_rate, lib):
         if "fgc" in times:
             if row["floor_kind"] != "launch":
                 row["%s_fgc_pct_of_floor" % regime] = 100.0 * floor / times["fgc"]
+            if "copy" in times:
+                row["%s_fgc_pct_of_copy" % regime] = 100.0 * times["copy"] / times["fgc"]
             for k in ("compile", "compile_ro"):
                 if k in times:
                     row["%s_fgc_speedup_vs_%s" % (regime, k)] = times[k] / times["fgc"]

@@ -185,9 +185,10 @@ def failed(row):
 def cell_text(row, regime):
     """'1.23x (0.91x) 87%': fgc's speedup over the faster torch.compile mode
     and over eager, and its % of the floor (or 'launch' where the floor is
-    under one launch); a failed check is named, and a cell whose tensors
-    did not fit the card's memory (a competitor's or the f64 reference's)
-    says so."""
+    under one launch); replayed, ', copy 95%' adds its % of a plain
+    kernel's time over the same bytes (peers.same_size_copy); a failed
+    check is named, and a cell whose tensors did not fit the card's
+    memory (a competitor's or the f64 reference's) says so."""
     if row is None:
         return ""
     bad = [k for k in CHECKS if k in row and row[k] != "ok"]
@@ -200,8 +201,9 @@ def cell_text(row, regime):
         err = row.get("fgc_replayed_error")
         return ("fgc not captured: " + err)[:60] if err else ""
     s, e = speedup(row, regime), speedup(row, regime, eager)
-    pct = row.get("%s_fgc_pct_of_floor" % regime)
-    return "%s (%s) %s" % ("%.2fx" % s if s else "-", "%.2fx" % e if e else "-", "%.0f%%" % pct if pct else "launch")
+    pct, copy = row.get("%s_fgc_pct_of_floor" % regime), row.get("%s_fgc_pct_of_copy" % regime)
+    return "%s (%s) %s%s" % ("%.2fx" % s if s else "-", "%.2fx" % e if e else "-", "%.0f%%" % pct if pct else "launch",
+                             ", copy %.0f%%" % copy if copy else "")
 
 
 def report(data, args):
@@ -220,7 +222,10 @@ def report(data, args):
                REPLAY_FLOOR_MS * 1e3, peers.replay_words(replayed)),
            "the graphs replayed back to back, the time per call (the kernels without",
            "the host's call; torch.compile's default mode only, reduce-overhead's",
-           "kernels being the same)."]
+           "kernels being the same); `copy N%`: a plain one-pass kernel over the",
+           "cell's bytes (ATen's torch.neg on f32, reading and writing as many bytes",
+           "as the cell), replayed the same way, its time over fgc's: what one",
+           "launch of that size reaches where the floor is under a launch."]
     if single:
         out += ["A graph of one call times the host's replays as much as the kernels",
                 "where a kernel is as short as a launch (a 1.6 us kernel replayed in",

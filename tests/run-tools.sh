@@ -332,7 +332,8 @@ if sweep.failed({"fgc_check": "ok", "eager_check": "ok"}):
 PY
 	verdict "sweep.py: a cell that did not fit the card, a wrong one, both run again" "$log"
 	# sweep.py's replayed tables: a replayed cell's speedups over the
-	# default mode and eager and its % of the floor, a cell not replayed
+	# default mode and eager, its % of the floor and of a plain kernel
+	# over the same bytes, a cell not replayed
 	# (its floor over REPLAY_FLOOR_MS) left empty, one whose fgc call was
 	# not captured says so
 	PYTHONPATH="$src/bench/torchshim:$src/bench" "$py" - >"$log" 2>&1 <<'PY'
@@ -342,7 +343,7 @@ ok = {k: "ok" for k in sweep.CHECKS}
 ok.update(floor_kind="memory", sustained_fgc_ms=0.02, sustained_compile_ms=0.04, sustained_compile_ro_ms=0.03,
           sustained_eager_ms=0.05, sustained_fgc_pct_of_floor=20.0)
 rows = [dict(ok, op="softmax", dtype="f32", rows=64, cols=128, replayed_fgc_ms=0.01, replayed_compile_ms=0.015,
-             replayed_eager_ms=0.02, replayed_fgc_pct_of_floor=80.0),
+             replayed_eager_ms=0.02, replayed_fgc_pct_of_floor=80.0, replayed_fgc_pct_of_copy=95.0),
         dict(ok, op="softmax", dtype="f32", rows=4096, cols=131072),
         dict(ok, op="rmsnorm", dtype="f16", rows=8, cols=128, fgc_replayed_error="operation not permitted when "
              "stream is capturing")]
@@ -352,7 +353,7 @@ with tempfile.TemporaryDirectory() as d:
     with open(os.path.join(d, "sweep.md")) as f:
         text = f.read()
 replayed = text.split("## Replayed")[-1]
-for want in ("| 64 | 1.50x (2.00x) 80% |  |", "| 4096 |  |  |", "### rmsnorm f16",
+for want in ("| 64 | 1.50x (2.00x) 80%, copy 95% |  |", "| 4096 |  |  |", "### rmsnorm f16",
              "| 8 | fgc not captured: operation not permitted when stream is cap |  |"):
     if want not in replayed:
         print("the replayed tables lack %r:\n%s" % (want, replayed))
