@@ -759,19 +759,30 @@ FG_DEV void fg_cluster_start(void)
  * completed and its writes are visible.  So no load or store of a kernel
  * comes before its predecessor is done: what overlaps is the launch, the
  * next grid's blocks made resident while this grid runs.  A grid of at
- * most half as many blocks as there are multiprocessors (SM identifiers,
- * %nsmid) lets the next kernel in at once, its blocks waiting on the
- * idle ones (rmsnorm bf16 at 8 x 1024: 1.56 -> 1.12 us a call, 20 calls a
- * graph, docs/performance.md v45); a larger grid only as it exits (let in
- * at the start by every grid, rmsnorm bf16 at 64 x 131072, 512 blocks,
- * went from 10.4 to 12.9 us). */
+ * most a quarter of a wave (its multiprocessors, %nsmid, times the blocks
+ * each holds; or at most half as many blocks as multiprocessors) lets the
+ * next kernel in at once, its blocks waiting in free slots (rmsnorm bf16
+ * at 8 x 1024: 1.56 -> 1.12 us a call, 20 calls a graph; softmax bf16 at
+ * 512 x 1024, 512 blocks of 64: 1.98 -> 1.77 us; docs/performance.md v45,
+ * v46); a larger grid only as it exits: let in at their start, grids of
+ * half a wave to a wave lost up to 22% (rmsnorm bf16 at 4096 x 1024: 4.12
+ * -> 5.30 us; at 64 x 131072, 512 blocks of 32 KiB: 10.8 -> 12.7 us). */
 FG_DEV void fg_grid_wait(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 	asm volatile("griddepcontrol.wait;" ::: "memory");
-	unsigned nsm;
+	unsigned nsm, smem;
 	asm("mov.u32 %0, %%nsmid;" : "=r"(nsm));
-	if (gridDim.x * gridDim.y * gridDim.z * 2 <= nsm)
+	asm("mov.u32 %0, %%total_smem_size;" : "=r"(smem));
+	/* a quarter of a wave by each of a multiprocessor's limits: 2,048
+	 * threads, 32 blocks, 228 KiB of shared memory (1 KiB more a block
+	 * reserved), as fgc's report bounds it (compiler/report.c per_sm);
+	 * products, not quotients, to keep the registers of a kernel bounded
+	 * to 32 a thread */
+	const unsigned long long g4 = 4ull * gridDim.x * gridDim.y * gridDim.z;
+	if (g4 <= 2ull * nsm ||
+	    (g4 <= 32ull * nsm && g4 * (blockDim.x * blockDim.y * blockDim.z) <= 2048ull * nsm &&
+	     g4 * (smem + 1024u) <= (228ull << 10) * nsm))
 		asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
