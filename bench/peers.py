@@ -666,10 +666,10 @@ def bench_sample(name, args, clock, nvml, copy_bw, mm_rate, lib):
     # the calls captured in a CUDA graph and replayed back to back, where
     # the host's share of a call would otherwise be most of its time, for
     # every peer.  Not reduce-overhead, which replays its own graphs of
-    # the default mode's kernels
-    # A plain kernel over the cell's bytes replays beside them ("copy",
-    # same_size_copy): what one launch moving that much reaches, where the
-    # floor (the bytes at a large copy's bandwidth) is under a launch.
+    # the default mode's kernels.  A plain kernel over the cell's bytes
+    # replays beside them ("copy", same_size_copy): what one launch moving
+    # that much reaches, where the floor (the bytes at a large copy's
+    # bandwidth) is under a launch
     if clock.cuda and floor < getattr(args, "replay_floor_ms", 0):
         replayed = {k: fn for k, fn in fns.items() if k != "compile_ro"}
         replayed["copy"] = same_size_copy(mod.BYTES, args.device)

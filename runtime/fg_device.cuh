@@ -776,9 +776,9 @@ FG_DEV void fg_grid_wait(void)
 	asm("mov.u32 %0, %%total_smem_size;" : "=r"(smem));
 	/* a quarter of a wave by each of a multiprocessor's limits: 2,048
 	 * threads, 32 blocks, 228 KiB of shared memory (1 KiB more a block
-	 * reserved), as fgc's report bounds it (compiler/report.c per_sm);
-	 * products, not quotients, to keep the registers of a kernel bounded
-	 * to 32 a thread */
+	 * reserved), the limits fgc's report bounds a wave by (compiler/fg.h
+	 * FG_SM_*, report.c per_sm); compared by products, since quotients
+	 * made a kernel held to 32 registers a thread spill */
 	const unsigned long long g4 = 4ull * gridDim.x * gridDim.y * gridDim.z;
 	if (g4 <= 2ull * nsm ||
 	    (g4 <= 32ull * nsm && g4 * (blockDim.x * blockDim.y * blockDim.z) <= 2048ull * nsm &&
