@@ -669,11 +669,13 @@ def bench_sample(name, args, clock, nvml, copy_bw, mm_rate, lib):
     # the default mode's kernels.  A plain kernel over the cell's bytes
     # replays beside them ("copy", same_size_copy): what one launch moving
     # that much reaches, where the floor (the bytes at a large copy's
-    # bandwidth) is under a launch
+    # bandwidth) is under a launch; its replays are sized as the peers'
+    # are, by a cold call's time (eager's: sized by the floor, 100,000
+    # replays of a small cell, ~2.4 s, v46)
     if clock.cuda and floor < getattr(args, "replay_floor_ms", 0):
         replayed = {k: fn for k, fn in fns.items() if k != "compile_ro"}
         replayed["copy"] = same_size_copy(mod.BYTES, args.device)
-        regimes.append(("replayed",) + time_replayed(clock, nvml, replayed, row, args, dict(cold, copy=floor)))
+        regimes.append(("replayed",) + time_replayed(clock, nvml, replayed, row, args, dict(cold, copy=cold["eager"])))
     for regime, times, clocks in regimes:
         for k in times:
             row["%s_%s_ms" % (regime, k)] = times[k]
