@@ -212,14 +212,18 @@ static int row_parts(const Kern *k, const RedInfo *ri, int fits, int wide, int o
 	if (!rp->stage)
 		rp->parts = 1;
 	/* few rows: more parts while the grid leaves multiprocessors idle
-	 * and each part is still 2,048 elements or more.  A streamed part
+	 * and each part is still 2,048 elements or more, 4,096 of a row that
+	 * registers hold (UNMEASURED, branch few-rows-registers: a 4,096
+	 * row in a cluster of 2 took 2.3-3.4 us at 1-64 rows, where 512 rows
+	 * in registers took 2.8-4.8; docs/performance.md v46).  A streamed part
 	 * wants two blocks a multiprocessor to keep loads in flight, and
 	 * takes up to 16; a staged row splits only to 8 for this (softmax f32
 	 * at 8 x 131072 ran 10% slower in 16 parts than in 8 on the H200,
 	 * docs/performance.md v9) */
 	int64_t fill = rp->stage ? SMS : 2 * SMS;
 	int most = rp->stage ? (rp->parts > 8 ? rp->parts : 8) : ROW_CLUSTER;
-	while (ri->nkept * rp->parts < fill && rp->parts < most && vecs / (rp->parts * 2) * rp->vw >= 2048)
+	while (ri->nkept * rp->parts < fill && rp->parts < most &&
+	       vecs / (rp->parts * 2) * rp->vw >= (fits ? 4096 : 2048))
 		rp->parts *= 2;
 	if (fits && (!rp->stage || (rp->parts == 1 && !wide)))
 		return 0;
