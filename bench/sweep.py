@@ -47,6 +47,7 @@ maps, when matplotlib is there) are written from the JSON.
 import argparse
 import collections
 import concurrent.futures
+import math
 import multiprocessing
 import os
 import sys
@@ -206,6 +207,33 @@ def cell_text(row, regime):
                              ", copy %.0f%%" % copy if copy else "")
 
 
+def summary(rows):
+    """sweep.md's summary: the cells whose check failed, then per regime how
+    many of the cells fgc leads the faster torch.compile mode in, the
+    geometric mean and the least of its speedups, and each cell it does not
+    lead, least first (with its % of the floor, and replayed of the plain
+    kernel over the same bytes)."""
+    name = lambda r: "%s %s %d x %d" % (r["op"], r["dtype"], r["rows"], r["cols"])
+    bad = [r for r in rows if failed(r)]
+    out = ["## Summary", "",
+           "- Checks: " + ("every competitor agreed with the f64 reference in all %d cells" % len(rows) if not bad
+                           else "%d of %d cells failed: %s" % (len(bad), len(rows), ", ".join(name(r) for r in bad)))]
+    for regime in ("sustained", "cold", "replayed"):
+        got = [(speedup(r, regime), r) for r in rows if not failed(r)]
+        got = sorted(((x, r) for x, r in got if x), key=lambda t: t[0])
+        if not got:
+            continue
+        behind = [(x, r) for x, r in got if x <= 1.0]
+        mean = math.exp(sum(math.log(x) for x, _ in got) / len(got))
+        out.append("- %s: fgc ahead in %d of %d cells (geometric mean %.2fx, the least %.2fx)%s" % (
+            regime.capitalize(), len(got) - len(behind), len(got), mean, got[0][0], "; not ahead:" if behind else ""))
+        for x, r in behind:
+            pct, copy = r.get("%s_fgc_pct_of_floor" % regime), r.get("%s_fgc_pct_of_copy" % regime)
+            out.append("  - %s: %.3fx, %s%s" % (name(r), x, "%.0f%% of the floor" % pct if pct else "under a launch",
+                                                ", %.0f%% of the plain kernel" % copy if copy else ""))
+    return out + [""]
+
+
 def report(data, args):
     """sweep.md: a table per op and dtype and regime; sweep.png."""
     rows = {(r["op"], r["dtype"], r["rows"], r["cols"]): r for r in data["rows"]}
@@ -232,6 +260,7 @@ def report(data, args):
                 "3-5 us: docs/performance.md v45); read those cells with care."]
     out += ["Command(s):"]
     out += ["`%s`" % c for c in data.get("commands", [])] + [""]
+    out += summary(data["rows"])
     for regime in ("sustained", "cold", "replayed"):
         out += ["## %s" % regime.capitalize(), ""]
         for op in OPS:

@@ -373,6 +373,40 @@ if "(20 calls a graph)" not in text20 or "A graph of one call" in text20:
     print("rows of 20 calls a graph without their count, or with the caveat:\n" + text20[:900])
 PY
 	verdict "sweep.py: the replayed tables" "$log"
+	# sweep.py's summary: per regime the cells fgc leads, the geometric
+	# mean and the least, each cell it does not lead (least first, with
+	# its % of the floor and of the plain kernel), and the failed cells
+	PYTHONPATH="$src/bench/torchshim:$src/bench" "$py" - >"$log" 2>&1 <<'PY'
+import os, tempfile, types
+import sweep
+ok = {k: "ok" for k in sweep.CHECKS}
+def cell(op, r, c, fgc, peer, **kw):
+    return dict(ok, op=op, dtype="f16", rows=r, cols=c, sustained_fgc_ms=fgc, sustained_compile_ms=peer,
+                sustained_compile_ro_ms=peer * 2, **kw)
+rows = [cell("softmax", 8, 128, 1.0, 4.0),
+        cell("rmsnorm", 64, 1024, 1.0, 0.9, sustained_fgc_pct_of_floor=97.0, replayed_fgc_ms=1.0,
+             replayed_compile_ms=0.5, replayed_fgc_pct_of_copy=40.0),
+        cell("layernorm", 512, 4096, 1.0, 0.8),
+        cell("bias_gelu", 1, 128, 1.0, 9.0, fgc_check="max error 3e-1 (tolerance 1e-2)")]
+sweep.log = lambda *a: None
+with tempfile.TemporaryDirectory() as d:
+    sweep.report({"rows": rows}, types.SimpleNamespace(out=d))
+    with open(os.path.join(d, "sweep.md")) as f:
+        text = f.read()
+got = text.split("## Summary")[-1].split("## Sustained")[0].strip().splitlines()
+want = ["- Checks: 1 of 4 cells failed: bias_gelu f16 1 x 128",
+        # speedups 4.0, 0.9, 0.8 (the faster mode): mean (2.88)^(1/3); the failed cell left out
+        "- Sustained: fgc ahead in 1 of 3 cells (geometric mean 1.42x, the least 0.80x); not ahead:",
+        "  - layernorm f16 512 x 4096: 0.800x, under a launch",
+        "  - rmsnorm f16 64 x 1024: 0.900x, 97% of the floor",
+        "- Replayed: fgc ahead in 0 of 1 cells (geometric mean 0.50x, the least 0.50x); not ahead:",
+        "  - rmsnorm f16 64 x 1024: 0.500x, under a launch, 40% of the plain kernel"]
+if got != want:
+    print("the summary:\n%s\nwanted:\n%s" % ("\n".join(got), "\n".join(want)))
+if text.index("## Summary") > text.index("## Sustained"):
+    print("the summary after the tables")
+PY
+	verdict "sweep.py: the summary" "$log"
 	# sweep.py's report over a sweep resumed in another call: each call's
 	# copy bandwidth named (each cell's floor is its own call's), one
 	# call's alone as before
