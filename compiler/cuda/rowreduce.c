@@ -213,9 +213,10 @@ static int row_parts(const Kern *k, const RedInfo *ri, int fits, int wide, int o
 		rp->parts = 1;
 	/* few rows: more parts while the grid leaves multiprocessors idle
 	 * and each part is still 2,048 elements or more, 4,096 of a row that
-	 * registers hold (UNMEASURED, branch few-rows-registers: a 4,096
-	 * row in a cluster of 2 took 2.3-3.4 us at 1-64 rows, where 512 rows
-	 * in registers took 2.8-4.8; docs/performance.md v46).  A streamed part
+	 * registers hold (1-64 rows of 4,096 in one block of registers, not
+	 * a cluster of 2 staged blocks: 1.25-1.46x in all 27 cells of
+	 * softmax, rmsnorm and layernorm, replayed on the H100,
+	 * docs/performance.md v47).  A streamed part
 	 * wants two blocks a multiprocessor to keep loads in flight, and
 	 * takes up to 16; a staged row splits only to 8 for this (softmax f32
 	 * at 8 x 131072 ran 10% slower in 16 parts than in 8 on the H200,
