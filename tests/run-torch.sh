@@ -26,12 +26,23 @@ pass=0 fail=0
 . "$src/tests/lib.sh"
 need_numpy
 
+# Runs fgc with the arguments given, its output appended to $log, and on a
+# failure adds "fgc ARGS exited with status N" there (after `if ! cmd`, $?
+# is the negation's 0, not fgc's status).
+fgc_logged() {
+	local rc
+	"$fgc" "$@" >>"$log" 2>&1
+	rc=$?
+	[ "$rc" -eq 0 ] || echo "fgc $* exited with status $rc" >>"$log"
+	return "$rc"
+}
+
 # 1. default sizes: compiles, names every output and saved value
 for fg in "$src"/samples/*.fg; do
 	name=$(basename "$fg" .fg) log=$tmp/log/full-$name mod=$tmp/full/$name.py
 	: >"$log"
-	if ! "$fgc" emit-torch "$fg" -o "$mod" >"$log" 2>&1; then
-		echo "fgc emit-torch exited with status $?" >>"$log"
+	if ! fgc_logged emit-torch "$fg" -o "$mod"; then
+		:
 	elif "$py" -m py_compile "$mod" >>"$log" 2>&1; then
 		read -ra outs < <(sed -n 's/#.*//; s/^[[:space:]]*output[[:space:]]//p' "$fg" | tr ',' ' ')
 		read -ra saved < <(sed -n 's/#.*//; s/^[[:space:]]*\([A-Za-z_][A-Za-z0-9_]*\)[[:space:]]*=.*@save.*/saved.\1/p' "$fg" | tr '\n' ' ')
@@ -50,11 +61,9 @@ case_of() {
 	local name=$1 fg=$2 inputs=$3 seed=$4 mode=$5 log=$tmp/log/$1
 	shift 5
 	: >"$log"
-	if ! "$fgc" emit-torch "$fg" "$@" -o "$tmp/small/$name.py" >>"$log" 2>&1; then
-		echo "fgc emit-torch $* exited with status $?" >>"$log"
-	elif ! "$fgc" run "$fg" "$@" --seed "$seed" --outputs "$tmp/ref/$name" \
-		${inputs:+--inputs "$inputs"} >>"$log" 2>&1; then
-		echo "fgc run $* exited with status $?" >>"$log"
+	if ! fgc_logged emit-torch "$fg" "$@" -o "$tmp/small/$name.py" ||
+	   ! fgc_logged run "$fg" "$@" --seed "$seed" --outputs "$tmp/ref/$name" ${inputs:+--inputs "$inputs"}; then
+		:
 	else
 		: >"$log"
 		echo "$tmp/small/$name.py $tmp/ref/$name ${inputs:--} $seed $mode" >>"$tmp/manifest"
