@@ -105,6 +105,11 @@ def cells(args):
             if r * c <= MAX_ELEMENTS]
 
 
+def cell_label(cell):
+    """'softmax f16 8 x 4096' for (op, dtype, rows, cols)."""
+    return "%s %s %d x %d" % tuple(cell)
+
+
 def cell_names(todo, args):
     """peers.py's case for each cell: its graph's path (each graph written
     once) with its sizes."""
@@ -213,7 +218,7 @@ def summary(rows):
     geometric mean and the least of its speedups, and each cell it does not
     lead, least first (with its % of the floor, and replayed of the plain
     kernel over the same bytes)."""
-    name = lambda r: "%s %s %d x %d" % (r["op"], r["dtype"], r["rows"], r["cols"])
+    name = lambda r: cell_label((r["op"], r["dtype"], r["rows"], r["cols"]))
     bad = [r for r in rows if failed(r)]
     out = ["## Summary", "",
            "- Checks: " + ("every competitor agreed with the f64 reference in all %d cells" % len(rows) if not bad
@@ -401,7 +406,7 @@ def main():
     data["environment"] = peers.environment(args.device, copy_bw, mm_rate, args.fgc)
     for cell in todo:
         op, dt, r, c = cell
-        log("== %s %s %d x %d (%s)" % (cell + (time.strftime("%H:%M:%S"),)))
+        log("== %s (%s)" % (cell_label(cell), time.strftime("%H:%M:%S")))
         try:
             row = peers.bench_sample(names[cell], args, clock, nvml, copy_bw, mm_rate, libs.get(names[cell]))
         except Exception as e:  # one cell's failure must not lose the others

@@ -41,9 +41,7 @@ fgc_logged() {
 for fg in "$src"/samples/*.fg; do
 	name=$(basename "$fg" .fg) log=$tmp/log/full-$name mod=$tmp/full/$name.py
 	: >"$log"
-	if ! fgc_logged emit-torch "$fg" -o "$mod"; then
-		:
-	elif "$py" -m py_compile "$mod" >>"$log" 2>&1; then
+	if fgc_logged emit-torch "$fg" -o "$mod" && "$py" -m py_compile "$mod" >>"$log" 2>&1; then
 		read -ra outs < <(sed -n 's/#.*//; s/^[[:space:]]*output[[:space:]]//p' "$fg" | tr ',' ' ')
 		read -ra saved < <(sed -n 's/#.*//; s/^[[:space:]]*\([A-Za-z_][A-Za-z0-9_]*\)[[:space:]]*=.*@save.*/saved.\1/p' "$fg" | tr '\n' ' ')
 		for key in "${outs[@]}" "${saved[@]}"; do
@@ -61,10 +59,8 @@ case_of() {
 	local name=$1 fg=$2 inputs=$3 seed=$4 mode=$5 log=$tmp/log/$1
 	shift 5
 	: >"$log"
-	if ! fgc_logged emit-torch "$fg" "$@" -o "$tmp/small/$name.py" ||
-	   ! fgc_logged run "$fg" "$@" --seed "$seed" --outputs "$tmp/ref/$name" ${inputs:+--inputs "$inputs"}; then
-		:
-	else
+	if fgc_logged emit-torch "$fg" "$@" -o "$tmp/small/$name.py" &&
+	   fgc_logged run "$fg" "$@" --seed "$seed" --outputs "$tmp/ref/$name" ${inputs:+--inputs "$inputs"}; then
 		: >"$log"
 		echo "$tmp/small/$name.py $tmp/ref/$name ${inputs:--} $seed $mode" >>"$tmp/manifest"
 	fi
