@@ -615,28 +615,32 @@ struct FgTopList {
 	}
 };
 
-/* __shfl_xor_sync (xor) or __shfl_sync from lane 0 of any accumulator,
- * the pairs and FgArg included: word by word (one SHFL for a float). */
+/* __shfl_xor_sync (xor) or __shfl_sync from lane 0 of each `width`
+ * lanes of any accumulator, the pairs and FgArg included: word by word
+ * (one SHFL for a float).  Every lane of the warp takes part. */
 template <typename T>
-FG_DEV T fg_shfl(T v, int o, bool xor_)
+FG_DEV T fg_shfl(T v, int o, bool xor_, int width = 32)
 {
 	static_assert(sizeof(T) % 4 == 0, "an accumulator of whole words");
 	unsigned w[sizeof(T) / 4];
 	memcpy(w, &v, sizeof v);
 	for (unsigned i = 0; i < sizeof(T) / 4; i++)
-		w[i] = xor_ ? __shfl_xor_sync(0xffffffffu, w[i], o) : __shfl_sync(0xffffffffu, w[i], 0);
+		w[i] = xor_ ? __shfl_xor_sync(0xffffffffu, w[i], o) : __shfl_sync(0xffffffffu, w[i], 0, width);
 	memcpy(&v, w, sizeof v);
 	return v;
 }
 
-/* Combines the v of a warp's threads with op and returns lane 0's
- * result to all of them (a butterfly leaves each lane its own rounding). */
-template <typename T, typename Op>
+/* Combines the v of each W lanes of a warp (W a power of 2, 32: the
+ * warp) with op and returns the first lane's result to all W of them (a
+ * butterfly leaves each lane its own rounding).  Every lane of the warp
+ * calls it, each W lanes on their own row. */
+template <int W = 32, typename T, typename Op>
 static __device__ __forceinline__ T fg_warp_reduce(T v, Op op)
 {
-	for (int o = 16; o > 0; o >>= 1)
+	static_assert(W >= 1 && W <= 32 && (W & (W - 1)) == 0, "a power of 2 lanes");
+	for (int o = W / 2; o > 0; o >>= 1)
 		v = op(v, fg_shfl(v, o, true));
-	return fg_shfl(v, 0, false);
+	return fg_shfl(v, 0, false, W);
 }
 
 /* Combines every thread's v with op and returns the result to all of

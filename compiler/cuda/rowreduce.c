@@ -21,8 +21,9 @@
 #include "cuda.h"
 
 /* How a row kernel that keeps its row in registers splits a row: a team
- * of `threads` per row (a warp, rows_per_block to a block, or a whole
- * block), each thread holding `vecs` vectors of vw elements; element
+ * of `threads` per row (some lanes of a warp or a warp, rows_per_block to
+ * a block of 128, or a whole block), each thread holding `vecs` vectors
+ * of vw elements; element
  * (u * threads + t) * vw + l of the row is lane l of vector u of thread
  * t.  `guard`: the last vectors run past the row (clamped, not counted). */
 typedef struct RowTeam {
@@ -44,12 +45,21 @@ static int row_lanes(const Kern *k, const RedInfo *ri, int *vd)
 	return nonunit == 1 ? cu_lane_width(k, ri->nred, 0) : 1;
 }
 
-/* Whether the row fits in the registers of a team, and its shape. */
+/* Whether the row fits in the registers of a team, and its shape.  A
+ * row of at most 16 vectors takes the fewest lanes of a warp that hold
+ * it a vector each, 32 / w rows to a warp (128 bf16 columns: 16 lanes,
+ * not a warp half of whose lanes idle), where the rows are a multiple of
+ * that: a warp's rows then run the row loop alike, and its shuffles
+ * take all 32 lanes. */
 static int row_team(const Kern *k, const RedInfo *ri, RowTeam *rt)
 {
 	memset(rt, 0, sizeof *rt);
 	rt->vw = row_lanes(k, ri, &rt->vd);
-	for (int w = 32; w <= 1024; w *= 2) {
+	int64_t nv = (ri->nred + rt->vw - 1) / rt->vw;
+	int w0 = 32;
+	while (w0 > 1 && nv <= w0 / 2 && ri->nkept % (64 / w0) == 0)
+		w0 /= 2;
+	for (int w = w0; w <= 1024; w *= 2) {
 		int64_t vecs = (ri->nred + (int64_t)w * rt->vw - 1) / ((int64_t)w * rt->vw);
 		int64_t held = vecs * rt->vw;
 		if ((held <= ROW_REGS || (w == 1024 && held <= ROW_REGS_WIDE)) && fg_kind_regs_fit(&k->plan->opt, fg_kind_regs_at(k->gr, (int)held))) {
@@ -60,7 +70,7 @@ static int row_team(const Kern *k, const RedInfo *ri, RowTeam *rt)
 	}
 	if (!rt->threads)
 		return 0;
-	rt->rows_per_block = rt->threads == 32 ? 4 : 1;
+	rt->rows_per_block = rt->threads <= 32 ? 128 / rt->threads : 1;
 	rt->guard = ri->nred % ((int64_t)rt->threads * rt->vw) != 0;
 	return 1;
 }
@@ -93,8 +103,11 @@ static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTe
 	 * Not in a block of 64: given that block size alone, ptxas held such
 	 * a layernorm of 1,024 bf16 columns to 40 registers and spilled */
 	k->widen_at_use = block >= 128;
-	const char *t = W == 32 ? "(int)(threadIdx.x & 31)" : "(int)threadIdx.x";
-	const char *reduce = W == 32 ? "fg_warp_reduce" : "fg_block_reduce";
+	const char *t = W <= 32 ? cu_fmt(k->a, "(int)(threadIdx.x & %d)", W - 1) : "(int)threadIdx.x";
+	const char *reduce = W == 32 ? "fg_warp_reduce" : W < 32 ? cu_fmt(k->a, "fg_warp_reduce<%d>", W) : "fg_block_reduce";
+	int shift = 0;     /* the team of a thread: threadIdx.x >> shift */
+	while ((1 << shift) < W)
+		shift++;
 	Ix *xs = fg_arena_array(k->a, (size_t)U * vw, sizeof(Ix));
 	const char **in = fg_arena_array(k->a, (size_t)U, sizeof(char *));
 
@@ -151,16 +164,18 @@ static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTe
 	for (int u = 0; u < U; u++)
 		cu_store_space(k, ri, first, dep, &xs[u * vw], vw, in[u]);
 	const char *row = rt->rows_per_block > 1
-		? cu_fmt(k->a, "for (%s row = blockIdx.x * %d + (threadIdx.x >> 5); row < %lld; row += gridDim.x * %d)",
-		      k->idx, rt->rows_per_block, (long long)ri->nkept, rt->rows_per_block)
+		? cu_fmt(k->a, "for (%s row = blockIdx.x * %d + (threadIdx.x >> %d); row < %lld; row += gridDim.x * %d)",
+		      k->idx, rt->rows_per_block, shift, (long long)ri->nkept, rt->rows_per_block)
 		: cu_fmt(k->a, "for (%s row = blockIdx.x; row < %lld; row += gridDim.x)", k->idx, (long long)ri->nkept);
 	cu_kclose(k, row);
 	if (k->failed)
 		return;
 	int64_t grid = (ri->nkept + rt->rows_per_block - 1) / rt->rows_per_block;
-	cu_path(E, k->gi, W == 32 ? CU_PATH_ROW_WARP : CU_PATH_ROW_BLOCK);
+	cu_path(E, k->gi, W == 32 ? CU_PATH_ROW_WARP : W < 32 ? CU_PATH_ROW_LANES : CU_PATH_ROW_BLOCK);
+	const char *team = W == 32 ? "a warp"
+		: W < 32 ? cu_fmt(E->a, "%d lane%s of a warp", W, W > 1 ? "s" : "") : cu_fmt(E->a, "a block of %d", W);
 	cu_emit_comment(E, k->gi, cu_row_desc(E, ri, cu_fmt(E->a, "%s per row, the row in registers (%d x %d elements a thread)",
-						  W == 32 ? "a warp" : cu_fmt(E->a, "a block of %d", W), U, vw)));
+						  team, U, vw)));
 	const char *args = cu_emit_kernel(k, cu_kname(k, NULL), block, NULL, 0, 1);
 	cu_add_launch(E, cu_kname(k, NULL), k->gi, grid < INT32_MAX ? grid : INT32_MAX, block, args);
 }
