@@ -45,19 +45,27 @@ static int row_lanes(const Kern *k, const RedInfo *ri, int *vd)
 	return nonunit == 1 ? cu_lane_width(k, ri->nred, 0) : 1;
 }
 
+/* Vectors a lane of a team smaller than a warp holds, at most: 1, or 2
+ * (twice the loads in flight a thread, half the lanes a row); the next
+ * call times both (a build with -DROW_LANE_VECS=2, docs/performance.md
+ * v47) */
+#ifndef ROW_LANE_VECS
+#define ROW_LANE_VECS 1
+#endif
+
 /* Whether the row fits in the registers of a team, and its shape.  A
- * row of at most 16 vectors takes the fewest lanes of a warp that hold
- * it a vector each, 32 / w rows to a warp (128 bf16 columns: 16 lanes,
- * not a warp half of whose lanes idle), where the rows are a multiple of
- * that: a warp's rows then run the row loop alike, and its shuffles
- * take all 32 lanes. */
+ * row of at most 16 x ROW_LANE_VECS vectors takes the fewest lanes of a warp that hold
+ * it ROW_LANE_VECS vectors each, 32 / w rows to a warp (128 bf16
+ * columns: 16 lanes, not a warp half of whose lanes idle), where the
+ * rows are a multiple of that: a warp's rows then run the row loop
+ * alike, and its shuffles take all 32 lanes. */
 static int row_team(const Kern *k, const RedInfo *ri, RowTeam *rt)
 {
 	memset(rt, 0, sizeof *rt);
 	rt->vw = row_lanes(k, ri, &rt->vd);
 	int64_t nv = (ri->nred + rt->vw - 1) / rt->vw;
 	int w0 = 32;
-	while (w0 > 1 && nv <= w0 / 2 && ri->nkept % (64 / w0) == 0)
+	while (w0 > 1 && nv <= (int64_t)(w0 / 2) * ROW_LANE_VECS && ri->nkept % (64 / w0) == 0)
 		w0 /= 2;
 	for (int w = w0; w <= 1024; w *= 2) {
 		int64_t vecs = (ri->nred + (int64_t)w * rt->vw - 1) / ((int64_t)w * rt->vw);
