@@ -54,11 +54,11 @@ static int row_lanes(const Kern *k, const RedInfo *ri, int *vd)
 #endif
 
 /* Whether the row fits in the registers of a team, and its shape.  A
- * row of at most 16 x ROW_LANE_VECS vectors takes the fewest lanes of a warp that hold
- * it ROW_LANE_VECS vectors each, 32 / w rows to a warp (128 bf16
- * columns: 16 lanes, not a warp half of whose lanes idle), where the
- * rows are a multiple of that: a warp's rows then run the row loop
- * alike, and its shuffles take all 32 lanes. */
+ * row of at most 16 x ROW_LANE_VECS vectors takes the fewest lanes of a
+ * warp that hold it ROW_LANE_VECS vectors each, 32 / w rows to a warp
+ * (128 bf16 columns: 16 lanes, not a warp half of whose lanes idle),
+ * where the rows are a multiple of that: a warp's rows then run the row
+ * loop alike, and its shuffles take all 32 lanes. */
 static int row_team(const Kern *k, const RedInfo *ri, RowTeam *rt)
 {
 	memset(rt, 0, sizeof *rt);
