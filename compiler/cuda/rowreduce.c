@@ -45,20 +45,18 @@ static int row_lanes(const Kern *k, const RedInfo *ri, int *vd)
 	return nonunit == 1 ? cu_lane_width(k, ri->nred, 0) : 1;
 }
 
-/* Vectors a lane of a team smaller than a warp holds, at most: 1, or 2
- * (twice the loads in flight a thread, half the lanes a row); the next
- * call times both (a build with -DROW_LANE_VECS=2, docs/performance.md
- * v47) */
-#ifndef ROW_LANE_VECS
-#define ROW_LANE_VECS 1
-#endif
+/* Vectors a lane of a team smaller than a warp holds, at most: 2, twice
+ * the loads in flight a thread and half the lanes a row of 1 (rows of
+ * 128 columns at 32768 rows: 1.67-1.80x main's replayed, where 1 a lane
+ * gave 1.50-1.56x; docs/performance.md v48) */
+enum { ROW_LANE_VECS = 2 };
 
 /* Whether the row fits in the registers of a team, and its shape.  A
  * row of at most 16 x ROW_LANE_VECS vectors takes the fewest lanes of a
  * warp that hold it ROW_LANE_VECS vectors each, 32 / w rows to a warp
- * (128 bf16 columns: 16 lanes, not a warp half of whose lanes idle),
- * where the rows are a multiple of that: a warp's rows then run the row
- * loop alike, and its shuffles take all 32 lanes. */
+ * (128 bf16 columns: 8 lanes of 2 vectors, not a warp 3/4 of whose
+ * lanes idle), where the rows are a multiple of that: a warp's rows then
+ * run the row loop alike, and its shuffles take all 32 lanes. */
 static int row_team(const Kern *k, const RedInfo *ri, RowTeam *rt)
 {
 	memset(rt, 0, sizeof *rt);
