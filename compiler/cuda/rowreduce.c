@@ -47,8 +47,8 @@ static int row_lanes(const Kern *k, const RedInfo *ri, int *vd)
 
 /* Vectors a lane of a team smaller than a warp holds, at most: 2, twice
  * the loads in flight a thread and half the lanes a row of 1 (rows of
- * 128 columns at 32768 rows: 1.67-1.80x main's replayed, where 1 a lane
- * gave 1.50-1.56x; docs/performance.md v48) */
+ * 128 columns at 32768 rows: 1.68-1.80x main's replayed, where 1 a lane
+ * gave 1.50-1.57x; docs/performance.md v48) */
 enum { ROW_LANE_VECS = 2 };
 
 /* Whether the row fits in the registers of a team, and its shape.  A
