@@ -1,8 +1,9 @@
 /*
  * rowreduce.c - a row-reduction group's kernel: the reduced axes are the
  * trailing ones, so one team of threads owns each row.  Where the row
- * fits in the team's registers (a warp, four rows to a block, or a block
- * of up to 1024), it is read once and every pass and the epilogue run on
+ * fits in the team's registers (a few lanes of a warp, 128 / lanes rows
+ * to a block; a warp, four rows to a block; or a block of up to 1024),
+ * it is read once and every pass and the epilogue run on
  * registers.  A longer row is read once into shared memory: the first
  * pass loads what the row reads from memory and keeps it there, the
  * later passes (softmax: the sum after the max) and the epilogue read it
@@ -23,9 +24,9 @@
 /* How a row kernel that keeps its row in registers splits a row: a team
  * of `threads` per row (some lanes of a warp or a warp, rows_per_block to
  * a block of 128, or a whole block), each thread holding `vecs` vectors
- * of vw elements; element
- * (u * threads + t) * vw + l of the row is lane l of vector u of thread
- * t.  `guard`: the last vectors run past the row (clamped, not counted). */
+ * of vw elements; element (u * threads + t) * vw + l of the row is lane
+ * l of vector u of thread t.  `guard`: the last vectors run past the row
+ * (clamped, not counted). */
 typedef struct RowTeam {
 	int threads, rows_per_block, vw, vecs, guard;
 	int vd;                 /* the space's coordinate the lanes run along */
