@@ -7,8 +7,8 @@
  * longer row is read once into shared memory: the first pass loads what
  * the row reads from memory and keeps it there, the later passes
  * (softmax: the sum after the max) and the epilogue read it back.  A row
- * longer than a block's share of shared memory (ROW_SMEM),
- * or too few rows to fill the GPU, is cut into parts, one block each, the
+ * longer than a block's share of shared memory (ROW_SMEM), or too few
+ * rows to fill the GPU, is cut into parts, one block each, the
  * blocks of one row a thread-block cluster that combines its partial
  * reductions through distributed shared memory.  Only a row that reads
  * nothing at its own elements (no memory to save) or that even a cluster
@@ -64,7 +64,7 @@ static int row_team(const Kern *k, const RedInfo *ri, RowTeam *rt)
 	rt->vw = row_lanes(k, ri, &rt->vd);
 	int64_t nv = (ri->nred + rt->vw - 1) / rt->vw;
 	int w0 = 32;
-	while (w0 > 1 && nv <= (int64_t)(w0 / 2) * ROW_LANE_VECS && ri->nkept % (64 / w0) == 0)
+	while (w0 > 1 && nv <= (int64_t)(w0 / 2) * ROW_LANE_VECS && ri->nkept % (32 / (w0 / 2)) == 0)
 		w0 /= 2;
 	for (int w = w0; w <= 1024; w *= 2) {
 		int64_t vecs = (ri->nred + (int64_t)w * rt->vw - 1) / ((int64_t)w * rt->vw);
