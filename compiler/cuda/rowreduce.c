@@ -29,6 +29,8 @@
  * (clamped, not counted). */
 typedef struct RowTeam {
 	int threads, rows_per_block, vw, vecs, guard;
+	int rows;               /* rows a thread (a team smaller than a warp),
+				   rows_per_block apart, in an unrolled loop */
 	int vd;                 /* the space's coordinate the lanes run along */
 } RowTeam;
 
@@ -51,6 +53,13 @@ static int row_lanes(const Kern *k, const RedInfo *ri, int *vd)
  * 128 columns at 32768 rows: 1.68-1.80x main's replayed, where 1 a lane
  * gave 1.50-1.57x; docs/performance.md v48) */
 enum { ROW_LANE_VECS = 2 };
+
+/* Rows a thread of a team smaller than a warp takes at most, in a loop
+ * of known trip count that ptxas unrolls, so the next row's loads issue
+ * before this row's stores.  EXPERIMENT (branch rows-seq). */
+#ifndef ROW_THREAD_ROWS
+#define ROW_THREAD_ROWS 1
+#endif
 
 /* Whether the row fits in the registers of a team, and its shape.  A
  * row of at most 16 x ROW_LANE_VECS vectors takes the fewest lanes of a
@@ -79,6 +88,13 @@ static int row_team(const Kern *k, const RedInfo *ri, RowTeam *rt)
 		return 0;
 	rt->rows_per_block = rt->threads <= 32 ? 128 / rt->threads : 1;
 	rt->guard = ri->nred % ((int64_t)rt->threads * rt->vw) != 0;
+	/* several rows a thread where every block's rows are whole and the
+	 * grid still gives every multiprocessor a block */
+	rt->rows = 1;
+	for (int64_t span; rt->threads < 32 && 2 * rt->rows <= ROW_THREAD_ROWS &&
+			   ri->nkept % (span = (int64_t)rt->rows_per_block * rt->rows * 2) == 0 &&
+			   ri->nkept / span >= FG_SMS && ri->nkept / span < INT32_MAX;)
+		rt->rows *= 2;
 	return 1;
 }
 
@@ -131,6 +147,10 @@ static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTe
 		cu_kline(k, 0, j, "const %s %s = %s;", k->idx, j, at);
 	}
 	cu_kopen(k);       /* 1: a row */
+	int R = rt->rows, span = rt->rows_per_block * R;
+	if (R > 1)
+		cu_kline(k, 1, "row", "const %s row = ((%s)blockIdx.x * %d + rr) * %d + (threadIdx.x >> %d);", k->idx, k->idx,
+			 R, rt->rows_per_block, shift);
 	Ix kc = cu_ix_from_lin(k, &ri->kept, "row", 1, "r");
 	for (int r = 0; r < k->reds.n; r++) {
 		k->reds.v[r].at = cu_result_ix(k, ri, k->reds.v[r].id, &kc, "row", 1);
@@ -170,19 +190,22 @@ static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTe
 	cu_kline(k, 1, NULL, "/* epilogue */");
 	for (int u = 0; u < U; u++)
 		cu_store_space(k, ri, first, dep, &xs[u * vw], vw, in[u]);
-	const char *row = rt->rows_per_block > 1
+	if (R > 1)
+		cu_kline(k, 0, NULL, "#pragma unroll");
+	const char *row = R > 1 ? cu_fmt(k->a, "for (int rr = 0; rr < %d; rr++)", R)
+		: rt->rows_per_block > 1
 		? cu_fmt(k->a, "for (%s row = blockIdx.x * %d + (threadIdx.x >> %d); row < %lld; row += gridDim.x * %d)",
 		      k->idx, rt->rows_per_block, shift, (long long)ri->nkept, rt->rows_per_block)
 		: cu_fmt(k->a, "for (%s row = blockIdx.x; row < %lld; row += gridDim.x)", k->idx, (long long)ri->nkept);
 	cu_kclose(k, row);
 	if (k->failed)
 		return;
-	int64_t grid = (ri->nkept + rt->rows_per_block - 1) / rt->rows_per_block;
+	int64_t grid = (ri->nkept + span - 1) / span;
 	cu_path(E, k->gi, W == 32 ? CU_PATH_ROW_WARP : W < 32 ? CU_PATH_ROW_LANES : CU_PATH_ROW_BLOCK);
 	const char *team = W == 32 ? "a warp"
 		: W < 32 ? cu_fmt(E->a, "%d lane%s of a warp", W, W > 1 ? "s" : "") : cu_fmt(E->a, "a block of %d", W);
-	cu_emit_comment(E, k->gi, cu_row_desc(E, ri, cu_fmt(E->a, "%s per row, the row in registers (%d x %d elements a thread)",
-						  team, U, vw)));
+	cu_emit_comment(E, k->gi, cu_row_desc(E, ri, cu_fmt(E->a, "%s per row, the row in registers (%d x %d elements a thread%s)",
+						  team, U, vw, R > 1 ? cu_fmt(E->a, ", %d rows", R) : "")));
 	const char *args = cu_emit_kernel(k, cu_kname(k, NULL), block, NULL, 0, 1);
 	cu_add_launch(E, cu_kname(k, NULL), k->gi, grid < INT32_MAX ? grid : INT32_MAX, block, args);
 }
