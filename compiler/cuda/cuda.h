@@ -66,6 +66,7 @@
 	X(LOOP_COMPUTE, "loop.compute")         /* a thread an element: arithmetic-bound (LANES_ISSUE) */ \
 	X(ROW_WARP, "rowreduce.registers.warp") /* the row in a warp's registers */     \
 	X(ROW_LANES, "rowreduce.registers.lanes") /* ... in some lanes', rows to a warp */ \
+	X(ROW_ROWS, "rowreduce.registers.rows") /* ... several rows a thread, in turn */ \
 	X(ROW_BLOCK, "rowreduce.registers.block") /* ... in a block's */                \
 	X(ROW_PACKED, "rowreduce.registers.packed") /* parameter rows packed through the row loop */ \
 	X(ROW_SMEM, "rowreduce.smem")           /* a block a row, read once into shared memory */ \

@@ -29,8 +29,6 @@
  * (clamped, not counted). */
 typedef struct RowTeam {
 	int threads, rows_per_block, vw, vecs, guard;
-	int rows;               /* rows a thread (a team smaller than a warp),
-				   rows_per_block apart, in an unrolled loop */
 	int vd;                 /* the space's coordinate the lanes run along */
 } RowTeam;
 
@@ -53,13 +51,6 @@ static int row_lanes(const Kern *k, const RedInfo *ri, int *vd)
  * 128 columns at 32768 rows: 1.68-1.80x main's replayed, where 1 a lane
  * gave 1.50-1.57x; docs/performance.md v48) */
 enum { ROW_LANE_VECS = 2 };
-
-/* Rows a thread of a team smaller than a warp takes at most, in a loop
- * of known trip count that ptxas unrolls, so the next row's loads issue
- * before this row's stores.  EXPERIMENT (branch rows-seq). */
-#ifndef ROW_THREAD_ROWS
-#define ROW_THREAD_ROWS 1
-#endif
 
 /* Whether the row fits in the registers of a team, and its shape.  A
  * row of at most 16 x ROW_LANE_VECS vectors takes the fewest lanes of a
@@ -88,13 +79,33 @@ static int row_team(const Kern *k, const RedInfo *ri, RowTeam *rt)
 		return 0;
 	rt->rows_per_block = rt->threads <= 32 ? 128 / rt->threads : 1;
 	rt->guard = ri->nred % ((int64_t)rt->threads * rt->vw) != 0;
-	/* several rows a thread where every block's rows are whole and the
-	 * grid still gives every multiprocessor a block */
-	rt->rows = 1;
-	for (int64_t span; rt->threads < 32 && 2 * rt->rows <= ROW_THREAD_ROWS &&
-			   ri->nkept % (span = (int64_t)rt->rows_per_block * rt->rows * 2) == 0 &&
-			   ri->nkept / span >= FG_SMS && ri->nkept / span < INT32_MAX;)
-		rt->rows *= 2;
+	return 1;
+}
+
+/* Rows a thread of a team smaller than a warp takes: up to
+ * ROW_THREAD_ROWS, rows_per_block apart, in a loop of known trip count
+ * that ptxas unrolls, so a row's loads issue before the row before it
+ * is stored (SASS of rmsnorm f32 at 32768 x 128).  Where the rows fill
+ * whole blocks and the grid keeps ROW_THREAD_GRID of them, in a kernel
+ * of one pass or of rows of at most ROW_THREAD_HELD elements a thread.
+ * Measured with rows of 128 at 4096 and 32768 rows (docs/performance.md
+ * v49), 4 rows a thread against 1, replayed: rmsnorm 1.05-1.07x in 16
+ * bits and 1.23x in f32 (512 and 1,024 blocks); softmax and layernorm
+ * f32 (8 elements a thread) 1.05x and 1.08x; but softmax and layernorm
+ * in 16 bits (16 elements a thread, two passes) 0.78-0.91x, and at 2
+ * rows 0.87-0.95x; and 2 rows at 4096 rows of f32, 256 blocks, 0.85x
+ * (rmsnorm) and 0.88x (softmax). */
+enum { ROW_THREAD_ROWS = 4, ROW_THREAD_GRID = 512, ROW_THREAD_HELD = 8 };
+
+static int thread_rows(const RedInfo *ri, const RowTeam *rt, int npass)
+{
+	if (rt->threads >= 32 || (npass > 1 && rt->vecs * rt->vw > ROW_THREAD_HELD))
+		return 1;
+	for (int R = ROW_THREAD_ROWS; R > 1; R /= 2) {
+		int64_t span = (int64_t)rt->rows_per_block * R;
+		if (ri->nkept % span == 0 && ri->nkept / span >= ROW_THREAD_GRID && ri->nkept / span < INT32_MAX)
+			return R;
+	}
 	return 1;
 }
 
@@ -147,7 +158,7 @@ static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTe
 		cu_kline(k, 0, j, "const %s %s = %s;", k->idx, j, at);
 	}
 	cu_kopen(k);       /* 1: a row */
-	int R = rt->rows, span = rt->rows_per_block * R;
+	int R = thread_rows(ri, rt, npass), span = rt->rows_per_block * R;
 	if (R > 1)
 		cu_kline(k, 1, "row", "const %s row = ((%s)blockIdx.x * %d + rr) * %d + (threadIdx.x >> %d);", k->idx, k->idx,
 			 R, rt->rows_per_block, shift);
@@ -202,6 +213,8 @@ static void emit_rowreduce_regs(Emit *E, Kern *k, const RedInfo *ri, const RowTe
 		return;
 	int64_t grid = (ri->nkept + span - 1) / span;
 	cu_path(E, k->gi, W == 32 ? CU_PATH_ROW_WARP : W < 32 ? CU_PATH_ROW_LANES : CU_PATH_ROW_BLOCK);
+	if (R > 1)
+		cu_path(E, k->gi, CU_PATH_ROW_ROWS);
 	const char *team = W == 32 ? "a warp"
 		: W < 32 ? cu_fmt(E->a, "%d lane%s of a warp", W, W > 1 ? "s" : "") : cu_fmt(E->a, "a block of %d", W);
 	cu_emit_comment(E, k->gi, cu_row_desc(E, ri, cu_fmt(E->a, "%s per row, the row in registers (%d x %d elements a thread%s)",
