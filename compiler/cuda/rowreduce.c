@@ -1,21 +1,21 @@
 /*
  * rowreduce.c - a row-reduction group's kernel: the reduced axes are the
- * trailing ones, so one team of threads owns each row.  Where the row
- * fits in the team's registers (a few lanes of a warp, 128 / lanes rows
- * to a block; a warp, four rows to a block; or a block of up to 1024),
- * it is read once and every pass and the epilogue run on registers.  A
- * longer row is read once into shared memory: the first pass loads what
- * the row reads from memory and keeps it there, the later passes
- * (softmax: the sum after the max) and the epilogue read it back.  A row
- * longer than a block's share of shared memory (ROW_SMEM), or too few
- * rows to fill the GPU, is cut into parts, one block each, the
- * blocks of one row a thread-block cluster that combines its partial
- * reductions through distributed shared memory.  Only a row that reads
- * nothing at its own elements (no memory to save) or that even a cluster
- * cannot hold streams from memory once per pass, cut into a cluster's
- * parts the same way where the rows are too few; there a softmax's max
- * and sum, or a mean and the squared deviations from it, take one pass
- * together (online pairs, below).
+ * trailing ones, so one team of threads owns each row.  Where the row fits
+ * in the team's registers (a few lanes of a warp, 128 / lanes rows to a
+ * block and up to 4 of them a thread, in turn; a warp, four rows to a
+ * block; or a block of up to 1024), it is read once and every pass and
+ * the epilogue run on registers.  A longer row is read once into shared
+ * memory: the first pass loads what the row reads from memory and keeps
+ * it there, the later passes (softmax: the sum after the max) and the
+ * epilogue read it back.  A row longer than a block's share of shared
+ * memory (ROW_SMEM), or too few rows to fill the GPU, is cut into parts,
+ * one block each, the blocks of one row a thread-block cluster that
+ * combines its partial reductions through distributed shared memory.  Only
+ * a row that reads nothing at its own elements (no memory to save) or
+ * that even a cluster cannot hold streams from memory once per pass, cut
+ * into a cluster's parts the same way where the rows are too few; there a
+ * softmax's max and sum, or a mean and the squared deviations from it,
+ * take one pass together (online pairs, below).
  */
 #include <string.h>
 
